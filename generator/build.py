@@ -1,0 +1,31 @@
+"""Writing dist/submission.py atomically, and comparing it with what the sources make now."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename: readers see the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def diff_summary(old: str, new: str, shown: str, max_lines: int = 20) -> str:
+    """A short account of how `old` (on disk) differs from `new` (what the sources make now)."""
+    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), shown, "rebuilt", lineterm="", n=0))
+    added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    head = diff[:max_lines]
+    more = f"\n... {len(diff) - max_lines} more diff lines" if len(diff) > max_lines else ""
+    return f"{shown} is stale: {added} lines added, {removed} removed by a rebuild\n" + "\n".join(head) + more

@@ -1,0 +1,243 @@
+"""`python -m generator`: build, inspect, compile, verify, benchmark and tune the submission."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from generator import REPO_ROOT
+from generator.errors import BuildError
+
+DIST = REPO_ROOT / "dist" / "submission.py"
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Build dist/submission.py from kernels_src/ and tables/, and check it like the judge does."""
+
+
+@main.command()
+@click.option("--check", is_flag=True, help="Exit 1 with a diff summary if the file differs from a fresh build.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=REPO_ROOT, show_default=True,
+              help="Repository root holding templates/, kernels_src/ and tables/.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Output file [default: ROOT/dist/submission.py].")
+def build(check: bool, root: Path, out: Path | None) -> None:
+    """Render the templates with the kernel sources and tables into one submission file."""
+    from generator.build import diff_summary, write_atomic
+    from generator.render import render_submission
+
+    out = out or root / "dist" / "submission.py"
+    try:
+        text = render_submission(root)
+    except BuildError as exc:
+        _fail(str(exc))
+    if check:
+        old = out.read_text() if out.exists() else ""
+        if old != text:
+            click.echo(diff_summary(old, text, str(out)), err=True)
+            click.echo("run `python -m generator build` and commit the result", err=True)
+            sys.exit(1)
+        click.echo(f"{out} is up to date")
+        return
+    write_atomic(out, text)
+    click.echo(f"wrote {out} ({len(text.splitlines())} lines)")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+def dispatch(file: Path) -> None:
+    """Which engine and configuration serves every (layer, m), read from FILE's own tables and router."""
+    from generator.judge.loader import SubmissionLoadError, load_submission
+
+    try:
+        sub = load_submission(file)
+    except SubmissionLoadError as exc:
+        _fail(str(exc))
+    click.echo(f"{'layer':<10} {'m':>4}  {'n':>5}  engine   config")
+    for layer in sub.LAYERS:
+        for m in sub.WARMUP_M:
+            engine, cfg = sub._engine(layer, m)
+            fields = "" if cfg is None else "NW={} S={} U={} P={}".format(*cfg)
+            click.echo(f"{layer:<10} {m:>4}  {sub._width(layer, m):>5}  {engine:<8} {fields}")
+
+
+@main.command("compile")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=REPO_ROOT, show_default=True)
+@click.option("--nvcc", default="nvcc", show_default=True)
+def compile_cmd(root: Path, nvcc: str) -> None:
+    """Compile CUDA_SRC with the local nvcc for sm_90a; report registers, spills and smem; fail on any spill."""
+    from generator.compile import compile_cuda
+    from generator.sources import load_sources
+
+    try:
+        sources = load_sources(root)
+    except BuildError as exc:
+        _fail(str(exc))
+    code, messages, kernels = compile_cuda(sources.cuda, nvcc=nvcc)
+    if code != 0:
+        errors = [line for line in messages.splitlines() if "error" in line] or messages.splitlines()[-5:]
+        click.echo("\n".join(errors[:20]), err=True)
+        _fail(f"nvcc failed (exit {code})", 1)
+    click.echo(f"{'regs':>4} {'smem':>5} {'stack':>5} {'spill st/ld':>11}  kernel")
+    for k in kernels:
+        click.echo(f"{k.registers:>4} {k.smem_static:>5} {k.stack_frame:>5} "
+                   f"{f'{k.spill_stores}/{k.spill_loads}':>11}  {k.name}")
+    spilled = [k for k in kernels if k.spills]
+    click.echo(f"{len(kernels)} kernels, max {max((k.registers for k in kernels), default=0)} registers, "
+               f"{len(spilled)} spilling")
+    if not kernels:
+        _fail("ptxas reported no kernels", 1)
+    if spilled:
+        _fail(f"{len(spilled)} kernel(s) spill registers: {spilled[0].name}", 1)
+
+
+def _load(file: Path):
+    from generator.judge.loader import SubmissionLoadError, load_submission
+
+    try:
+        return load_submission(file)
+    except SubmissionLoadError as exc:
+        _fail(str(exc))
+
+
+def _problem(shrink: int = 1):
+    """tables/problem.yaml; shrink > 1 divides every n and k (a quick CPU smoke run of a reference file)."""
+    import dataclasses
+
+    from generator.problem import load_problem
+
+    try:
+        problem = load_problem()
+    except BuildError as exc:
+        _fail(str(exc))
+    if shrink == 1:
+        return problem
+    layers = {
+        name: dataclasses.replace(
+            layer, n=layer.n // shrink, k=layer.k // shrink,
+            narrow_n=layer.narrow_n // shrink if layer.narrow_n else None)
+        for name, layer in problem.layers.items()
+    }
+    return dataclasses.replace(problem, layers=layers)
+
+
+def _device(requested: str | None) -> str:
+    import torch
+
+    return requested or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+@click.option("--dist", "distributions", multiple=True, type=click.Choice(["normal", "heavy"]),
+              help="Weight distribution(s) [default: both].")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--device", default=None, help="cuda (default when present) or cpu (graph replay emulated).")
+@click.option("--no-graphs", is_flag=True, help="Skip the CUDA-graph capture/replay checks.")
+@click.option("--shrink", default=1, show_default=True, help="Divide every n and k by this (CPU smoke runs).")
+def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: bool, shrink: int) -> None:
+    """Check FILE like the judge: every layer x m, float64 reference, poisoned outputs, graph replays."""
+    import os
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    from generator.judge.verify import format_report, verify_distribution
+
+    module = _load(file)
+    problem = _problem(shrink)
+    device = _device(device)
+    distributions = list(distributions) or ["normal", "heavy"]
+    results, failed = [], False
+    for distribution in distributions:
+        rows, prepare_s, error = verify_distribution(module, problem, distribution, seed, device, not no_graphs)
+        click.echo(f"[{distribution}] prepare() took {prepare_s:.1f} s" + (f": FAIL {error}" if error else ""))
+        failed |= bool(error)
+        results.extend(rows)
+    click.echo(format_report(results, distributions))
+    if failed or not results or not all(r.ok for r in results):
+        sys.exit(1)
+
+
+def _shape_filter(problem, layers, ms, default_ms):
+    chosen_layers = list(layers) or list(problem.layers)
+    unknown = [name for name in chosen_layers if name not in problem.layers]
+    if unknown:
+        _fail(f"unknown layer(s) {unknown}; tables/problem.yaml has {list(problem.layers)}")
+    return [(layer, m) for layer in chosen_layers for m in (list(ms) or list(default_ms))]
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+@click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
+@click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable).")
+@click.option("--reps", default=100, show_default=True, help="Cold replays per measurement (median).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every figure here.")
+@click.option("--compare", "compare_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="An earlier --json output: print per-shape deltas.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG here.")
+def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path) -> None:
+    """Time FILE on the benchmark shapes (cold and warm) against cuBLAS and the memory floor, on the GPU."""
+    import json
+
+    import torch
+    from tqdm import tqdm
+
+    from generator.judge.bench import BenchResult, compare_results, format_table, plot, run_bench
+
+    if not torch.cuda.is_available():
+        _fail("bench needs a CUDA GPU (run it on the H200; see README)")
+    module = _load(file)
+    problem = _problem()
+    shapes = _shape_filter(problem, layers, ms, problem.bench_m)
+    with tqdm(total=len(shapes), desc="bench", unit="shape") as bar:
+        result = run_bench(module, problem, shapes, reps=reps, progress=lambda _: bar.update())
+    click.echo(format_table(result))
+    if json_path:
+        json_path.write_text(json.dumps(result.to_json(), indent=1))
+        click.echo(f"wrote {json_path}")
+    if compare_path:
+        click.echo(compare_results(BenchResult.from_json(json.loads(compare_path.read_text())), result))
+    if plot_path:
+        plot(result, plot_path)
+        click.echo(f"wrote {plot_path}")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+@click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
+@click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable; default 1 8 16 32).")
+@click.option("--reps", default=30, show_default=True)
+@click.option("--write", "write_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=REPO_ROOT / "tables" / "ctable.yaml", show_default=True,
+              help="Where to write the tuned CTABLE (then rebuild).")
+def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
+    """Tune CTABLE on the GPU: time every admissible (NW, S, U, P) per shape, keep the fastest correct one."""
+    import torch
+    from tqdm import tqdm
+
+    from generator.build import write_atomic
+    from generator.judge.sweep import SWEEP_M, ctable_yaml, header_of, pick_defaults, run_sweep
+
+    if not torch.cuda.is_available():
+        _fail("sweep needs a CUDA GPU (run it on the H200; see README)")
+    module = _load(file)
+    problem = _problem()
+    shapes = _shape_filter(problem, layers, ms, SWEEP_M)
+    with tqdm(total=len(shapes), desc="sweep", unit="shape") as bar:
+        points = run_sweep(module, problem, shapes, reps=reps, progress=lambda _: bar.update())
+    click.echo(f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'best GEMV':>16} {'us':>7} {'cuBLAS':>7}  entry")
+    for p in points:
+        click.echo(f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {str(p.best):>16} {p.best_us:>7.2f}"
+                   f" {p.cublas_us:>7.2f}  {p.choice}")
+    ctable = REPO_ROOT / "tables" / "ctable.yaml"
+    write_atomic(write_path, ctable_yaml(header_of(ctable.read_text()), pick_defaults(points, problem), points, problem))
+    click.echo(f"wrote {write_path}; rebuild with `python -m generator build`")
+    if any(p.wrong for p in points):
+        _fail("some configurations computed wrong results (see 'wrong'): fix the kernel", 1)

@@ -1,0 +1,81 @@
+"""Compile CUDA_SRC with the local nvcc for sm_90a and read ptxas's resource report (no GPU needed)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+
+def nvcc_flags() -> list[str]:
+    """What load_inline passes nvcc on the judge's machine (torch's common flags + ours), plus the ptxas report."""
+    from torch.utils.cpp_extension import COMMON_NVCC_FLAGS
+
+    from kernels_src.runtime import CUDA_FLAGS
+
+    return [*COMMON_NVCC_FLAGS, *CUDA_FLAGS, "-Xptxas", "-v"]
+
+
+_ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(\w+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:.*?, (\d+) bytes smem)?")
+
+
+@dataclass
+class KernelResources:
+    mangled: str
+    name: str = ""
+    registers: int = 0
+    smem_static: int = 0
+    stack_frame: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_stores > 0 or self.spill_loads > 0
+
+
+def parse_ptxas(report: str) -> list[KernelResources]:
+    """Kernels (entry functions) in ptxas -v output, in order of appearance."""
+    kernels: dict[str, KernelResources] = {}
+    current = None
+    for line in report.splitlines():
+        if match := _ENTRY.search(line):
+            current = kernels.setdefault(match.group(1), KernelResources(match.group(1)))
+        elif match := _PROPS.search(line):
+            current = kernels.get(match.group(1))
+        elif (match := _FRAME.search(line)) and current is not None:
+            current.stack_frame, current.spill_stores, current.spill_loads = map(int, match.groups())
+        elif (match := _USED.search(line)) and current is not None:
+            current.registers = int(match.group(1))
+            current.smem_static = int(match.group(2) or 0)
+    return list(kernels.values())
+
+
+def demangle(names: list[str]) -> list[str]:
+    tool = shutil.which("cu++filt") or shutil.which("c++filt")
+    if not tool or not names:
+        return names
+    out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, check=False).stdout
+    lines = out.splitlines()
+    return lines if len(lines) == len(names) else names
+
+
+def compile_cuda(cuda_src: str, nvcc: str = "nvcc", extra_flags: list[str] | None = None) -> tuple[int, str, list]:
+    """(nvcc return code, its messages, kernels) for CUDA_SRC compiled to an object file in a temp folder."""
+    with tempfile.TemporaryDirectory(prefix="okc_compile_") as tmp:
+        src = Path(tmp) / "cuda_src.cu"
+        src.write_text(cuda_src)
+        cmd = [nvcc, "-c", *nvcc_flags(), *(extra_flags or []), str(src), "-o", str(Path(tmp) / "cuda_src.o")]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    messages = proc.stdout + proc.stderr
+    kernels = parse_ptxas(messages)
+    for kernel, name in zip(kernels, demangle([k.mangled for k in kernels])):
+        kernel.name = name
+    return proc.returncode, messages, kernels

@@ -1,0 +1,60 @@
+"""What dist/submission.py must be, checked on the rendered text (the build refuses anything else)."""
+
+from __future__ import annotations
+
+import ast
+
+from generator.errors import BuildError
+from generator.sources import ALLOWED_IMPORTS
+
+TAG_LINE = "# okc: problem=muse_bf16_proj"
+# Calls that would read files, the environment or the network, or run code from strings, at run time.
+FORBIDDEN_CALLS = {"open", "exec", "eval", "compile", "__import__", "input", "breakpoint"}
+FORBIDDEN_ATTRIBUTES = {("torch", "load"), ("torch", "hub"), ("torch", "save")}
+
+
+def contract_violations(text: str) -> list[tuple[int, str]]:
+    """(line, problem) for everything in `text` that breaks the submission contract."""
+    problems = []
+    first = text.split("\n", 1)[0]
+    if first != TAG_LINE:
+        problems.append((1, f"first line must be exactly {TAG_LINE!r}, got {first!r}"))
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        return problems + [(exc.lineno or 0, f"not valid Python: {exc.msg}")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in ALLOWED_IMPORTS or ALLOWED_IMPORTS[alias.name] is not None:
+                    problems.append((node.lineno, f"import {alias.name} is not in the whitelist"))
+        elif isinstance(node, ast.ImportFrom):
+            allowed = ALLOWED_IMPORTS.get(node.module or "", False)
+            names = {alias.name for alias in node.names}
+            if node.level or allowed is False or (allowed is not None and not names <= allowed):
+                problems.append((node.lineno, f"from {node.module} import {sorted(names)} is not in the whitelist"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+            problems.append((node.lineno, f"call to {node.func.id}() is not allowed at run time"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if (node.value.id, node.attr) in FORBIDDEN_ATTRIBUTES:
+                problems.append((node.lineno, f"{node.value.id}.{node.attr} is not allowed"))
+    return problems
+
+
+def undefined_names(text: str) -> list[tuple[int, str]]:
+    """(line, message) for names pyflakes finds used but never defined."""
+    from pyflakes import checker, messages  # build-time only: not on the H200
+
+    tree = ast.parse(text)
+    found = checker.Checker(tree, filename="dist/submission.py")
+    bad = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
+    return sorted(
+        (m.lineno, m.message % m.message_args) for m in found.messages if isinstance(m, bad)
+    )
+
+
+def check_contract(text: str, shown: str) -> None:
+    problems = contract_violations(text)
+    if problems:
+        line, message = problems[0]
+        raise BuildError(shown, line, message)

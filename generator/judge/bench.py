@@ -1,0 +1,215 @@
+"""bench: cold (L2 read-flushed) and warm timings of a submission against cuBLAS and the memory floor."""
+
+from __future__ import annotations
+
+import math
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+from types import ModuleType
+
+from generator.problem import Problem
+
+
+@dataclass
+class ShapeTiming:
+    layer: str
+    m: int
+    n: int
+    weight_bytes: int
+    engine: str
+    ours_cold_us: float
+    ours_warm_us: float
+    cublas_cold_us: dict[str, float]  # baseline name -> us (router: hi+lo pair and plain fp32)
+    cublas_warm_us: dict[str, float]
+    floor_us: float
+
+    @property
+    def baseline_cold_us(self) -> float:
+        return min(self.cublas_cold_us.values())
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline_cold_us / self.ours_cold_us
+
+    @property
+    def of_floor(self) -> float:
+        return self.ours_cold_us / self.floor_us
+
+
+@dataclass
+class BenchResult:
+    environment: dict
+    launch_floor_us: float
+    read_bytes_per_s: float
+    shapes: list[ShapeTiming] = field(default_factory=list)
+
+    @property
+    def geomean_speedup(self) -> float:
+        return math.exp(sum(math.log(s.speedup) for s in self.shapes) / len(self.shapes)) if self.shapes else float("nan")
+
+    def to_json(self) -> dict:
+        out = {
+            "environment": self.environment,
+            "launch_floor_us": self.launch_floor_us,
+            "read_bytes_per_s": self.read_bytes_per_s,
+            "geomean_speedup": self.geomean_speedup,
+            "shapes": [],
+        }
+        for s in self.shapes:
+            row = asdict(s)
+            row.update(speedup=s.speedup, of_floor=s.of_floor, baseline_cold_us=s.baseline_cold_us)
+            out["shapes"].append(row)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> "BenchResult":
+        names = set(ShapeTiming.__dataclass_fields__)
+        shapes = [ShapeTiming(**{k: v for k, v in row.items() if k in names}) for row in data["shapes"]]
+        return cls(data["environment"], data["launch_floor_us"], data["read_bytes_per_s"], shapes)
+
+
+def floor_us(launch_floor_us: float, weight_bytes: int, read_bytes_per_s: float) -> float:
+    """The memory floor of one call: its fixed launch cost plus streaming its weight bytes once."""
+    return launch_floor_us + weight_bytes / read_bytes_per_s * 1e6
+
+
+def format_table(result: BenchResult) -> str:
+    lines = [
+        f"launch floor {result.launch_floor_us:.2f} us, read bandwidth {result.read_bytes_per_s / 1e12:.2f} TB/s;"
+        " cold = L2 read-flushed, median; warm = 20 calls in one graph",
+        f"{'layer':<9} {'m':>4} {'n':>5} {'MB':>5} {'engine':<7} {'ours':>7} {'cuBLAS':>7} {'speedup':>7}"
+        f" {'floor':>6} {'x floor':>7} | {'warm':>6} {'cuBLAS':>6}",
+    ]
+    for s in result.shapes:
+        base_name = min(s.cublas_cold_us, key=s.cublas_cold_us.get)
+        lines.append(
+            f"{s.layer:<9} {s.m:>4} {s.n:>5} {s.weight_bytes / 1e6:>5.1f} {s.engine:<7} {s.ours_cold_us:>7.2f}"
+            f" {s.baseline_cold_us:>7.2f} {s.speedup:>7.2f} {s.floor_us:>6.2f} {s.of_floor:>7.2f}"
+            f" | {s.ours_warm_us:>6.2f} {s.cublas_warm_us[base_name]:>6.2f}"
+            + (f"  (cuBLAS {', '.join(f'{k} {v:.2f}' for k, v in s.cublas_cold_us.items())})"
+               if len(s.cublas_cold_us) > 1 else "")
+        )
+    lines.append(f"geometric mean speedup over cuBLAS (cold): {result.geomean_speedup:.3f} on {len(result.shapes)} shapes")
+    env = result.environment
+    lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()))
+    return "\n".join(lines)
+
+
+def compare_results(old: BenchResult, new: BenchResult) -> str:
+    """Per-shape change of our cold time against an earlier run (negative = faster now)."""
+    before = {(s.layer, s.m): s for s in old.shapes}
+    lines = [f"{'layer':<9} {'m':>4} {'old us':>8} {'new us':>8} {'change':>8}   old/new x floor"]
+    for s in new.shapes:
+        o = before.get((s.layer, s.m))
+        if o is None:
+            lines.append(f"{s.layer:<9} {s.m:>4} {'-':>8} {s.ours_cold_us:>8.2f}")
+            continue
+        change = (s.ours_cold_us / o.ours_cold_us - 1) * 100
+        lines.append(f"{s.layer:<9} {s.m:>4} {o.ours_cold_us:>8.2f} {s.ours_cold_us:>8.2f} {change:>+7.1f}%"
+                     f"   {o.of_floor:.2f} -> {s.of_floor:.2f}")
+    lines.append(f"geomean speedup over cuBLAS: {old.geomean_speedup:.3f} -> {new.geomean_speedup:.3f}")
+    return "\n".join(lines)
+
+
+def plot(result: BenchResult, path) -> None:
+    """One picture: ours vs cuBLAS vs the floor, per shape (cold)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{s.layer}\nm={s.m}" for s in result.shapes]
+    xs = range(len(result.shapes))
+    fig, ax = plt.subplots(figsize=(max(8, len(labels) * 0.55), 5))
+    width = 0.4
+    ax.bar([x - width / 2 for x in xs], [s.ours_cold_us for s in result.shapes], width, label="ours (cold)")
+    ax.bar([x + width / 2 for x in xs], [s.baseline_cold_us for s in result.shapes], width, label="cuBLAS (cold)")
+    ax.plot(list(xs), [s.floor_us for s in result.shapes], "k_", markersize=14, mew=2, label="memory floor")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("microseconds per call")
+    ax.set_title(f"muse_bf16_proj: geomean speedup {result.geomean_speedup:.2f}x over cuBLAS")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def environment() -> dict:
+    import torch
+    import triton
+
+    env = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+    }
+    try:
+        query = "clocks.sm,clocks.max.sm,clocks.mem,driver_version"
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
+        for key, value in zip(query.split(","), out.split(", ")):
+            env[key] = value
+    except Exception:  # no nvidia-smi: the rest still stands
+        pass
+    return env
+
+
+def cublas_baselines(weight, x, n):
+    """name -> callable of what cuBLAS does for this call (dense: x @ W[:n]^T; router: hi+lo pair, plain fp32)."""
+    import torch
+
+    if weight.dtype == torch.float32:
+        hi = weight.to(torch.bfloat16)
+        lo = (weight - hi.float()).to(torch.bfloat16)
+        xf = x.float()
+        return {
+            "hi+lo": lambda: torch.mm(x, hi.t(), out_dtype=torch.float32) + torch.mm(x, lo.t(), out_dtype=torch.float32),
+            "fp32": lambda: xf @ weight.t(),
+        }
+    w = weight[:n]
+    return {"bf16": lambda: x @ w.t()}
+
+
+def run_bench(module: ModuleType, problem: Problem, shapes: list[tuple[str, int]], reps: int = 100,
+              seed: int = 0, progress=None) -> BenchResult:
+    import torch
+
+    from generator.judge.timing import L2Flusher, launch_floor_us, read_bandwidth, time_cold_us, time_warm_us
+    from generator.judge.weights import make_weights, make_x
+
+    device = "cuda"
+    weights = make_weights(problem, "normal", seed, device)
+    state = module.prepare({name: w.clone() for name, w in weights.items()})
+    torch.cuda.synchronize()
+    flush = L2Flusher()
+    result = BenchResult(environment(), launch_floor_us(flush), read_bandwidth(flush))
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed + 2)
+    engine_of = getattr(module, "_engine", None)
+    for layer_name, m in shapes:
+        layer = problem.layers[layer_name]
+        n, k = layer.n_for(m), layer.k
+        x = make_x(m, k, gen, device)
+        data = {"x": x, "config": {"m": m, "n": n, "k": k, "layer": layer_name}}
+        ours = lambda: module.kernel_fn(data, state)  # noqa: E731
+        baselines = cublas_baselines(weights[layer_name], x, n)
+        timing = ShapeTiming(
+            layer=layer_name,
+            m=m,
+            n=n,
+            weight_bytes=layer.weight_bytes(m),
+            engine=engine_of(layer_name, m)[0] if engine_of else "?",
+            ours_cold_us=time_cold_us(ours, flush, reps),
+            ours_warm_us=time_warm_us(ours),
+            cublas_cold_us={name: time_cold_us(fn, flush, reps) for name, fn in baselines.items()},
+            cublas_warm_us={name: time_warm_us(fn) for name, fn in baselines.items()},
+            floor_us=floor_us(result.launch_floor_us, layer.weight_bytes(m), result.read_bytes_per_s),
+        )
+        result.shapes.append(timing)
+        if progress is not None:
+            progress(timing)
+    return result

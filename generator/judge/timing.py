@@ -1,0 +1,86 @@
+"""Timing primitives for the H200: CUDA graphs, events, medians, and an L2 flush that reads (never writes)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Callable
+
+import torch
+
+L2_FLUSH_BYTES = 1 << 30  # >= 2x the H200's 60 MiB L2 many times over
+
+
+class L2Flusher:
+    """Evicts L2 by READING a large buffer. A write-flush (zero_) leaves dirty lines whose write-back is billed to
+    the next kernel: +4 to +6 us on a 37-67 MB read (../shared/facts/h200-baseline.md)."""
+
+    def __init__(self, nbytes: int = L2_FLUSH_BYTES, device="cuda"):
+        self.buffer = torch.ones(nbytes // 2, dtype=torch.bfloat16, device=device)
+
+    def __call__(self) -> None:
+        self.buffer.sum()
+
+
+def capture(fn: Callable[[], object], calls: int = 1) -> torch.cuda.CUDAGraph:
+    """A graph of `calls` back-to-back calls of fn, after an eager warm-up on a side stream."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    torch.cuda.synchronize()
+    return graph
+
+
+def time_cold_us(fn: Callable[[], object], flush: L2Flusher, reps: int = 100) -> float:
+    """Median microseconds of one graph replay of fn with L2 flushed before each; events around the replay only."""
+    graph = capture(fn)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, end in zip(starts, ends):
+        flush()
+        start.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends))
+
+
+def time_warm_us(fn: Callable[[], object], calls: int = 20, reps: int = 20) -> float:
+    """Median microseconds per call of `calls` back-to-back calls in one graph, no flush (weights may sit in L2)."""
+    graph = capture(fn, calls)
+    graph.replay()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, end in zip(starts, ends):
+        start.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)) / calls
+
+
+def launch_floor_us(flush: L2Flusher, reps: int = 200) -> float:
+    """The per-call floor every shape pays: one trivial kernel, timed exactly like a submission call."""
+    tiny = torch.zeros(1, device="cuda")
+    return time_cold_us(lambda: tiny.add_(1.0), flush, reps)
+
+
+def read_bandwidth(flush: L2Flusher, reps: int = 20) -> float:
+    """Bytes per second of one large read (torch.sum over the flush buffer, far larger than L2)."""
+    buffer = flush.buffer
+    fn = lambda: buffer.sum()  # noqa: E731
+    fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, end in zip(starts, ends):
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    seconds = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) / 1000.0
+    return buffer.numel() * buffer.element_size() / seconds

@@ -1,0 +1,101 @@
+"""The problem description (tables/problem.yaml): layers, their shapes and dtypes, and the m's the judge sends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator import REPO_ROOT
+from generator.errors import display_path
+from generator.yamlio import Located, load_located, require_keys
+
+DTYPES = {"bfloat16": 2, "float32": 4}  # dtype name -> bytes per element
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    n: int  # output features (rows of the weight)
+    k: int  # input features
+    dtype: str  # the weight's dtype as the judge hands it over
+    narrow_n: int | None = None  # output width the judge asks for at m <= narrow_max_m (the unpooler's slice)
+    narrow_max_m: int | None = None
+
+    def n_for(self, m: int) -> int:
+        """The output width the judge asks for at m tokens."""
+        if self.narrow_n is not None and m <= self.narrow_max_m:
+            return self.narrow_n
+        return self.n
+
+    @property
+    def out_dtype(self) -> str:
+        """Dense layers return bf16; the fp32 router returns fp32."""
+        return self.dtype
+
+    def weight_bytes(self, m: int) -> int:
+        """Bytes of weight a call at m tokens must read at least once (the memory floor's numerator)."""
+        return self.n_for(m) * self.k * DTYPES[self.dtype]
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    layers: dict[str, Layer]
+    verify_m: tuple[int, ...]
+    bench_m: tuple[int, ...]
+
+    def shapes(self, ms) -> list[tuple[str, int]]:
+        return [(layer, m) for layer in self.layers for m in ms]
+
+
+def _positive_int(v: Located, what: str) -> int:
+    if not isinstance(v.value, int) or isinstance(v.value, bool) or v.value <= 0:
+        raise v.fail(f"{what} must be a positive integer, got {v.value!r}")
+    return v.value
+
+
+def _m_list(v: Located, what: str) -> tuple[int, ...]:
+    if not isinstance(v.value, list) or not v.value:
+        raise v.fail(f"{what} must be a non-empty list of token counts")
+    ms = tuple(_positive_int(item, f"each of {what}") for item in v.value)
+    if list(ms) != sorted(set(ms)):
+        raise v.fail(f"{what} must be strictly increasing")
+    return ms
+
+
+def parse_problem(doc: Located) -> Problem:
+    top = require_keys(doc, "the problem", {"problem", "layers", "verify_m", "bench_m"})
+    layers = {}
+    for name, (name_loc, spec) in top["layers"].value.items() if isinstance(top["layers"].value, dict) else []:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise name_loc.fail(f"layer name {name!r} must be an identifier")
+        fields = require_keys(spec, f"layer {name!r}", {"n", "k", "dtype"}, {"narrow"})
+        dtype = fields["dtype"]
+        if dtype.value not in DTYPES:
+            raise dtype.fail(f"layer {name!r}: dtype must be one of {sorted(DTYPES)}, got {dtype.value!r}")
+        narrow_n = narrow_max_m = None
+        if "narrow" in fields:
+            narrow = require_keys(fields["narrow"], f"layer {name!r} narrow", {"n", "max_m"})
+            narrow_n = _positive_int(narrow["n"], "narrow.n")
+            narrow_max_m = _positive_int(narrow["max_m"], "narrow.max_m")
+        layers[name] = Layer(
+            name,
+            _positive_int(fields["n"], f"layer {name!r} n"),
+            _positive_int(fields["k"], f"layer {name!r} k"),
+            dtype.value,
+            narrow_n,
+            narrow_max_m,
+        )
+    if not layers:
+        raise top["layers"].fail("layers must be a non-empty mapping")
+    return Problem(
+        name=str(top["problem"].value),
+        layers=layers,
+        verify_m=_m_list(top["verify_m"], "verify_m"),
+        bench_m=_m_list(top["bench_m"], "bench_m"),
+    )
+
+
+def load_problem(root: Path = REPO_ROOT) -> Problem:
+    path = Path(root) / "tables" / "problem.yaml"
+    return parse_problem(load_located(path, display_path(path, Path(root))))

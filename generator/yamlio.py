@@ -1,0 +1,90 @@
+"""YAML loading that remembers where each value came from, so table errors can name file and line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.errors import BuildError
+
+
+@dataclass(frozen=True)
+class Located:
+    """A YAML value and the 1-based line it starts on."""
+
+    value: Any
+    line: int
+    file: str
+
+    def fail(self, message: str) -> BuildError:
+        return BuildError(self.file, self.line, message)
+
+
+def _plain(node: yaml.Node) -> Any:
+    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+
+
+def _locate(node: yaml.Node, file: str) -> Located:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, tuple[Located, Located]] = {}
+        for key_node, value_node in node.value:
+            key = _locate(key_node, file)
+            if not isinstance(key.value, (str, int, float, bool)) and key.value is not None:
+                raise key.fail("a mapping key must be a plain scalar")
+            if key.value in out:
+                raise key.fail(f"duplicate key {key.value!r}")
+            out[key.value] = (key, _locate(value_node, file))
+        return Located(out, line, file)
+    if isinstance(node, yaml.SequenceNode):
+        return Located([_locate(item, file) for item in node.value], line, file)
+    return Located(_plain(node), line, file)
+
+
+def load_located(path: Path, shown_as: str) -> Located:
+    """Parse a YAML file into Located values (mappings become {key: (Located key, Located value)}).
+
+    Malformed YAML and a missing file become a BuildError naming `shown_as` and the line."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise BuildError(shown_as, None, "file not found") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise BuildError(shown_as, line, f"malformed YAML: {exc.problem or exc.context}") from None
+    if node is None:
+        raise BuildError(shown_as, 1, "empty YAML document")
+    return _locate(node, shown_as)
+
+
+def plain(value: Located) -> Any:
+    """Strip locations: back to ordinary Python values."""
+    v = value.value
+    if isinstance(v, dict):
+        return {k: plain(val) for k, (_, val) in v.items()}
+    if isinstance(v, list):
+        return [plain(item) for item in v]
+    return v
+
+
+def expect_mapping(value: Located, what: str) -> dict:
+    if not isinstance(value.value, dict):
+        raise value.fail(f"{what} must be a mapping")
+    return value.value
+
+
+def require_keys(mapping: Located, what: str, required: set[str], optional: set[str] = frozenset()) -> dict:
+    items = expect_mapping(mapping, what)
+    for key, (key_loc, _) in items.items():
+        if key not in required | optional:
+            raise key_loc.fail(f"unknown key {key!r} in {what} (expected one of {sorted(required | optional)})")
+    missing = required - items.keys()
+    if missing:
+        raise mapping.fail(f"{what} lacks {sorted(missing)}")
+    return {k: v for k, (_, v) in items.items()}

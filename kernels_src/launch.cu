@@ -1,0 +1,64 @@
+// Host-side launchers: plain pointers and a stream handle in, an error message (or nullptr) out.
+// No torch headers here, so `python -m generator compile` can build this file alone with the local nvcc;
+// kernels_src/binding.cpp does the tensor checks and passes the caller's current stream (graph-capture safe).
+#include "gemv.cuh"
+
+#include <type_traits>
+
+namespace okc {
+
+template <int U, int NB, int P, bool DUAL>
+const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) {
+    if constexpr (!gemv_fits(U, NB, P, DUAL)) {
+        return "gemv: this (U, NB, P, dual) holds too many fragment registers and is not compiled in";
+    } else {
+        using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
+        const size_t smem = (size_t)nw * NB * 4 * 32 * sizeof(float);
+        gemv_kernel<U, NB, P, DUAL, OutT><<<dim3(a.N / 16, a.S), nw * 32, smem, stream>>>(a);
+        const cudaError_t err = cudaGetLastError();
+        return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+    }
+}
+
+template <int U, int NB, int P>
+const char* by_dual(const GemvArgs& a, int nw, bool dual, cudaStream_t s) {
+    return dual ? launch_gemv_variant<U, NB, P, true>(a, nw, s) : launch_gemv_variant<U, NB, P, false>(a, nw, s);
+}
+
+template <int U, int NB>
+const char* by_pipe(const GemvArgs& a, int nw, int p, bool dual, cudaStream_t s) {
+    switch (p) {
+        case 0: return by_dual<U, NB, 0>(a, nw, dual, s);
+        case 1: return by_dual<U, NB, 1>(a, nw, dual, s);
+        case 2: return by_dual<U, NB, 2>(a, nw, dual, s);
+        case 3: return by_dual<U, NB, 3>(a, nw, dual, s);
+    }
+    return "gemv: P must be 0..3";
+}
+
+template <int U>
+const char* by_nb(const GemvArgs& a, int nw, int nb, int p, bool dual, cudaStream_t s) {
+    switch (nb) {
+        case 1: return by_pipe<U, 1>(a, nw, p, dual, s);
+        case 2: return by_pipe<U, 2>(a, nw, p, dual, s);
+        case 4: return by_pipe<U, 4>(a, nw, p, dual, s);
+    }
+    return "gemv: NB must be 1, 2 or 4";
+}
+
+}  // namespace okc
+
+// Called by binding.cpp; every argument has been checked there.
+const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
+                            int N, int K, int NW, int S, int U, int NB, int P, bool dual, long long stream) {
+    const okc::GemvArgs a{static_cast<const okc::Frag*>(x), static_cast<const okc::Frag*>(w),
+                          static_cast<const okc::Frag*>(w2), out, ws, sem, M, N, K, S};
+    const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+    switch (U) {
+        case 1: return okc::by_nb<1>(a, NW, NB, P, dual, s);
+        case 2: return okc::by_nb<2>(a, NW, NB, P, dual, s);
+        case 4: return okc::by_nb<4>(a, NW, NB, P, dual, s);
+        case 8: return okc::by_nb<8>(a, NW, NB, P, dual, s);
+    }
+    return "gemv: U must be 1, 2, 4 or 8";
+}

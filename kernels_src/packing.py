@@ -1,0 +1,34 @@
+"""Weight layouts made once in prepare(): mma A-fragment order, and the router's bf16 hi+lo split."""
+
+import torch
+
+# mma.sync.m16n8k16 with bf16 A (16 rows x 16 k). PTX ISA, "Matrix Fragments for mma.m16n8k16": lane = 4*g + t
+# (g = groupID 0..7, t = thread in group 0..3) holds four 32-bit registers of two bf16 each:
+#   reg 0: row g,   k = 2t, 2t+1          reg 2: row g,   k = 2t+8, 2t+9
+#   reg 1: row g+8, k = 2t, 2t+1          reg 3: row g+8, k = 2t+8, 2t+9
+# A dot product may visit k in any order, so we choose which real k each mma k-slot carries: for a 32-wide K
+# block, mma step y in {0, 1} and lane (g, t), slot pair z in {0, 1} (regs 0/1 vs 2/3) carries the real k
+#   k = 8t + 4y + 2z + e        (e: the element in the register)
+# Then the B operand (x, tokens as columns) of lane (g, t) over both steps is x[token g][8t .. 8t+7]: one
+# contiguous 16-byte load per 8-token block, and the weights for one lane are 16 contiguous bytes per step.
+#
+# Packed order, outermost first: [row block rb][K block kb][step y][g][t][z][a][e] where row = 16rb + 8a + g
+# and k = 32kb + 8t + 4y + 2z + e; (z, a, e) is the lane's 8 bf16 = regs (z=0,a=0) (z=0,a=1) (z=1,a=0) (z=1,a=1).
+# Row blocks are outermost, so the first n rows of a packed matrix are a prefix of it (the unpooler's slice).
+
+
+def pack_mma_a(w):
+    """[N, K] bf16 -> flat bf16 tensor in mma A-fragment order (see above). N % 16 == 0, K % 32 == 0."""
+    n, k = w.shape
+    if n % 16 or k % 32:
+        raise ValueError(f"pack_mma_a: weight [{n}, {k}] must have N % 16 == 0 and K % 32 == 0")
+    # dims of the view: rb, a, g, kb, t, y, z, e
+    blocks = w.reshape(n // 16, 2, 8, k // 32, 4, 2, 2, 2)
+    return blocks.permute(0, 3, 5, 2, 4, 6, 1, 7).contiguous().reshape(-1)
+
+
+def split_hi_lo(w):
+    """fp32 [N, K] -> (hi, lo) bf16 with hi + lo == w to about 2^-16 relative (hi = bf16(w), lo = bf16(w - hi))."""
+    hi = w.to(torch.bfloat16)
+    lo = (w - hi.float()).to(torch.bfloat16)
+    return hi.contiguous(), lo.contiguous()

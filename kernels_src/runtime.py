@@ -1,0 +1,110 @@
+"""prepare() and kernel_fn(), the judge's entry points, and how each engine is launched."""
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+from kernels_src.dispatch import GEMV_MAX_M, column_blocks, route
+from kernels_src.packing import pack_mma_a, split_hi_lo
+
+# Defined ahead of this code in dist/submission.py by templates/submission.py.j2:
+#   CUDA_SRC, BINDING_SRC   the CUDA kernels + launchers, and the torch-facing C++ shim
+#   LAYERS, WARMUP_M        the problem (tables/problem.yaml)
+#   CTABLE, CTABLE_DEFAULTS the GEMV's tuning table (tables/ctable.yaml)
+
+WORKSPACE_FLOATS = 8 * 1024 * 1024  # split-K partial tiles (32 MB): N/16 * S * NB*128 floats at most
+SEMAPHORES = 4096  # one arrival counter per 16-row block; every split-K launch leaves its counters at 0
+# nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
+CUDA_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]
+_EXTENSION = None
+
+
+def _extension():
+    """The CUDA module, compiled once per process; prepare() calls it so no timed call pays for it."""
+    global _EXTENSION
+    if _EXTENSION is None:
+        _EXTENSION = load_inline(
+            name="okc_muse_proj",
+            cpp_sources=BINDING_SRC,
+            cuda_sources=CUDA_SRC,
+            functions=["gemv"],
+            extra_cuda_cflags=CUDA_FLAGS,
+            verbose=False,
+        )
+    return _EXTENSION
+
+
+def _is_dual(layer):
+    """fp32 weights (the router) run as a bf16 hi+lo pair into one fp32 accumulator."""
+    return LAYERS[layer]["dtype"] == "float32"
+
+
+def _width(layer, m):
+    """The output width the judge asks for at m tokens (the unpooler's slice at small m)."""
+    narrow = LAYERS[layer]["narrow"]  # (n, max_m) or None
+    return narrow[0] if narrow is not None and m <= narrow[1] else LAYERS[layer]["n"]
+
+
+def _engine(layer, m):
+    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS)
+
+
+def prepare(weights):
+    """Everything slow, once, untimed: copies, hi+lo split, fragment packing, compilation and warm-up."""
+    state = {}
+    device = None
+    for layer, w in weights.items():
+        device = w.device
+        w = w.contiguous()
+        if _is_dual(layer):
+            hi, lo = split_hi_lo(w)
+            state[layer] = hi, lo
+            # cuBLAS fallback: one GEMM over K concatenated, [x, x] . [hi, lo]^T == x.hi^T + x.lo^T in fp32
+            state["cublas:" + layer] = torch.cat([hi, lo], dim=1).contiguous()
+        else:
+            state[layer] = (w,)
+            state["cublas:" + layer] = w
+    gemv_layers = {layer for layer in weights for m in range(1, GEMV_MAX_M + 1) if _engine(layer, m)[0] == "gemv"}
+    for layer in sorted(gemv_layers):
+        # row blocks are outermost in the packed order, so the unpooler's 1024-row slice is a prefix
+        state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
+    state["ws"] = torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device)
+    state["sem"] = torch.zeros(SEMAPHORES, dtype=torch.int32, device=device)
+    if gemv_layers:
+        _extension()
+    # Warm-up: cuBLAS heuristics, workspaces and any lazy initialisation happen here, not in the timed calls.
+    for layer, w in weights.items():
+        for m in WARMUP_M:
+            x = torch.randn(m, w.shape[1], device=device).to(torch.bfloat16)
+            kernel_fn({"x": x, "config": {"m": m, "n": _width(layer, m), "k": w.shape[1], "layer": layer}}, state)
+    torch.cuda.synchronize()
+    return state
+
+
+def _gemv(x, layer, n, cfg, state):
+    nw, s, u, p = cfg
+    m, k = x.shape
+    dual = _is_dual(layer)
+    out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
+    packed = state["packed:" + layer]
+    w, w2 = packed[0], packed[-1]  # dual: hi, lo; plain: the one matrix twice (w2 unused)
+    stream = torch.cuda.current_stream(x.device).cuda_stream  # the capture stream inside torch.cuda.graph
+    _extension().gemv(x, w, w2, out, state["ws"], state["sem"], n, k, nw, s, u, column_blocks(m), dual, p, stream)
+    return out
+
+
+def _cublas(x, layer, n, state):
+    w = state["cublas:" + layer]
+    if _is_dual(layer):
+        return torch.mm(torch.cat([x, x], dim=1), w[:n].t(), out_dtype=torch.float32)
+    return x @ w[:n].t()
+
+
+def kernel_fn(data, state):
+    """The timed call: out[m, n] = x . W[:n]^T, on the engine the tables pick for (layer, m)."""
+    x = data["x"]
+    config = data["config"]
+    layer, n = config["layer"], config["n"]
+    engine, cfg = _engine(layer, x.shape[0])
+    if engine == "gemv" and x.is_contiguous() and x.data_ptr() % 16 == 0 and n % 16 == 0:
+        return _gemv(x, layer, n, cfg, state)
+    return _cublas(x, layer, n, state)
