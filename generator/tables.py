@@ -32,15 +32,15 @@ class TableSpec:
 
 
 def _check_gemv(layer, m, cfg):
-    return dispatch.gemv_config_error(cfg, m, layer.dtype == "float32", layer.k)
+    return dispatch.gemv_config_error(cfg, m, layer.dtype == "float32", layer.n_for(m), layer.k)
 
 
 TABLES = (
     TableSpec(
         name="CTABLE",
         file="ctable.yaml",
-        fields=("NW", "S", "U", "P"),
-        doc="(layer, m) -> (NW, S, U, P) for the plain tensor-core GEMV; None sends the shape to cuBLAS",
+        fields=("NW", "S", "U", "P", "R"),
+        doc="(layer, m) -> (NW, S, U, P, R) for the plain tensor-core GEMV; None sends the shape to cuBLAS",
         m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M,
         m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}",
         check=_check_gemv,
@@ -105,7 +105,7 @@ def parse_table(spec: TableSpec, doc: Located, problem: Problem) -> Table:
                 for layer in problem.layers.values():
                     if (layer.dtype == "float32") != (kind == "dual"):
                         continue
-                    for m in (1, 8, 16, 32):
+                    for m in (1, 8, 16, dispatch.GEMV_MAX_M):
                         error = spec.check(layer, m, cfg)
                         if error:
                             raise value.fail(f"defaults.{kind} on {layer.name} m={m}: {error}")

@@ -10,35 +10,40 @@ GEMV_NW = (1, 2, 4, 8, 16)
 GEMV_S = (1, 2, 4, 8, 16, 32)
 GEMV_U = (1, 2, 4, 8)
 GEMV_P = (0, 1, 2, 3)
-# Weight + x fragment registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): one trip's set for the
-# batch styles (P = 0, 2), both live sets for the double-buffered ones (P = 1, 3).
-GEMV_BATCH_FRAGMENT_REGS = 96
-GEMV_DOUBLE_FRAGMENT_REGS = 80
-
+GEMV_R = (1, 2, 4)
+# Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
+# (both live trips for the double-buffered P = 1, 3) plus the accumulators.
+GEMV_BATCH_DATA_REGS = 112
+GEMV_DOUBLE_DATA_REGS = 100
 
 def column_blocks(m):
     """8-token column blocks (NB) of the mma's B operand that cover m tokens: 1, 2 or 4."""
     return 1 if m <= 8 else 2 if m <= 16 else 4
 
 
-def gemv_config_error(cfg, m, dual, k):
-    """Why (NW, S, U, P) cannot run at m tokens on a K-wide weight (dual: router hi+lo), or None if it can."""
-    if not (isinstance(cfg, tuple) and len(cfg) == 4 and all(type(v) is int for v in cfg)):
-        return f"expected 4 integers [NW, S, U, P], got {cfg!r}"
-    nw, s, u, p = cfg
-    for name, value, allowed in (("NW", nw, GEMV_NW), ("S", s, GEMV_S), ("U", u, GEMV_U), ("P", p, GEMV_P)):
+def gemv_config_error(cfg, m, dual, n, k):
+    """Why (NW, S, U, P, R) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
+    if not (isinstance(cfg, tuple) and len(cfg) == 5 and all(type(v) is int for v in cfg)):
+        return f"expected 5 integers [NW, S, U, P, R], got {cfg!r}"
+    nw, s, u, p, r = cfg
+    for name, value, allowed in (
+        ("NW", nw, GEMV_NW), ("S", s, GEMV_S), ("U", u, GEMV_U), ("P", p, GEMV_P), ("R", r, GEMV_R)
+    ):
         if value not in allowed:
             return f"{name}={value} is not one of {allowed}"
     if not 1 <= m <= GEMV_MAX_M:
         return f"the GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
     if (k // 32) % s:
         return f"S={s} does not divide the {k // 32} K blocks of K={k}"
+    if (n // 16) % r:
+        return f"R={r} does not divide the {n // 16} row blocks of N={n}"
+    nb = column_blocks(m)
     double = p in (1, 3)
-    regs = (2 if double else 1) * u * (8 * (2 if dual else 1) + 4 * column_blocks(m))
-    budget = GEMV_DOUBLE_FRAGMENT_REGS if double else GEMV_BATCH_FRAGMENT_REGS
+    regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
+    budget = GEMV_DOUBLE_DATA_REGS if double else GEMV_BATCH_DATA_REGS
     if regs > budget:
         return (
-            f"U={u}, P={p} at m={m}{' (dual)' if dual else ''} holds {regs} fragment registers per thread,"
+            f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
             f" over the kernel's {budget}"
         )
     return None
@@ -50,7 +55,7 @@ def table_m_for(m):
 
 
 def route(layer, m, dual, ctable, defaults):
-    """(engine, config) for a call: ("gemv", (NW, S, U, P)) or ("cublas", None).
+    """(engine, config) for a call: ("gemv", (NW, S, U, P, R)) or ("cublas", None).
 
     A CTABLE entry for (layer, m) wins; a missing one borrows the entry of its column-block class
     (see table_m_for), and failing that the default for the weight's kind (dual: fp32 weights run as a

@@ -6,9 +6,11 @@
 //  * x is the B operand, tokens as columns, 8 tokens per column block (NB = 1, 2, 4 blocks for m <= 8, 16, 32);
 //    the packing's k order makes a lane's x operand for a 32-wide K block one 16-byte load too;
 //    tokens >= m are zeros in registers and never read;
-//  * one CTA owns a 16-row block; its NW warps split the CTA's K range and reduce through shared memory;
+//  * one CTA owns R 16-row blocks; its NW warps split the CTA's K range and reduce through shared memory.
+//    Every warp applies each x fragment to all R row blocks, so x is read from L2 N/(16R) times, not N/16:
+//    at m = 8..32 that re-read traffic rivals the weights themselves unless R > 1;
 //  * optionally S CTAs split K: each writes its partial tile to a workspace, and the last to arrive (a counter
-//    per row block) sums them in a fixed order, writes the output and resets the counter to 0, so the next
+//    per CTA row group) sums them in a fixed order, writes the output and resets the counter to 0, so the next
 //    launch or CUDA-graph replay needs no clearing kernel;
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
 #pragma once
@@ -25,17 +27,18 @@ namespace okc {
 __host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3; }
 __host__ __device__ constexpr bool pipe_l2_hint(int p) { return p >= 2; }
 
-// Fragment registers one thread holds: weights 8 (16 dual) and x 4*NB per K block, times U, times 2 if double
-// buffered. Budgets keep the kernel under 128 registers (512-thread CTAs) without spilling: a single set may
-// take 96; two live sets leave less room for addresses (ptxas spilled U=2, NB=4 double-buffered at 96), so 80.
+// Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
+// times 2 if double buffered; plus the 4*R*NB accumulators. Budgets keep the kernel under 128 registers
+// (512-thread CTAs) without spilling, as ptxas reports them: a single set may take 112 (U=2, NB=4, R=4 at 160
+// spilled); two live sets leave less room for addresses, so 100 (U=2, NB=4 double-buffered at 112 spilled).
 // kernels_src/dispatch.py (gemv_config_error) applies the same rule to the tables.
-constexpr int kBatchFragmentRegs = 96;
-constexpr int kDoubleFragmentRegs = 80;
-__host__ __device__ constexpr int gemv_fragment_regs(int u, int nb, int p, bool dual) {
-    return (pipe_double(p) ? 2 : 1) * u * (8 * (dual ? 2 : 1) + 4 * nb);
+constexpr int kBatchDataRegs = 112;
+constexpr int kDoubleDataRegs = 100;
+__host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bool dual) {
+    return (pipe_double(p) ? 2 : 1) * u * (8 * r * (dual ? 2 : 1) + 4 * nb) + 4 * r * nb;
 }
-__host__ __device__ constexpr bool gemv_fits(int u, int nb, int p, bool dual) {
-    return gemv_fragment_regs(u, nb, p, dual) <= (pipe_double(p) ? kDoubleFragmentRegs : kBatchFragmentRegs);
+__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual) {
+    return gemv_data_regs(u, nb, r, p, dual) <= (pipe_double(p) ? kDoubleDataRegs : kBatchDataRegs);
 }
 
 struct GemvArgs {
@@ -43,74 +46,81 @@ struct GemvArgs {
     const Frag* w;   // packed weights (dual: the hi half)
     const Frag* w2;  // packed lo weights (dual only)
     void* out;       // [M, N]: bf16, or fp32 in dual mode
-    float* ws;       // split-K partials: [N/16][S][NB*128]
-    int* sem;        // arrival counter per row block; 0 between launches
+    float* ws;       // split-K partials: [N/(16R)][S][R*NB*128]
+    int* sem;        // arrival counter per CTA row group; 0 between launches
     int M, N, K, S;
 };
 
 constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lanes x 16 bytes
 
-template <int U, int NB, bool DUAL>
+template <int U, int NB, int R, bool DUAL>
 struct Trip {
-    Frag w[U][2];               // steps y = 0, 1
-    Frag w2[DUAL ? U : 1][2];   // lo weights (unused unless DUAL)
-    Frag x[U][NB];
+    Frag w[R][U][2];                          // row block r, K block u, steps y = 0, 1
+    Frag w2[DUAL ? R : 1][DUAL ? U : 1][2];   // lo weights (unused unless DUAL)
+    Frag x[U][NB];                            // shared by all R row blocks
 };
 
-template <int U, int NB, int P, bool DUAL>
-__device__ __forceinline__ void load_trip(Trip<U, NB, DUAL>& tr, const GemvArgs& a, const Frag* wp, const Frag* w2p,
-                                          const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int kb0,
-                                          int kb_end) {
+template <int P>
+__device__ __forceinline__ Frag ld_weights_pipe(const Frag* p, bool ok) {
+    return ok ? (pipe_l2_hint(P) ? ld_weights_l2_256(p) : ld_weights(p)) : zero_frag();
+}
+
+// wp / w2p: this lane's first fragment of the CTA's first row block; row_frags: fragments per row block.
+template <int U, int NB, int R, int P, bool DUAL>
+__device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* wp, const Frag* w2p,
+                                          size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
+                                          int kb0, int kb_end) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int kb = kb0 + u;
         const bool ok = kb < kb_end;  // warp-uniform
 #pragma unroll
-        for (int y = 0; y < 2; ++y) {
-            const Frag* p = wp + kb * kFragsPerBlock + y * 32;
-            tr.w[u][y] = ok ? (pipe_l2_hint(P) ? ld_weights_l2_256(p) : ld_weights(p)) : zero_frag();
-            if constexpr (DUAL) {
-                const Frag* p2 = w2p + kb * kFragsPerBlock + y * 32;
-                tr.w2[u][y] = ok ? (pipe_l2_hint(P) ? ld_weights_l2_256(p2) : ld_weights(p2)) : zero_frag();
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int y = 0; y < 2; ++y) {
+                const size_t at = r * row_frags + kb * kFragsPerBlock + y * 32;
+                tr.w[r][u][y] = ld_weights_pipe<P>(wp + at, ok);
+                if constexpr (DUAL) tr.w2[r][u][y] = ld_weights_pipe<P>(w2p + at, ok);
             }
-        }
 #pragma unroll
         for (int nb = 0; nb < NB; ++nb) tr.x[u][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + kb * 4) : zero_frag();
     }
 }
 
-template <int U, int NB, bool DUAL>
-__device__ __forceinline__ void mma_trip(float (&acc)[NB][4], const Trip<U, NB, DUAL>& tr) {
+template <int U, int NB, int R, bool DUAL>
+__device__ __forceinline__ void mma_trip(float (&acc)[R][NB][4], const Trip<U, NB, R, DUAL>& tr) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int y = 0; y < 2; ++y)
+        for (int r = 0; r < R; ++r)
 #pragma unroll
-            for (int nb = 0; nb < NB; ++nb) {
-                // step y consumes x elements 4y..4y+3 of the lane's 8 (see packing.py)
-                mma_bf16_m16n8k16(acc[nb], tr.w[u][y].r, tr.x[u][nb].r[2 * y], tr.x[u][nb].r[2 * y + 1]);
-                if constexpr (DUAL)
-                    mma_bf16_m16n8k16(acc[nb], tr.w2[u][y].r, tr.x[u][nb].r[2 * y], tr.x[u][nb].r[2 * y + 1]);
-            }
+            for (int y = 0; y < 2; ++y)
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb) {
+                    // step y consumes x elements 4y..4y+3 of the lane's 8 (see packing.py)
+                    const uint32_t b0 = tr.x[u][nb].r[2 * y], b1 = tr.x[u][nb].r[2 * y + 1];
+                    mma_bf16_m16n8k16(acc[r][nb], tr.w[r][u][y].r, b0, b1);
+                    if constexpr (DUAL) mma_bf16_m16n8k16(acc[r][nb], tr.w2[r][u][y].r, b0, b1);
+                }
 }
 
-// Element idx of a reduced tile (idx = 32 * (4 nb + j) + lane, the mma C layout) -> out[token, row].
+// Element idx of a reduced tile (idx = 32 * (4 (NB r + nb) + j) + lane, the mma C layout) -> out[token, row].
 template <int NB, typename OutT>
-__device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb, int idx, float v) {
+__device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, int idx, float v) {
     const int lane = idx & 31, c = idx >> 5;
-    const int nb = c >> 2, j = c & 3;
-    const int row = rb * 16 + (lane >> 2) + ((j & 2) ? 8 : 0);
+    const int r = c / (NB * 4), nb = (c >> 2) % NB, j = c & 3;
+    const int row = (rb0 + r) * 16 + (lane >> 2) + ((j & 2) ? 8 : 0);
     const int token = nb * 8 + (lane & 3) * 2 + (j & 1);
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-template <int U, int NB, int P, bool DUAL, typename OutT>
+template <int U, int NB, int R, int P, bool DUAL, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
-    extern __shared__ float red[];  // [NW][NB * 4][32]: each warp's accumulators, conflict-free by lane
-    constexpr int kTile = NB * 4 * 32;
+    extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane
+    constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int rb = blockIdx.x, split = blockIdx.y;
+    const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
     const int kb_per_split = (a.K >> 5) / a.S;
     const int kb_begin = split * kb_per_split, kb_end = kb_begin + kb_per_split;
 
@@ -123,54 +133,59 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
         xvalid[nb] = token < a.M;
         xp[nb] = a.x + (size_t)(xvalid[nb] ? token : 0) * (a.K >> 3) + (lane & 3);
     }
-    const size_t block0 = (size_t)rb * (a.K >> 5) * kFragsPerBlock + lane;
+    const size_t row_frags = (size_t)(a.K >> 5) * kFragsPerBlock;
+    const size_t block0 = (size_t)rb0 * row_frags + lane;
     const Frag* wp = a.w + block0;
     const Frag* w2p = DUAL ? a.w2 + block0 : nullptr;
 
-    float acc[NB][4];
+    float acc[R][NB][4];
 #pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
+    for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[nb][j] = 0.f;
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[r][nb][j] = 0.f;
 
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
     const int stride = nw * U;
     const int first = kb_begin + warp * U;
     if constexpr (!pipe_double(P)) {
         for (int kb = first; kb < kb_end; kb += stride) {
-            Trip<U, NB, DUAL> tr;
-            load_trip<U, NB, P, DUAL>(tr, a, wp, w2p, xp, xvalid, kb, kb_end);
-            mma_trip<U, NB, DUAL>(acc, tr);
+            Trip<U, NB, R, DUAL> tr;
+            load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
+            mma_trip<U, NB, R, DUAL>(acc, tr);
         }
     } else {
-        Trip<U, NB, DUAL> t0, t1;
-        load_trip<U, NB, P, DUAL>(t0, a, wp, w2p, xp, xvalid, first, kb_end);
+        Trip<U, NB, R, DUAL> t0, t1;
+        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
         for (int kb = first; kb < kb_end; kb += 2 * stride) {
-            load_trip<U, NB, P, DUAL>(t1, a, wp, w2p, xp, xvalid, kb + stride, kb_end);
-            mma_trip<U, NB, DUAL>(acc, t0);
-            load_trip<U, NB, P, DUAL>(t0, a, wp, w2p, xp, xvalid, kb + 2 * stride, kb_end);
-            mma_trip<U, NB, DUAL>(acc, t1);
+            load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+            mma_trip<U, NB, R, DUAL>(acc, t0);
+            load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+            mma_trip<U, NB, R, DUAL>(acc, t1);
         }
     }
 
     // Reduce the warps' partial tiles through shared memory.
 #pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
+    for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) red[(warp * NB * 4 + nb * 4 + j) * 32 + lane] = acc[nb][j];
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) red[(warp * R * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
     __syncthreads();
 
     if (a.S == 1) {
         for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
             float v = 0.f;
             for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-            write_tile_element<NB, OutT>(a, rb, idx, v);
+            write_tile_element<NB, OutT>(a, rb0, idx, v);
         }
         return;
     }
 
     // Split-K: publish this CTA's tile, then the last CTA of the row block reduces all S of them.
-    float* mine = a.ws + ((size_t)rb * a.S + split) * kTile;
+    float* mine = a.ws + ((size_t)group * a.S + split) * kTile;
     for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
         float v = 0.f;
         for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
@@ -179,17 +194,17 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     __threadfence();  // make the tile visible device-wide before this CTA counts itself in
     __syncthreads();
     __shared__ int is_last;
-    if (threadIdx.x == 0) is_last = atomicAdd(a.sem + rb, 1) == a.S - 1;
+    if (threadIdx.x == 0) is_last = atomicAdd(a.sem + group, 1) == a.S - 1;
     __syncthreads();
     if (!is_last) return;
     __threadfence();  // acquire: the other CTAs' tiles
-    const float* tiles = a.ws + (size_t)rb * a.S * kTile;
+    const float* tiles = a.ws + (size_t)group * a.S * kTile;
     for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
         float v = 0.f;
         for (int s = 0; s < a.S; ++s) v += __ldcg(tiles + (size_t)s * kTile + idx);  // fixed order: deterministic
-        write_tile_element<NB, OutT>(a, rb, idx, v);
+        write_tile_element<NB, OutT>(a, rb0, idx, v);
     }
-    if (threadIdx.x == 0) a.sem[rb] = 0;  // every CTA has arrived: ready for the next launch
+    if (threadIdx.x == 0) a.sem[group] = 0;  // every CTA has arrived: ready for the next launch
 }
 
 }  // namespace okc

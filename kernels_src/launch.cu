@@ -7,58 +7,69 @@
 
 namespace okc {
 
-template <int U, int NB, int P, bool DUAL>
+template <int U, int NB, int R, int P, bool DUAL>
 const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) {
-    if constexpr (!gemv_fits(U, NB, P, DUAL)) {
-        return "gemv: this (U, NB, P, dual) holds too many fragment registers and is not compiled in";
+    if constexpr (!gemv_fits(U, NB, R, P, DUAL)) {
+        return "this (U, NB, R, P, dual) holds too many fragment registers and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        const size_t smem = (size_t)nw * NB * 4 * 32 * sizeof(float);
-        gemv_kernel<U, NB, P, DUAL, OutT><<<dim3(a.N / 16, a.S), nw * 32, smem, stream>>>(a);
+        const size_t smem = (size_t)nw * R * NB * 4 * 32 * sizeof(float);
+        gemv_kernel<U, NB, R, P, DUAL, OutT><<<dim3(a.N / (16 * R), a.S), nw * 32, smem, stream>>>(a);
         const cudaError_t err = cudaGetLastError();
         return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
     }
 }
 
-template <int U, int NB, int P>
+template <int U, int NB, int R, int P>
 const char* by_dual(const GemvArgs& a, int nw, bool dual, cudaStream_t s) {
-    return dual ? launch_gemv_variant<U, NB, P, true>(a, nw, s) : launch_gemv_variant<U, NB, P, false>(a, nw, s);
+    return dual ? launch_gemv_variant<U, NB, R, P, true>(a, nw, s)
+                : launch_gemv_variant<U, NB, R, P, false>(a, nw, s);
+}
+
+template <int U, int NB, int R>
+const char* by_pipe(const GemvArgs& a, int nw, int p, bool dual, cudaStream_t s) {
+    switch (p) {
+        case 0: return by_dual<U, NB, R, 0>(a, nw, dual, s);
+        case 1: return by_dual<U, NB, R, 1>(a, nw, dual, s);
+        case 2: return by_dual<U, NB, R, 2>(a, nw, dual, s);
+        case 3: return by_dual<U, NB, R, 3>(a, nw, dual, s);
+    }
+    return "P must be 0..3";
 }
 
 template <int U, int NB>
-const char* by_pipe(const GemvArgs& a, int nw, int p, bool dual, cudaStream_t s) {
-    switch (p) {
-        case 0: return by_dual<U, NB, 0>(a, nw, dual, s);
-        case 1: return by_dual<U, NB, 1>(a, nw, dual, s);
-        case 2: return by_dual<U, NB, 2>(a, nw, dual, s);
-        case 3: return by_dual<U, NB, 3>(a, nw, dual, s);
+const char* by_rows(const GemvArgs& a, int nw, int r, int p, bool dual, cudaStream_t s) {
+    switch (r) {
+        case 1: return by_pipe<U, NB, 1>(a, nw, p, dual, s);
+        case 2: return by_pipe<U, NB, 2>(a, nw, p, dual, s);
+        case 4: return by_pipe<U, NB, 4>(a, nw, p, dual, s);
     }
-    return "gemv: P must be 0..3";
+    return "R must be 1, 2 or 4";
 }
 
 template <int U>
-const char* by_nb(const GemvArgs& a, int nw, int nb, int p, bool dual, cudaStream_t s) {
+const char* by_nb(const GemvArgs& a, int nw, int nb, int r, int p, bool dual, cudaStream_t s) {
     switch (nb) {
-        case 1: return by_pipe<U, 1>(a, nw, p, dual, s);
-        case 2: return by_pipe<U, 2>(a, nw, p, dual, s);
-        case 4: return by_pipe<U, 4>(a, nw, p, dual, s);
+        case 1: return by_rows<U, 1>(a, nw, r, p, dual, s);
+        case 2: return by_rows<U, 2>(a, nw, r, p, dual, s);
+        case 4: return by_rows<U, 4>(a, nw, r, p, dual, s);
     }
-    return "gemv: NB must be 1, 2 or 4";
+    return "NB must be 1, 2 or 4";
 }
 
 }  // namespace okc
 
 // Called by binding.cpp; every argument has been checked there.
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int P, bool dual, long long stream) {
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool dual, long long stream) {
     const okc::GemvArgs a{static_cast<const okc::Frag*>(x), static_cast<const okc::Frag*>(w),
                           static_cast<const okc::Frag*>(w2), out, ws, sem, M, N, K, S};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (U) {
-        case 1: return okc::by_nb<1>(a, NW, NB, P, dual, s);
-        case 2: return okc::by_nb<2>(a, NW, NB, P, dual, s);
-        case 4: return okc::by_nb<4>(a, NW, NB, P, dual, s);
-        case 8: return okc::by_nb<8>(a, NW, NB, P, dual, s);
+        case 1: return okc::by_nb<1>(a, NW, NB, R, P, dual, s);
+        case 2: return okc::by_nb<2>(a, NW, NB, R, P, dual, s);
+        case 4: return okc::by_nb<4>(a, NW, NB, R, P, dual, s);
+        case 8: return okc::by_nb<8>(a, NW, NB, R, P, dual, s);
     }
-    return "gemv: U must be 1, 2, 4 or 8";
+    return "U must be 1, 2, 4 or 8";
 }

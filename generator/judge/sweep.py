@@ -10,27 +10,28 @@ from generator.problem import Layer, Problem
 from kernels_src import dispatch
 
 SWEEP_M = (1, 8, 16, 32)
-SWEEP_NW = (2, 4, 8, 16)
+SWEEP_NW = (4, 8, 16)  # 2 warps never won the first sweep
 MAX_CTAS = 2048  # beyond ~15 CTAs per SM, more split-K only adds partial-tile traffic
 MIN_GAIN = 0.02  # keep cuBLAS unless the GEMV is at least 2% faster: noise should not flip a shape
 
 
-def candidate_configs(layer: Layer, m: int) -> list[tuple[int, int, int, int]]:
-    """Every (NW, S, U, P) the kernel can run for this shape, with S bounded by the grid it makes."""
+def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
+    """Every (NW, S, U, P, R) the kernel can run for this shape, with S bounded by the grid it makes."""
     row_blocks = layer.n_for(m) // 16
     dual = layer.dtype == "float32"
     out = []
-    for s in dispatch.GEMV_S:
-        if s > 1 and row_blocks * s > MAX_CTAS:
-            continue
-        for nw in SWEEP_NW:
-            for u in dispatch.GEMV_U:
-                if (layer.k // 32) // s < nw * u:
-                    continue  # fewer K blocks per CTA than one trip of all warps: some warps would idle
-                for p in dispatch.GEMV_P:
-                    cfg = (nw, s, u, p)
-                    if dispatch.gemv_config_error(cfg, m, dual, layer.k) is None:
-                        out.append(cfg)
+    for r in dispatch.GEMV_R:
+        for s in dispatch.GEMV_S:
+            if s > 1 and row_blocks // r * s > MAX_CTAS:
+                continue
+            for nw in SWEEP_NW:
+                for u in dispatch.GEMV_U:
+                    if (layer.k // 32) // s < nw * u:
+                        continue  # fewer K blocks per CTA than one trip of all warps: some warps would idle
+                    for p in dispatch.GEMV_P:
+                        cfg = (nw, s, u, p, r)
+                        if dispatch.gemv_config_error(cfg, m, dual, layer.n_for(m), layer.k) is None:
+                            out.append(cfg)
     return out
 
 
@@ -38,7 +39,7 @@ def candidate_configs(layer: Layer, m: int) -> list[tuple[int, int, int, int]]:
 class SweepPoint:
     layer: str
     m: int
-    best: tuple[int, int, int, int] | None
+    best: tuple[int, ...] | None
     best_us: float
     cublas_us: float
     tried: int
@@ -59,8 +60,9 @@ def pick_defaults(points: list[SweepPoint], problem: Problem) -> dict:
         chosen = [p.choice for p in points if p.choice is not None
                   and (problem.layers[p.layer].dtype == "float32") == (kind == "dual")]
         safe = [c for c, _ in Counter(chosen).most_common()
-                if all(dispatch.gemv_config_error(c, m, kind == "dual", layer.k) is None
-                       for layer in problem.layers.values() for m in SWEEP_M)]
+                if all(dispatch.gemv_config_error(c, m, kind == "dual", layer.n_for(m), layer.k) is None
+                       for layer in problem.layers.values() for m in SWEEP_M
+                       if (layer.dtype == "float32") == (kind == "dual"))]
         defaults[kind] = safe[0] if safe else None
     return defaults
 
