@@ -232,9 +232,10 @@ def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
     shapes = _shape_filter(problem, layers, ms, SWEEP_M)
     with tqdm(total=len(shapes), desc="sweep", unit="shape") as bar:
         points = run_sweep(module, problem, shapes, reps=reps, progress=lambda _: bar.update())
-    click.echo(f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'best GEMV':>16} {'us':>7} {'cuBLAS':>7}  entry")
+    click.echo(f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best GEMV':>19} {'us':>7}"
+               f" {'cuBLAS':>7}  entry")
     for p in points:
-        click.echo(f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {str(p.best):>16} {p.best_us:>7.2f}"
+        click.echo(f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {str(p.best):>19} {p.best_us:>7.2f}"
                    f" {p.cublas_us:>7.2f}  {p.choice}")
     ctable = REPO_ROOT / "tables" / "ctable.yaml"
     write_atomic(write_path, ctable_yaml(header_of(ctable.read_text()), pick_defaults(points, problem), points, problem))

@@ -13,8 +13,13 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
         return "this (U, NB, R, P, dual) holds too many fragment registers and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        const size_t smem = (size_t)nw * R * NB * 4 * 32 * sizeof(float);
-        gemv_kernel<U, NB, R, P, DUAL, OutT><<<dim3(a.N / (16 * R), a.S), nw * 32, smem, stream>>>(a);
+        const size_t smem = (size_t)nw * R * NB * 4 * 32 * sizeof(float);  // up to 128 KB at NW=16, R=NB=4
+        auto kernel = gemv_kernel<U, NB, R, P, DUAL, OutT>;
+        if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
+            const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            if (err != cudaSuccess) return cudaGetErrorString(err);
+        }
+        kernel<<<dim3(a.N / (16 * R), a.S), nw * 32, smem, stream>>>(a);
         const cudaError_t err = cudaGetLastError();
         return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
     }

@@ -44,6 +44,7 @@ class SweepPoint:
     cublas_us: float
     tried: int
     wrong: int  # configurations whose output failed the reference check (never chosen)
+    failed: int = 0  # configurations whose launch raised (never chosen)
 
     @property
     def choice(self):
@@ -118,7 +119,7 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
     flush = L2Flusher()
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 3)
-    points = []
+    points, failed = [], []
     for layer_name, m in shapes:
         layer = problem.layers[layer_name]
         n, k = layer.n_for(m), layer.k
@@ -128,15 +129,23 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
         best, best_us, wrong = None, float("inf"), 0
         candidates = candidate_configs(layer, m)
         for cfg in candidates:
-            out = module._gemv(x, layer_name, n, cfg, state)
+            try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
+                out = module._gemv(x, layer_name, n, cfg, state)
+                torch.cuda.synchronize()
+            except RuntimeError as exc:
+                failed.append((layer_name, m, cfg, str(exc).splitlines()[0]))
+                continue
             if not compare(out, ref, scale, fp32_out=layer.dtype == "float32").ok:
                 wrong += 1
                 continue
             us = time_cold_us(lambda: module._gemv(x, layer_name, n, cfg, state), flush, reps)
             if us < best_us:
                 best, best_us = cfg, us
-        point = SweepPoint(layer_name, m, best, best_us, cublas_us, len(candidates), wrong)
+        point = SweepPoint(layer_name, m, best, best_us, cublas_us, len(candidates), wrong,
+                           sum(1 for f in failed if f[:2] == (layer_name, m)))
         points.append(point)
         if progress is not None:
             progress(point)
+    for layer_name, m, cfg, message in failed[:10]:
+        print(f"launch failed: {layer_name} m={m} {cfg}: {message}")
     return points
