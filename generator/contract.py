@@ -31,7 +31,8 @@ def contract_violations(text: str) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             allowed = ALLOWED_IMPORTS.get(node.module or "", False)
             names = {alias.name for alias in node.names}
-            if node.level or allowed is False or (allowed is not None and not names <= allowed):
+            forbidden = {name for name in names if (node.module, name) in FORBIDDEN_ATTRIBUTES}
+            if node.level or allowed is False or (allowed is not None and not names <= allowed) or forbidden:
                 problems.append((node.lineno, f"from {node.module} import {sorted(names)} is not in the whitelist"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             problems.append((node.lineno, f"call to {node.func.id}() is not allowed at run time"))

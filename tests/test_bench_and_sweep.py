@@ -1,0 +1,76 @@
+"""bench and sweep bookkeeping that needs no GPU: floors, speedups, JSON, comparisons, the plot, ctable.yaml."""
+
+import json
+
+import pytest
+
+from generator import REPO_ROOT
+from generator.judge.bench import BenchResult, ShapeTiming, compare_results, floor_us, format_table, plot
+from generator.judge.sweep import SweepPoint, candidate_configs, ctable_yaml, header_of, pick_defaults
+from generator.problem import load_problem
+from generator.tables import TABLES, parse_table
+from generator.yamlio import load_located
+from kernels_src import dispatch
+
+
+def _result(scale=1.0):
+    shapes = [
+        ShapeTiming("o", 1, 8192, 16_777_216, "gemv", 9.0 * scale, 5.0, {"bf16": 10.0}, {"bf16": 5.5}, 8.5),
+        ShapeTiming("router", 8, 256, 8_388_608, "gemv", 9.0 * scale, 5.0, {"hi+lo": 19.6, "fp32": 26.0},
+                    {"hi+lo": 14.0, "fp32": 20.0}, 6.5),
+    ]
+    return BenchResult({"gpu": "test"}, 4.5, 4.2e12, shapes)
+
+
+def test_floor_and_ratios():
+    assert floor_us(4.0, 4_200_000, 4.2e12) == pytest.approx(5.0)
+    result = _result()
+    assert result.shapes[1].baseline_cold_us == 19.6
+    assert result.shapes[0].speedup == pytest.approx(10 / 9)
+    assert result.geomean_speedup == pytest.approx(((10 / 9) * (19.6 / 9)) ** 0.5)
+    table = format_table(result)
+    assert "hi+lo 19.60" in table and "geometric mean" in table
+
+
+def test_json_round_trip_and_compare(tmp_path):
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(_result().to_json()))
+    old = BenchResult.from_json(json.loads(path.read_text()))
+    assert old.shapes == _result().shapes
+    text = compare_results(old, _result(scale=0.9))
+    assert "-10.0%" in text
+
+
+def test_plot_writes_a_png(tmp_path):
+    plot(_result(), tmp_path / "bench.png")
+    assert (tmp_path / "bench.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sweep_candidates_are_all_admissible():
+    problem = load_problem()
+    for layer in problem.layers.values():
+        for m in (1, 8, 16, 32):
+            configs = candidate_configs(layer, m)
+            assert configs
+            dual = layer.dtype == "float32"
+            assert all(dispatch.gemv_config_error(c, m, dual, layer.n_for(m), layer.k) is None for c in configs)
+
+
+def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
+    problem = load_problem()
+    points = [
+        SweepPoint("o", 1, (8, 1, 1, 0, 1), 9.0, 10.0, 100, 0),
+        SweepPoint("o", 8, (8, 1, 2, 1, 2), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
+        SweepPoint("router", 8, (16, 8, 1, 1, 1), 9.0, 19.0, 100, 0),
+    ]
+    text = ctable_yaml(header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
+                       pick_defaults(points, problem), points, problem)
+    path = tmp_path / "ctable.yaml"
+    path.write_text(text)
+    table = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
+    assert table.entries == {("o", 1): (8, 1, 1, 0, 1), ("o", 8): None, ("router", 8): (16, 8, 1, 1, 1)}
+    # a default must run at every m of its kind: (8, 1, 2, 1, 2) alone would not fit m = 32
+    assert table.defaults == {"plain": (8, 1, 1, 0, 1), "dual": (16, 8, 1, 1, 1)}
+    lone = pick_defaults([SweepPoint("o", 1, (8, 1, 2, 1, 2), 9.0, 10.0, 1, 0)], problem)
+    assert lone["plain"] is None
+    assert text.startswith("# Written by `python -m generator sweep`")

@@ -1,0 +1,75 @@
+"""Routing decisions, the GEMV's admissible configurations (Python and CUDA agree), and the nvcc build."""
+
+import itertools
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from generator import REPO_ROOT
+from generator.cli import main
+from kernels_src import dispatch
+
+CTABLE = {("o", 1): (8, 1, 2, 1, 2), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1)}
+DEFAULTS = {"plain": (4, 1, 2, 0, 1), "dual": None}
+
+
+@pytest.mark.parametrize(
+    "layer, m, dual, expected",
+    [
+        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2))),
+        ("o", 5, False, ("cublas", None)),  # borrows ("o", 8), which is None
+        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1))),  # borrows ("o", 16)
+        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1))),  # no row: the plain default
+        ("router", 8, True, ("cublas", None)),  # dual default is None
+        ("o", 33, False, ("cublas", None)),
+        ("o", 256, False, ("cublas", None)),
+    ],
+)
+def test_route(layer, m, dual, expected):
+    assert dispatch.route(layer, m, dual, CTABLE, DEFAULTS) == expected
+
+
+def test_column_blocks():
+    assert [dispatch.column_blocks(m) for m in (1, 8, 9, 16, 17, 32)] == [1, 1, 2, 2, 4, 4]
+
+
+def test_config_errors_name_the_field():
+    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1), 1, False, 1024, 1024)
+    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1), 1, False, 1024, 512)
+    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4), 1, False, 32, 1024)
+    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1), 32, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 8, 1, 2, 1), 32, True, 256, 8192) is None
+
+
+def _cpp_rule_table(tmp_path):
+    """gemv_fits() as the CUDA header computes it, for every (U, NB, R, P, dual), via a host-only program."""
+    program = tmp_path / "rule.cu"
+    program.write_text(
+        f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include <cstdio>\n'
+        "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
+        " for (int p = 0; p < 4; ++p) for (int d = 0; d < 2; ++d)"
+        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n'
+    )
+    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "rule")], check=True)
+    out = subprocess.run([str(tmp_path / "rule")], capture_output=True, text=True, check=True).stdout
+    return {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_python_and_cuda_agree_on_which_configs_exist(tmp_path):
+    cpp = _cpp_rule_table(tmp_path)
+    m_of_nb = {1: 8, 2: 16, 4: 32}
+    for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(4), (0, 1)):
+        error = dispatch.gemv_config_error((4, 1, u, p, r), m_of_nb[nb], bool(d), 4096, 8192)
+        assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_cuda_compiles_for_sm90a_without_spills():
+    result = CliRunner().invoke(main, ["compile"])
+    assert result.exit_code == 0, result.output
+    assert "0 spilling" in result.output

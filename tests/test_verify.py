@@ -1,0 +1,133 @@
+"""The local judge's verify must pass a correct submission and catch each kind of broken one, naming the shape.
+On CPU the submissions are plain torch; CUDA-graph replay is emulated (a second call on the same input)."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from generator.cli import main
+from generator.judge.loader import SubmissionLoadError, load_submission
+from generator.judge.reference import compare, reference
+from generator.judge.verify import verify_distribution
+from generator.problem import load_problem
+
+REFERENCE = Path(__file__).parent / "fixtures" / "reference_submission.py"
+DENSE_RETURN = "    out.copy_((x.float() @ w.float().t()).to(torch.bfloat16))\n    return out\n"
+
+# kind -> (replacement of the reference's text, the shape and message verify must report)
+BREAKAGES = {
+    "wrong dtype": (
+        (DENSE_RETURN, "    return x.float() @ w.float().t()\n"),
+        ("qkv_gate", 1, "dtype torch.float32, expected torch.bfloat16"),
+    ),
+    "wrong values on one shape": (
+        (DENSE_RETURN, DENSE_RETURN.replace("    return out", "    return out * 1.02 if (data['config']['layer'],"
+                                            " x.shape[0]) == ('o', 9) else out")),
+        ("o", 9, "eager: error"),
+    ),
+    "bf16-only router": (
+        ("        return x.float() @ w.t()", "        return x.float() @ w.to(torch.bfloat16).float().t()"),
+        ("router", 1, "error"),
+    ),
+    "state that breaks on replay": (
+        ("    return {name: w.contiguous() for name, w in weights.items()}",
+         "    state = {name: w.contiguous() for name, w in weights.items()}\n"
+         "    state['calls'] = torch.zeros((), device=weights['o'].device)\n    return state"),
+        # a device-side counter that nobody resets: right on the first call of a shape, wrong after
+        ("qkv_gate", 1, "graph replay 1"),
+    ),
+    "untouched output element": (
+        (DENSE_RETURN, "    out[:, :-1] = (x.float() @ w[:-1].float().t()).to(torch.bfloat16)\n    return out\n"),
+        ("qkv_gate", 1, "NaN / unwritten"),
+    ),
+}
+REPLAY_COUNTER = (
+    "    if w.dtype == torch.float32:",
+    "    state['calls'].add_(1)\n"
+    "    if data['config']['layer'] == 'qkv_gate' and data['x'].shape[0] == 1:\n"
+    "        x = x * (state['calls'] < 2)\n"
+    "    if w.dtype == torch.float32:",
+)
+
+
+@pytest.fixture(scope="module")
+def small_problem():
+    """The real problem with every n and k divided by 32: same layers, m's and unpooler rule, CPU-sized."""
+    problem = load_problem()
+    layers = {
+        name: dataclasses.replace(layer, n=layer.n // 32, k=layer.k // 32,
+                                  narrow_n=layer.narrow_n // 32 if layer.narrow_n else None)
+        for name, layer in problem.layers.items()
+    }
+    return dataclasses.replace(problem, layers=layers)
+
+
+def broken_submission(tmp_path, kind) -> Path:
+    (old, new), _ = BREAKAGES[kind]
+    text = REFERENCE.read_text()
+    assert old in text, kind
+    text = text.replace(old, new)
+    if kind == "state that breaks on replay":
+        text = text.replace(*REPLAY_COUNTER)
+    path = tmp_path / f"broken_{kind.replace(' ', '_')}.py"
+    path.write_text(text)
+    return path
+
+
+def test_reference_submission_passes_everywhere(small_problem):
+    module = load_submission(REFERENCE)
+    for distribution in ("normal", "heavy"):
+        results, _, error = verify_distribution(module, small_problem, distribution, 0, "cpu")
+        assert not error
+        assert len(results) == 5 * 10
+        assert all(r.ok for r in results), [r.problem for r in results if not r.ok]
+        assert all(len(r.graph) == 2 for r in results)
+
+
+@pytest.mark.parametrize("kind", sorted(BREAKAGES))
+def test_each_breakage_is_caught_and_named(tmp_path, small_problem, kind):
+    module = load_submission(broken_submission(tmp_path, kind), module_name=f"broken_{hash(kind)}")
+    results, _, error = verify_distribution(module, small_problem, "normal", 0, "cpu")
+    layer, m, message = BREAKAGES[kind][1]
+    failed = {(r.layer, r.m): r.problem for r in results if not r.ok}
+    assert (layer, m) in failed, failed
+    assert message in failed[(layer, m)], failed[(layer, m)]
+    if kind == "wrong values on one shape":
+        assert list(failed) == [("o", 9)]
+
+
+def test_cli_verify_exit_codes(tmp_path):
+    runner = CliRunner()
+    good = runner.invoke(main, ["verify", str(REFERENCE), "--device", "cpu", "--shrink", "32", "--dist", "normal"])
+    assert good.exit_code == 0, good.output
+    assert "50 passed, 0 failed" in good.output
+    bad_file = broken_submission(tmp_path, "wrong values on one shape")
+    bad = runner.invoke(main, ["verify", str(bad_file), "--device", "cpu", "--shrink", "32", "--dist", "normal"])
+    assert bad.exit_code == 1
+    assert "FAIL normal o m=9" in bad.output
+
+
+def test_loader_refuses_files_the_judge_could_not_run(tmp_path):
+    no_tag = tmp_path / "no_tag.py"
+    no_tag.write_text("def prepare(w): pass\ndef kernel_fn(d, s): pass\n")
+    with pytest.raises(SubmissionLoadError, match="first line"):
+        load_submission(no_tag)
+    project_import = tmp_path / "project_import.py"
+    project_import.write_text(REFERENCE.read_text().replace("import torch\n", "import torch\nimport generator\n"))
+    with pytest.raises(SubmissionLoadError, match="whitelist"):
+        load_submission(project_import)
+
+
+def test_tolerances_separate_hi_lo_from_bf16():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 2048, generator=gen).to(torch.bfloat16)
+    w = torch.randn(64, 2048, generator=gen) / 45
+    ref, scale = reference(x, w, 64)
+    hi = w.to(torch.bfloat16)
+    lo = (w - hi.float()).to(torch.bfloat16)
+    hi_lo = x.float() @ hi.float().t() + x.float() @ lo.float().t()
+    assert compare(hi_lo, ref, scale, fp32_out=True).ok
+    assert not compare(x.float() @ hi.float().t(), ref, scale, fp32_out=True).ok
