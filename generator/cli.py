@@ -65,7 +65,7 @@ def dispatch(file: Path) -> None:
     for layer in sub.LAYERS:
         for m in sub.WARMUP_M:
             engine, cfg = sub._engine(layer, m)
-            fields = "" if cfg is None else "NW={} S={} U={} P={} R={}".format(*cfg)
+            fields = "" if cfg is None else "NW={} S={} U={} P={} R={} C={}".format(*cfg)
             click.echo(f"{layer:<10} {m:>4}  {sub._width(layer, m):>5}  {engine:<8} {fields}")
 
 
@@ -218,7 +218,7 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
               default=REPO_ROOT / "tables" / "ctable.yaml", show_default=True,
               help="Where to write the tuned CTABLE (then rebuild).")
 def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
-    """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R) per shape, keep the fastest correct one."""
+    """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R, C) per shape, keep the fastest correct one."""
     import torch
     from tqdm import tqdm
 

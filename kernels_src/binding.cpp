@@ -4,7 +4,8 @@
 #include <torch/extension.h>
 
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool dual, long long stream);
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
+                            long long stream);
 
 static void check_tensor(const torch::Tensor& t, const char* name, at::ScalarType dtype) {
     TORCH_CHECK(t.is_cuda(), "gemv: ", name, " must be a CUDA tensor");
@@ -17,7 +18,7 @@ static void check_tensor(const torch::Tensor& t, const char* name, at::ScalarTyp
 // out[M, N] = x[M, K] . W[:N]^T with W packed by packing.pack_mma_a (dual: W = hi + lo, both packed).
 void gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
           torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S, int64_t U, int64_t NB, int64_t R,
-          bool dual, int64_t P, int64_t stream) {
+          bool cluster, bool dual, int64_t P, int64_t stream) {
     check_tensor(x, "x", at::kBFloat16);
     check_tensor(w, "w", at::kBFloat16);
     if (dual) check_tensor(w2, "w2 (lo weights)", at::kBFloat16);
@@ -34,12 +35,14 @@ void gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out,
     TORCH_CHECK(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "gemv: out must be [", M, ", ", N, "]");
     TORCH_CHECK(NW >= 1 && NW <= 16, "gemv: NW must be 1..16, got ", NW);
     TORCH_CHECK(S >= 1 && (K / 32) % S == 0, "gemv: S=", S, " must divide the ", K / 32, " K blocks");
+    TORCH_CHECK(!cluster || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
     TORCH_CHECK(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "gemv: workspace too small for S=", S);
     TORCH_CHECK(S == 1 || sem.numel() >= N / (16 * R), "gemv: need one semaphore per CTA row group (", N / (16 * R),
                 ")");
     const char* err = okc_launch_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr, out.data_ptr(),
                                       ws.data_ptr<float>(), sem.data_ptr<int>(), (int)M, (int)N, (int)K, (int)NW,
-                                      (int)S, (int)U, (int)NB, (int)R, (int)P, dual, (long long)stream);
-    TORCH_CHECK(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " dual=", dual,
-                "): ", err ? err : "");
+                                      (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, dual,
+                                      (long long)stream);
+    TORCH_CHECK(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " C=", cluster,
+                " dual=", dual, "): ", err ? err : "");
 }

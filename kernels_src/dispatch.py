@@ -11,6 +11,8 @@ GEMV_S = (1, 2, 4, 8, 16, 32)
 GEMV_U = (1, 2, 4, 8)
 GEMV_P = (0, 1, 2, 3)
 GEMV_R = (1, 2, 4)
+GEMV_C = (0, 1)  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
+GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 # Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
 # (both live trips for the double-buffered P = 1, 3) plus the accumulators.
 GEMV_BATCH_DATA_REGS = 112
@@ -22,12 +24,12 @@ def column_blocks(m):
 
 
 def gemv_config_error(cfg, m, dual, n, k):
-    """Why (NW, S, U, P, R) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
-    if not (isinstance(cfg, tuple) and len(cfg) == 5 and all(type(v) is int for v in cfg)):
-        return f"expected 5 integers [NW, S, U, P, R], got {cfg!r}"
-    nw, s, u, p, r = cfg
+    """Why (NW, S, U, P, R, C) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
+    if not (isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg)):
+        return f"expected 6 integers [NW, S, U, P, R, C], got {cfg!r}"
+    nw, s, u, p, r, c = cfg
     for name, value, allowed in (
-        ("NW", nw, GEMV_NW), ("S", s, GEMV_S), ("U", u, GEMV_U), ("P", p, GEMV_P), ("R", r, GEMV_R)
+        ("NW", nw, GEMV_NW), ("S", s, GEMV_S), ("U", u, GEMV_U), ("P", p, GEMV_P), ("R", r, GEMV_R), ("C", c, GEMV_C)
     ):
         if value not in allowed:
             return f"{name}={value} is not one of {allowed}"
@@ -35,6 +37,8 @@ def gemv_config_error(cfg, m, dual, n, k):
         return f"the GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
     if (k // 32) % s:
         return f"S={s} does not divide the {k // 32} K blocks of K={k}"
+    if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
+        return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
     if (n // 16) % r:
         return f"R={r} does not divide the {n // 16} row blocks of N={n}"
     nb = column_blocks(m)
@@ -55,7 +59,7 @@ def table_m_for(m):
 
 
 def route(layer, m, dual, ctable, defaults):
-    """(engine, config) for a call: ("gemv", (NW, S, U, P, R)) or ("cublas", None).
+    """(engine, config) for a call: ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
 
     A CTABLE entry for (layer, m) wins; a missing one borrows the entry of its column-block class
     (see table_m_for), and failing that the default for the weight's kind (dual: fp32 weights run as a

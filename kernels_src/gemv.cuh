@@ -9,12 +9,17 @@
 //  * one CTA owns R 16-row blocks; its NW warps split the CTA's K range and reduce through shared memory.
 //    Every warp applies each x fragment to all R row blocks, so x is read from L2 N/(16R) times, not N/16:
 //    at m = 8..32 that re-read traffic rivals the weights themselves unless R > 1;
-//  * optionally S CTAs split K: each writes its partial tile to a workspace, and the last to arrive (a counter
-//    per CTA row group) sums them in a fixed order, writes the output and resets the counter to 0, so the next
-//    launch or CUDA-graph replay needs no clearing kernel;
+//  * optionally S CTAs split K, reduced one of two ways (C):
+//    C = 0  semaphore: each writes its partial tile to a workspace, and the last to arrive (a counter per CTA
+//           row group) sums them in a fixed order, writes the output and resets the counter to 0, so the next
+//           launch or CUDA-graph replay needs no clearing kernel;
+//    C = 1  cluster (Hopper): the S CTAs form one thread-block cluster and sum each other's tiles straight out
+//           of distributed shared memory, each CTA a 1/S slice: no workspace, no atomics, no global round trip;
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
 #pragma once
 #include "common.cuh"
+
+#include <cooperative_groups.h>
 
 namespace okc {
 
@@ -49,6 +54,7 @@ struct GemvArgs {
     float* ws;       // split-K partials: [N/(16R)][S][R*NB*128]
     int* sem;        // arrival counter per CTA row group; 0 between launches
     int M, N, K, S;
+    int cluster;     // 1: the S split CTAs are one cluster and reduce through distributed shared memory
 };
 
 constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lanes x 16 bytes
@@ -181,6 +187,25 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
             for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
             write_tile_element<NB, OutT>(a, rb0, idx, v);
         }
+        return;
+    }
+
+    if (a.cluster) {
+        // This CTA's tile in place of warp 0's slice (each idx is read and written by one thread only) ...
+        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+            float v = 0.f;
+            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+            red[idx] = v;
+        }
+        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+        cluster.sync();  // ... visible to the whole cluster (barrier.cluster has release/acquire semantics)
+        const int rank = (int)cluster.block_rank();
+        for (int idx = rank * blockDim.x + threadIdx.x; idx < kTile; idx += a.S * blockDim.x) {
+            float v = 0.f;
+            for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(red, s)[idx];  // fixed order: deterministic
+            write_tile_element<NB, OutT>(a, rb0, idx, v);
+        }
+        cluster.sync();  // no CTA may leave (and free its shared memory) while a peer still reads it
         return;
     }
 

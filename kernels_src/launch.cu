@@ -19,7 +19,28 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
             if (err != cudaSuccess) return cudaGetErrorString(err);
         }
-        kernel<<<dim3(a.N / (16 * R), a.S), nw * 32, smem, stream>>>(a);
+        if (!a.cluster) {
+            kernel<<<dim3(a.N / (16 * R), a.S), nw * 32, smem, stream>>>(a);
+        } else {
+            if (a.S > 8) {  // 16-CTA clusters are beyond the portable 8: Hopper allows them on request
+                const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+                if (err != cudaSuccess) return cudaGetErrorString(err);
+            }
+            cudaLaunchConfig_t config = {};
+            config.gridDim = dim3(a.N / (16 * R), a.S);
+            config.blockDim = dim3(nw * 32);
+            config.dynamicSmemBytes = smem;
+            config.stream = stream;
+            cudaLaunchAttribute cluster_dim;
+            cluster_dim.id = cudaLaunchAttributeClusterDimension;
+            cluster_dim.val.clusterDim.x = 1;
+            cluster_dim.val.clusterDim.y = a.S;  // the S K-splits of one row group
+            cluster_dim.val.clusterDim.z = 1;
+            config.attrs = &cluster_dim;
+            config.numAttrs = 1;
+            const cudaError_t err = cudaLaunchKernelEx(&config, kernel, a);
+            if (err != cudaSuccess) return cudaGetErrorString(err);
+        }
         const cudaError_t err = cudaGetLastError();
         return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
     }
@@ -66,9 +87,10 @@ const char* by_nb(const GemvArgs& a, int nw, int nb, int r, int p, bool dual, cu
 
 // Called by binding.cpp; every argument has been checked there.
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool dual, long long stream) {
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
+                            long long stream) {
     const okc::GemvArgs a{static_cast<const okc::Frag*>(x), static_cast<const okc::Frag*>(w),
-                          static_cast<const okc::Frag*>(w2), out, ws, sem, M, N, K, S};
+                          static_cast<const okc::Frag*>(w2), out, ws, sem, M, N, K, S, cluster ? 1 : 0};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (U) {
         case 1: return okc::by_nb<1>(a, NW, NB, R, P, dual, s);

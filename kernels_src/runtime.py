@@ -81,14 +81,14 @@ def prepare(weights):
 
 
 def _gemv(x, layer, n, cfg, state):
-    nw, s, u, p, r = cfg
+    nw, s, u, p, r, c = cfg
     m, k = x.shape
     dual = _is_dual(layer)
     out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
     packed = state["packed:" + layer]
     w, w2 = packed[0], packed[-1]  # dual: hi, lo; plain: the one matrix twice (w2 unused)
     stream = torch.cuda.current_stream(x.device).cuda_stream  # the capture stream inside torch.cuda.graph
-    _extension().gemv(x, w, w2, out, state["ws"], state["sem"], n, k, nw, s, u, column_blocks(m), r, dual, p, stream)
+    _extension().gemv(x, w, w2, out, state["ws"], state["sem"], n, k, nw, s, u, column_blocks(m), r, bool(c), dual, p, stream)
     return out
 
 

@@ -59,18 +59,18 @@ def test_sweep_candidates_are_all_admissible():
 def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     problem = load_problem()
     points = [
-        SweepPoint("o", 1, (8, 1, 1, 0, 1), 9.0, 10.0, 100, 0),
-        SweepPoint("o", 8, (8, 1, 2, 1, 2), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
-        SweepPoint("router", 8, (16, 8, 1, 1, 1), 9.0, 19.0, 100, 0),
+        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0), 9.0, 10.0, 100, 0),
+        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
+        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0), 9.0, 19.0, 100, 0),
     ]
     text = ctable_yaml(header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
                        pick_defaults(points, problem), points, problem)
     path = tmp_path / "ctable.yaml"
     path.write_text(text)
     table = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
-    assert table.entries == {("o", 1): (8, 1, 1, 0, 1), ("o", 8): None, ("router", 8): (16, 8, 1, 1, 1)}
-    # a default must run at every m of its kind: (8, 1, 2, 1, 2) alone would not fit m = 32
-    assert table.defaults == {"plain": (8, 1, 1, 0, 1), "dual": (16, 8, 1, 1, 1)}
-    lone = pick_defaults([SweepPoint("o", 1, (8, 1, 2, 1, 2), 9.0, 10.0, 1, 0)], problem)
+    assert table.entries == {("o", 1): (8, 1, 1, 0, 1, 0), ("o", 8): None, ("router", 8): (16, 8, 1, 1, 1, 0)}
+    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0) alone would not fit m = 32
+    assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0), "dual": (16, 8, 1, 1, 1, 0)}
+    lone = pick_defaults([SweepPoint("o", 1, (8, 1, 2, 1, 2, 0), 9.0, 10.0, 1, 0)], problem)
     assert lone["plain"] is None
     assert text.startswith("# Written by `python -m generator sweep`")

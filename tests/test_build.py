@@ -126,19 +126,19 @@ BREAKAGES = {
         "tables/ctable.yaml", "entries:", "entries: [unclosed",
         r"tables/ctable\.yaml:\d+: malformed YAML"),
     "wrong arity": (
-        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1]", "    1: [16, 1, 2]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 5 values"),
+        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1, 0]", "    1: [16, 1, 2]",
+        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 6 values"),
     "wrong type": (
-        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1]", "    1: [16, one, 2, 0, 1]",
+        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1, 0]", "    1: [16, one, 2, 0, 1, 0]",
         r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: S must be an integer"),
     "config the kernel cannot run": (
-        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1]", "    1: [16, 1, 8, 1, 4]",
+        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1, 0]", "    1: [16, 1, 8, 1, 4, 0]",
         r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: .* data registers"),
     "unknown layer": (
         "tables/ctable.yaml", "  qkv_gate:", "  qkv_gat:",
         r"tables/ctable\.yaml:\d+: unknown layer 'qkv_gat'"),
     "m out of range": (
-        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1]", "    64: [16, 1, 2, 0, 1]",
+        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1, 0]", "    64: [16, 1, 2, 0, 1, 0]",
         r"tables/ctable\.yaml:\d+: qkv_gate: m must be an integer with 1 <= m <= 32"),
     "engine without a kernel": (
         "tables/ztable.yaml", "entries: {}", "entries:\n  o:\n    1: [4, 1, 2, 3]",
@@ -189,7 +189,7 @@ def test_bad_input_is_one_clear_line_exit_2_and_dist_untouched(repo_copy, kind):
 
 def test_error_line_numbers_point_at_the_entry(repo_copy):
     path = repo_copy / "tables" / "ctable.yaml"
-    _edit(path, "    8: [16, 1, 1, 1, 1]", "    8: [16, 1, 1, 1]")
+    _edit(path, "    8: [16, 1, 1, 1, 1, 0]", "    8: [16, 1, 1, 1]")
     result = _build(repo_copy)
     assert f"tables/ctable.yaml:{_line_of(path, '    8: [16, 1, 1, 1]')}:" in result.output
 

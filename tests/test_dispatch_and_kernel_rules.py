@@ -11,17 +11,17 @@ from generator import REPO_ROOT
 from generator.cli import main
 from kernels_src import dispatch
 
-CTABLE = {("o", 1): (8, 1, 2, 1, 2), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1)}
-DEFAULTS = {"plain": (4, 1, 2, 0, 1), "dual": None}
+CTABLE = {("o", 1): (8, 1, 2, 1, 2, 0), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1, 0)}
+DEFAULTS = {"plain": (4, 1, 2, 0, 1, 0), "dual": None}
 
 
 @pytest.mark.parametrize(
     "layer, m, dual, expected",
     [
-        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2))),
+        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0))),
         ("o", 5, False, ("cublas", None)),  # borrows ("o", 8), which is None
-        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1))),  # borrows ("o", 16)
-        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1))),  # no row: the plain default
+        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # borrows ("o", 16)
+        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # no row: the plain default
         ("router", 8, True, ("cublas", None)),  # dual default is None
         ("o", 33, False, ("cublas", None)),
         ("o", 256, False, ("cublas", None)),
@@ -36,11 +36,14 @@ def test_column_blocks():
 
 
 def test_config_errors_name_the_field():
-    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1), 1, False, 1024, 1024)
-    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1), 1, False, 1024, 512)
-    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4), 1, False, 32, 1024)
-    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1), 32, True, 256, 8192)
-    assert dispatch.gemv_config_error((16, 8, 1, 2, 1), 32, True, 256, 8192) is None
+    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1, 0), 1, False, 1024, 1024)
+    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1, 0), 1, False, 1024, 512)
+    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4, 0), 1, False, 32, 1024)
+    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1, 0), 32, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 8, 1, 2, 1, 0), 32, True, 256, 8192) is None
+    assert "cluster" in dispatch.gemv_config_error((16, 32, 1, 0, 1, 1), 8, True, 256, 8192)
+    assert "cluster" in dispatch.gemv_config_error((16, 1, 1, 0, 1, 1), 8, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1), 8, True, 256, 8192) is None
 
 
 def _cpp_rule_table(tmp_path):

@@ -16,7 +16,7 @@ MIN_GAIN = 0.02  # keep cuBLAS unless the GEMV is at least 2% faster: noise shou
 
 
 def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
-    """Every (NW, S, U, P, R) the kernel can run for this shape, with S bounded by the grid it makes."""
+    """Every (NW, S, U, P, R, C) the kernel can run for this shape, with S bounded by the grid it makes."""
     row_blocks = layer.n_for(m) // 16
     dual = layer.dtype == "float32"
     out = []
@@ -29,9 +29,10 @@ def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
                     if (layer.k // 32) // s < nw * u:
                         continue  # fewer K blocks per CTA than one trip of all warps: some warps would idle
                     for p in dispatch.GEMV_P:
-                        cfg = (nw, s, u, p, r)
-                        if dispatch.gemv_config_error(cfg, m, dual, layer.n_for(m), layer.k) is None:
-                            out.append(cfg)
+                        for c in dispatch.GEMV_C:
+                            cfg = (nw, s, u, p, r, c)
+                            if dispatch.gemv_config_error(cfg, m, dual, layer.n_for(m), layer.k) is None:
+                                out.append(cfg)
     return out
 
 
