@@ -66,7 +66,7 @@ def test_python_and_cuda_agree_on_which_configs_exist(tmp_path):
     cpp = _cpp_rule_table(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
     for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(4), (0, 1)):
-        error = dispatch.gemv_config_error((4, 1, u, p, r), m_of_nb[nb], bool(d), 4096, 8192)
+        error = dispatch.gemv_config_error((4, 1, u, p, r, 0), m_of_nb[nb], bool(d), 4096, 8192)
         assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
 
 
