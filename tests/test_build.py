@@ -111,6 +111,20 @@ def test_check_passes_then_flags_a_stale_file(repo_copy):
     assert "stale" in result.output and "WORKSPACE_FLOATS" in result.output
 
 
+# A CTABLE of known content, so the breakages below do not depend on what the last sweep wrote.
+KNOWN_CTABLE = """# CTABLE for the tests
+defaults:
+  plain: [8, 1, 2, 0, 1, 0]
+  dual: null
+entries:
+  qkv_gate:
+    1: [16, 1, 2, 0, 1, 0]
+    8: [16, 1, 1, 1, 1, 0]
+  router:
+    8: [16, 8, 1, 0, 1, 1]
+"""
+
+
 def _edit(path, old, new):
     text = path.read_text()
     assert old in text, old
@@ -171,6 +185,7 @@ BREAKAGES = {
 @pytest.mark.parametrize("kind", sorted(BREAKAGES))
 def test_bad_input_is_one_clear_line_exit_2_and_dist_untouched(repo_copy, kind):
     file, old, new, pattern = BREAKAGES[kind]
+    (repo_copy / "tables" / "ctable.yaml").write_text(KNOWN_CTABLE)
     path = repo_copy / file
     if old is None:
         path.write_text(path.read_text() + new)
@@ -189,6 +204,7 @@ def test_bad_input_is_one_clear_line_exit_2_and_dist_untouched(repo_copy, kind):
 
 def test_error_line_numbers_point_at_the_entry(repo_copy):
     path = repo_copy / "tables" / "ctable.yaml"
+    path.write_text(KNOWN_CTABLE)
     _edit(path, "    8: [16, 1, 1, 1, 1, 0]", "    8: [16, 1, 1, 1]")
     result = _build(repo_copy)
     assert f"tables/ctable.yaml:{_line_of(path, '    8: [16, 1, 1, 1]')}:" in result.output
