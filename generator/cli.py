@@ -223,13 +223,19 @@ def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
     from tqdm import tqdm
 
     from generator.build import write_atomic
-    from generator.judge.sweep import SWEEP_M, ctable_yaml, header_of, pick_defaults, run_sweep
+    from generator.judge.sweep import SWEEP_M, run_sweep, updated_ctable
+    from generator.tables import load_tables
 
     if not torch.cuda.is_available():
         _fail("sweep needs a CUDA GPU (run it on the H200; see README)")
     module = _load(file)
     problem = _problem()
     shapes = _shape_filter(problem, layers, ms, SWEEP_M)
+    ctable = REPO_ROOT / "tables" / "ctable.yaml"
+    try:
+        current = load_tables(problem)["CTABLE"]
+    except BuildError as exc:
+        _fail(str(exc))
     with tqdm(total=len(shapes), desc="sweep", unit="shape") as bar:
         points = run_sweep(module, problem, shapes, reps=reps, progress=lambda _: bar.update())
     click.echo(f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best GEMV':>19} {'us':>7}"
@@ -237,8 +243,7 @@ def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
     for p in points:
         click.echo(f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {str(p.best):>19} {p.best_us:>7.2f}"
                    f" {p.cublas_us:>7.2f}  {p.choice}")
-    ctable = REPO_ROOT / "tables" / "ctable.yaml"
-    write_atomic(write_path, ctable_yaml(header_of(ctable.read_text()), pick_defaults(points, problem), points, problem))
+    write_atomic(write_path, updated_ctable(ctable.read_text(), current, points, shapes, problem))
     click.echo(f"wrote {write_path}; rebuild with `python -m generator build`")
     if any(p.wrong for p in points):
         _fail("some configurations computed wrong results (see 'wrong'): fix the kernel", 1)

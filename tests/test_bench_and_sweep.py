@@ -6,9 +6,11 @@ import pytest
 
 from generator import REPO_ROOT
 from generator.judge.bench import BenchResult, ShapeTiming, compare_results, floor_us, format_table, plot
-from generator.judge.sweep import SweepPoint, candidate_configs, ctable_yaml, header_of, pick_defaults
+from generator.judge.sweep import (
+    SweepPoint, candidate_configs, ctable_yaml, header_of, pick_defaults, updated_ctable,
+)
 from generator.problem import load_problem
-from generator.tables import TABLES, parse_table
+from generator.tables import TABLES, load_tables, parse_table
 from generator.yamlio import load_located
 from kernels_src import dispatch
 
@@ -63,14 +65,30 @@ def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
         SweepPoint("o", 8, (8, 1, 2, 1, 2, 0), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
         SweepPoint("router", 8, (16, 8, 1, 1, 1, 0), 9.0, 19.0, 100, 0),
     ]
+    choices = {(p.layer, p.m): p.choice for p in points}
+    kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0]  # kept from an earlier sweep"}
     text = ctable_yaml(header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
-                       pick_defaults(points, problem), points, problem)
+                       pick_defaults(choices, problem), points, problem, kept)
     path = tmp_path / "ctable.yaml"
     path.write_text(text)
     table = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
-    assert table.entries == {("o", 1): (8, 1, 1, 0, 1, 0), ("o", 8): None, ("router", 8): (16, 8, 1, 1, 1, 0)}
+    assert table.entries == {("o", 1): (8, 1, 1, 0, 1, 0), ("o", 8): None, ("router", 8): (16, 8, 1, 1, 1, 0),
+                             ("pooler", 1): (8, 1, 4, 1, 1, 0)}
+    assert "# kept from an earlier sweep" in text
     # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0) alone would not fit m = 32
     assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0), "dual": (16, 8, 1, 1, 1, 0)}
-    lone = pick_defaults([SweepPoint("o", 1, (8, 1, 2, 1, 2, 0), 9.0, 10.0, 1, 0)], problem)
+    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0)}, problem)
     assert lone["plain"] is None
     assert text.startswith("# Written by `python -m generator sweep`")
+
+
+def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
+    problem = load_problem()
+    text = (REPO_ROOT / "tables" / "ctable.yaml").read_text()
+    current = load_tables(problem)["CTABLE"]
+    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1), 8.0, 19.0, 10, 0)
+    path = tmp_path / "ctable.yaml"
+    path.write_text(updated_ctable(text, current, [point], [("router", 8)], problem))
+    assert "8: [16, 8, 1, 1, 1, 1]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
+    updated = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
+    assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1)}

@@ -165,10 +165,9 @@ def cublas_baselines(weight, x, n):
     if weight.dtype == torch.float32:
         hi = weight.to(torch.bfloat16)
         lo = (weight - hi.float()).to(torch.bfloat16)
-        xf = x.float()
         return {
             "hi+lo": lambda: torch.mm(x, hi.t(), out_dtype=torch.float32) + torch.mm(x, lo.t(), out_dtype=torch.float32),
-            "fp32": lambda: xf @ weight.t(),
+            "fp32": lambda: x.float() @ weight.t(),  # the cast of x is part of what a submission would have to do
         }
     w = weight[:n]
     return {"bf16": lambda: x @ w.t()}

@@ -56,12 +56,13 @@ class SweepPoint:
         return self.best
 
 
-def pick_defaults(points: list[SweepPoint], problem: Problem) -> dict:
-    """Defaults for m's without a table row: the configuration chosen most often per weight kind."""
+def pick_defaults(choices: dict, problem: Problem) -> dict:
+    """Defaults for m's without a table row: per weight kind, the configuration chosen most often among
+    `choices` ((layer, m) -> config or None) that runs at every m of that kind."""
     defaults = {}
     for kind in ("plain", "dual"):
-        chosen = [p.choice for p in points if p.choice is not None
-                  and (problem.layers[p.layer].dtype == "float32") == (kind == "dual")]
+        chosen = [cfg for (layer, _), cfg in sorted(choices.items()) if cfg is not None
+                  and (problem.layers[layer].dtype == "float32") == (kind == "dual")]
         safe = [c for c, _ in Counter(chosen).most_common()
                 if all(dispatch.gemv_config_error(c, m, kind == "dual", layer.n_for(m), layer.k) is None
                        for layer in problem.layers.values() for m in SWEEP_M
@@ -70,25 +71,35 @@ def pick_defaults(points: list[SweepPoint], problem: Problem) -> dict:
     return defaults
 
 
-def ctable_yaml(header: str, defaults: dict, points: list[SweepPoint], problem: Problem) -> str:
-    """tables/ctable.yaml text: the existing header comments, then defaults and one line per (layer, m)."""
+def ctable_yaml(header: str, defaults: dict, points: list[SweepPoint], problem: Problem,
+                kept: dict | None = None) -> str:
+    """tables/ctable.yaml text: the existing header comments, defaults, then one line per (layer, m): the sweep's
+    points, and `kept` ((layer, m) -> the existing line) for shapes this sweep did not time."""
     def flow(cfg):
         return "null" if cfg is None else "[" + ", ".join(map(str, cfg)) + "]"
 
+    rows = {key: line.strip() for key, line in (kept or {}).items()}
+    for p in points:
+        note = f"gemv {p.best_us:.2f} us vs cuBLAS {p.cublas_us:.2f} us" if p.best else "no GEMV config ran"
+        rows[(p.layer, p.m)] = f"{p.m}: {flow(p.choice)}  # {note}"
     lines = [header.rstrip("\n"), "defaults:"]
     lines += [f"  {kind}: {flow(defaults.get(kind))}" for kind in ("plain", "dual")]
     lines.append("entries:")
-    by_layer: dict[str, list[SweepPoint]] = {}
-    for p in points:
-        by_layer.setdefault(p.layer, []).append(p)
     for layer in problem.layers:
-        if layer not in by_layer:
-            continue
-        lines.append(f"  {layer}:")
-        for p in sorted(by_layer[layer], key=lambda q: q.m):
-            note = f"gemv {p.best_us:.2f} us vs cuBLAS {p.cublas_us:.2f} us" if p.best else "no GEMV config ran"
-            lines.append(f"    {p.m}: {flow(p.choice)}  # {note}")
+        ms = sorted(m for (name, m) in rows if name == layer)
+        if ms:
+            lines.append(f"  {layer}:")
+            lines += [f"    {rows[(layer, m)]}" for m in ms]
     return "\n".join(lines) + "\n"
+
+
+def updated_ctable(text: str, current, points: list[SweepPoint], shapes, problem: Problem) -> str:
+    """The new tables/ctable.yaml: swept shapes get their new entries, the others keep their current lines,
+    and the defaults are re-picked from the whole table. `current` is the parsed `text` (generator.tables)."""
+    lines = text.splitlines()
+    kept = {key: lines[line - 1] for key, line in current.lines.items() if key not in set(shapes)}
+    choices = {key: current.entries[key] for key in kept} | {(p.layer, p.m): p.choice for p in points}
+    return ctable_yaml(header_of(text), pick_defaults(choices, problem), points, problem, kept)
 
 
 def header_of(text: str) -> str:
