@@ -24,11 +24,22 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--check", is_flag=True, help="Exit 1 with a diff summary if the file differs from a fresh build.")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=REPO_ROOT, show_default=True,
-              help="Repository root holding templates/, kernels_src/ and tables/.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Output file [default: ROOT/dist/submission.py].")
+@click.option(
+    "--check", is_flag=True, help="Exit 1 with a diff summary if the file differs from a fresh build."
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=REPO_ROOT,
+    show_default=True,
+    help="Repository root holding templates/, kernels_src/ and tables/.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Output file [default: ROOT/dist/submission.py].",
+)
 def build(check: bool, root: Path, out: Path | None) -> None:
     """Render the templates with the kernel sources and tables into one submission file."""
     from generator.build import diff_summary, write_atomic
@@ -70,7 +81,9 @@ def dispatch(file: Path) -> None:
 
 
 @main.command("compile")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=REPO_ROOT, show_default=True)
+@click.option(
+    "--root", type=click.Path(file_okay=False, path_type=Path), default=REPO_ROOT, show_default=True
+)
 @click.option("--nvcc", default="nvcc", show_default=True)
 def compile_cmd(root: Path, nvcc: str) -> None:
     """Compile CUDA_SRC with the local nvcc for sm_90a; report registers, spills and smem; fail on any spill."""
@@ -88,11 +101,15 @@ def compile_cmd(root: Path, nvcc: str) -> None:
         _fail(f"nvcc failed (exit {code})", 1)
     click.echo(f"{'regs':>4} {'smem':>5} {'stack':>5} {'spill st/ld':>11}  kernel")
     for k in kernels:
-        click.echo(f"{k.registers:>4} {k.smem_static:>5} {k.stack_frame:>5} "
-                   f"{f'{k.spill_stores}/{k.spill_loads}':>11}  {k.name}")
+        click.echo(
+            f"{k.registers:>4} {k.smem_static:>5} {k.stack_frame:>5} "
+            f"{f'{k.spill_stores}/{k.spill_loads}':>11}  {k.name}"
+        )
     spilled = [k for k in kernels if k.spills]
-    click.echo(f"{len(kernels)} kernels, max {max((k.registers for k in kernels), default=0)} registers, "
-               f"{len(spilled)} spilling")
+    click.echo(
+        f"{len(kernels)} kernels, max {max((k.registers for k in kernels), default=0)} registers, "
+        f"{len(spilled)} spilling"
+    )
     if not kernels:
         _fail("ptxas reported no kernels", 1)
     if spilled:
@@ -122,8 +139,11 @@ def _problem(shrink: int = 1):
         return problem
     layers = {
         name: dataclasses.replace(
-            layer, n=layer.n // shrink, k=layer.k // shrink,
-            narrow_n=layer.narrow_n // shrink if layer.narrow_n else None)
+            layer,
+            n=layer.n // shrink,
+            k=layer.k // shrink,
+            narrow_n=layer.narrow_n // shrink if layer.narrow_n else None,
+        )
         for name, layer in problem.layers.items()
     }
     return dataclasses.replace(problem, layers=layers)
@@ -137,8 +157,13 @@ def _device(requested: str | None) -> str:
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
-@click.option("--dist", "distributions", multiple=True, type=click.Choice(["normal", "heavy"]),
-              help="Weight distribution(s) [default: both].")
+@click.option(
+    "--dist",
+    "distributions",
+    multiple=True,
+    type=click.Choice(["normal", "heavy"]),
+    help="Weight distribution(s) [default: both].",
+)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--device", default=None, help="cuda (default when present) or cpu (graph replay emulated).")
 @click.option("--no-graphs", is_flag=True, help="Skip the CUDA-graph capture/replay checks.")
@@ -156,8 +181,12 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
     distributions = list(distributions) or ["normal", "heavy"]
     results, failed = [], False
     for distribution in distributions:
-        rows, prepare_s, error = verify_distribution(module, problem, distribution, seed, device, not no_graphs)
-        click.echo(f"[{distribution}] prepare() took {prepare_s:.1f} s" + (f": FAIL {error}" if error else ""))
+        rows, prepare_s, error = verify_distribution(
+            module, problem, distribution, seed, device, not no_graphs
+        )
+        click.echo(
+            f"[{distribution}] prepare() took {prepare_s:.1f} s" + (f": FAIL {error}" if error else "")
+        )
         failed |= bool(error)
         results.extend(rows)
     click.echo(format_report(results, distributions))
@@ -178,10 +207,18 @@ def _shape_filter(problem, layers, ms, default_ms):
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
 @click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable).")
 @click.option("--reps", default=100, show_default=True, help="Cold replays per measurement (median).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every figure here.")
-@click.option("--compare", "compare_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="An earlier --json output: print per-shape deltas.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG here.")
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every figure here."
+)
+@click.option(
+    "--compare",
+    "compare_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An earlier --json output: print per-shape deltas.",
+)
+@click.option(
+    "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG here."
+)
 def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path) -> None:
     """Time FILE on the benchmark shapes (cold and warm) against cuBLAS and the memory floor, on the GPU."""
     import json
@@ -196,7 +233,8 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     module = _load(file)
     problem = _problem()
     shapes = _shape_filter(problem, layers, ms, problem.bench_m)
-    with tqdm(total=len(shapes), desc="bench", unit="shape") as bar:
+    # disable=None: a progress bar on a terminal, nothing in a log file
+    with tqdm(total=len(shapes), desc="bench", unit="shape", disable=None) as bar:
         result = run_bench(module, problem, shapes, reps=reps, progress=lambda _: bar.update())
     click.echo(format_table(result))
     if json_path:
@@ -214,9 +252,14 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
 @click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable; default 1 8 16 32).")
 @click.option("--reps", default=30, show_default=True)
-@click.option("--write", "write_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=REPO_ROOT / "tables" / "ctable.yaml", show_default=True,
-              help="Where to write the tuned CTABLE (then rebuild).")
+@click.option(
+    "--write",
+    "write_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=REPO_ROOT / "tables" / "ctable.yaml",
+    show_default=True,
+    help="Where to write the tuned CTABLE (then rebuild).",
+)
 def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
     """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R, C) per shape, keep the fastest correct one."""
     import torch
@@ -236,13 +279,18 @@ def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
         current = load_tables(problem)["CTABLE"]
     except BuildError as exc:
         _fail(str(exc))
-    with tqdm(total=len(shapes), desc="sweep", unit="shape") as bar:
+    # disable=None: a progress bar on a terminal, nothing in a log file
+    with tqdm(total=len(shapes), desc="sweep", unit="shape", disable=None) as bar:
         points = run_sweep(module, problem, shapes, reps=reps, progress=lambda _: bar.update())
-    click.echo(f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best GEMV':>19} {'us':>7}"
-               f" {'cuBLAS':>7}  entry")
+    click.echo(
+        f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best GEMV':>19} {'us':>7}"
+        f" {'cuBLAS':>7}  entry"
+    )
     for p in points:
-        click.echo(f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {str(p.best):>19} {p.best_us:>7.2f}"
-                   f" {p.cublas_us:>7.2f}  {p.choice}")
+        click.echo(
+            f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {str(p.best):>19} {p.best_us:>7.2f}"
+            f" {p.cublas_us:>7.2f}  {p.choice}"
+        )
     write_atomic(write_path, updated_ctable(ctable.read_text(), current, points, shapes, problem))
     click.echo(f"wrote {write_path}; rebuild with `python -m generator build`")
     if any(p.wrong for p in points):

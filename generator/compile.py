@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-
 def nvcc_flags() -> list[str]:
     """What load_inline passes nvcc on the judge's machine (torch's common flags + ours), plus the ptxas report."""
     from torch.utils.cpp_extension import COMMON_NVCC_FLAGS
@@ -67,7 +66,9 @@ def demangle(names: list[str]) -> list[str]:
     return lines if len(lines) == len(names) else names
 
 
-def compile_cuda(cuda_src: str, nvcc: str = "nvcc", extra_flags: list[str] | None = None) -> tuple[int, str, list]:
+def compile_cuda(
+    cuda_src: str, nvcc: str = "nvcc", extra_flags: list[str] | None = None
+) -> tuple[int, str, list]:
     """(nvcc return code, its messages, kernels) for CUDA_SRC compiled to an object file in a temp folder."""
     with tempfile.TemporaryDirectory(prefix="okc_compile_") as tmp:
         src = Path(tmp) / "cuda_src.cu"

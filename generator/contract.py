@@ -33,8 +33,12 @@ def contract_violations(text: str) -> list[tuple[int, str]]:
             names = {alias.name for alias in node.names}
             forbidden = {name for name in names if (node.module, name) in FORBIDDEN_ATTRIBUTES}
             if node.level or allowed is False or (allowed is not None and not names <= allowed) or forbidden:
-                problems.append((node.lineno, f"from {node.module} import {sorted(names)} is not in the whitelist"))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+                problems.append(
+                    (node.lineno, f"from {node.module} import {sorted(names)} is not in the whitelist")
+                )
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS
+        ):
             problems.append((node.lineno, f"call to {node.func.id}() is not allowed at run time"))
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if (node.value.id, node.attr) in FORBIDDEN_ATTRIBUTES:
@@ -49,9 +53,7 @@ def undefined_names(text: str) -> list[tuple[int, str]]:
     tree = ast.parse(text)
     found = checker.Checker(tree, filename="dist/submission.py")
     bad = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
-    return sorted(
-        (m.lineno, m.message % m.message_args) for m in found.messages if isinstance(m, bad)
-    )
+    return sorted((m.lineno, m.message % m.message_args) for m in found.messages if isinstance(m, bad))
 
 
 def check_contract(text: str, shown: str) -> None:

@@ -66,7 +66,9 @@ def _m_list(v: Located, what: str) -> tuple[int, ...]:
 def parse_problem(doc: Located) -> Problem:
     top = require_keys(doc, "the problem", {"problem", "layers", "verify_m", "bench_m"})
     layers = {}
-    for name, (name_loc, spec) in top["layers"].value.items() if isinstance(top["layers"].value, dict) else []:
+    for name, (name_loc, spec) in (
+        top["layers"].value.items() if isinstance(top["layers"].value, dict) else []
+    ):
         if not isinstance(name, str) or not name.isidentifier():
             raise name_loc.fail(f"layer name {name!r} must be an identifier")
         fields = require_keys(spec, f"layer {name!r}", {"n", "k", "dtype"}, {"narrow"})

@@ -42,7 +42,9 @@ def served_lines(problem: Problem, ctable: Table) -> list[str]:
     for layer in problem.layers.values():
         by_engine: dict[str, list[int]] = {}
         for m in ms:
-            engine, _ = dispatch.route(layer.name, m, layer.dtype == "float32", ctable.entries, ctable.defaults)
+            engine, _ = dispatch.route(
+                layer.name, m, layer.dtype == "float32", ctable.entries, ctable.defaults
+            )
             by_engine.setdefault(engine, []).append(m)
         parts = [f"{engine} m={','.join(map(str, ms_))}" for engine, ms_ in by_engine.items()]
         lines.append(f"{layer.name + ':':<10} " + "; ".join(parts))
@@ -60,7 +62,9 @@ def width_rule(problem: Problem) -> str:
 
 def input_digest(root: Path, sources: Sources) -> str:
     """sha256 over every input file (path and bytes), in a fixed order."""
-    files = sorted(set(sources.input_files) | set((root / "tables").glob("*.yaml")) | {root / "templates" / TEMPLATE})
+    files = sorted(
+        set(sources.input_files) | set((root / "tables").glob("*.yaml")) | {root / "templates" / TEMPLATE}
+    )
     digest = hashlib.sha256()
     for path in files:
         digest.update(display_path(path, root).encode() + b"\0" + path.read_bytes() + b"\0")
@@ -142,6 +146,8 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     try:
         text = black.format_str(raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH))
     except black.parsing.InvalidInput as exc:
-        raise BuildError(display_path(root / "templates" / TEMPLATE, root), None, f"renders invalid Python: {exc}")
+        raise BuildError(
+            display_path(root / "templates" / TEMPLATE, root), None, f"renders invalid Python: {exc}"
+        )
     check_contract(text, "dist/submission.py (rendered)")
     return text

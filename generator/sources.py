@@ -57,7 +57,10 @@ def raw_string_problem(text: str) -> tuple[int, str] | None:
                 return number, f"contains {quotes}, which would end the raw string it is embedded in"
     stripped = text.rstrip("\n")
     if stripped.endswith("\\"):
-        return stripped.count("\n") + 1, "ends in a backslash, which would escape the raw string's end or the next #line"
+        return (
+            stripped.count("\n") + 1,
+            "ends in a backslash, which would escape the raw string's end or the next #line",
+        )
     return None
 
 
@@ -80,7 +83,9 @@ def assemble_c_sources(files: list[str], src_dir: Path, root: Path) -> str:
                 if target in seen:
                     line = f"// {line.strip()}  (inlined above)"  # same line count: #line stays true
                 elif (src_dir / target).exists():
-                    raise BuildError(shown, number, f'#include "{target}" comes before {target} in sources.yaml')
+                    raise BuildError(
+                        shown, number, f'#include "{target}" comes before {target} in sources.yaml'
+                    )
                 else:
                     raise BuildError(shown, number, f'#include "{target}": no such file in kernels_src/')
             lines.append(line)
@@ -91,7 +96,9 @@ def assemble_c_sources(files: list[str], src_dir: Path, root: Path) -> str:
 
 def _import_is_allowed(node: ast.stmt) -> bool:
     if isinstance(node, ast.Import):
-        return all(alias.name in ALLOWED_IMPORTS and ALLOWED_IMPORTS[alias.name] is None for alias in node.names)
+        return all(
+            alias.name in ALLOWED_IMPORTS and ALLOWED_IMPORTS[alias.name] is None for alias in node.names
+        )
     allowed = ALLOWED_IMPORTS.get(node.module or "", False)
     if allowed is False or node.level:
         return False
@@ -127,17 +134,23 @@ def inline_python(text: str, shown: str, earlier: set[str]) -> PythonModule:
             raise BuildError(shown, node.lineno, "from __future__ imports cannot be inlined mid-file")
         if _is_project_import(node):
             if isinstance(node, ast.Import) or any(alias.asname for alias in node.names):
-                raise BuildError(shown, node.lineno, "import kernels_src names as `from kernels_src.X import name`")
+                raise BuildError(
+                    shown, node.lineno, "import kernels_src names as `from kernels_src.X import name`"
+                )
             module = node.module.split(".", 1)[1] if "." in node.module else ""
             if module + ".py" not in earlier:
                 raise BuildError(
-                    shown, node.lineno, f"imports kernels_src.{module}, which sources.yaml does not list before it"
+                    shown,
+                    node.lineno,
+                    f"imports kernels_src.{module}, which sources.yaml does not list before it",
                 )
         elif _import_is_allowed(node):
             imports.append(ast.get_source_segment(text, node))
         else:
             raise BuildError(
-                shown, node.lineno, f"import not allowed in the submission (allowed: {sorted(ALLOWED_IMPORTS)})"
+                shown,
+                node.lineno,
+                f"import not allowed in the submission (allowed: {sorted(ALLOWED_IMPORTS)})",
             )
         drop.update(span)
     for node in ast.walk(tree):

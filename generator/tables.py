@@ -117,7 +117,9 @@ def parse_table(spec: TableSpec, doc: Located, problem: Problem) -> Table:
     for layer_name, (layer_loc, per_m) in entries.value.items():
         layer = problem.layers.get(layer_name)
         if layer is None:
-            raise layer_loc.fail(f"unknown layer {layer_name!r} (tables/problem.yaml has {sorted(problem.layers)})")
+            raise layer_loc.fail(
+                f"unknown layer {layer_name!r} (tables/problem.yaml has {sorted(problem.layers)})"
+            )
         if not isinstance(per_m.value, dict):
             raise per_m.fail(f"{layer_name}: expected a mapping m -> entry")
         for m, (m_loc, value) in per_m.value.items():
@@ -133,7 +135,9 @@ def parse_table(spec: TableSpec, doc: Located, problem: Problem) -> Table:
             table.lines[(layer_name, m)] = value.line
     if table.entries and not spec.implemented:
         first_line = min(table.lines.values())
-        raise Located(None, first_line, doc.file).fail(f"{spec.name} has entries but no engine implements it yet")
+        raise Located(None, first_line, doc.file).fail(
+            f"{spec.name} has entries but no engine implements it yet"
+        )
     return table
 
 

@@ -83,7 +83,9 @@ def require_keys(mapping: Located, what: str, required: set[str], optional: set[
     items = expect_mapping(mapping, what)
     for key, (key_loc, _) in items.items():
         if key not in required | optional:
-            raise key_loc.fail(f"unknown key {key!r} in {what} (expected one of {sorted(required | optional)})")
+            raise key_loc.fail(
+                f"unknown key {key!r} in {what} (expected one of {sorted(required | optional)})"
+            )
     missing = required - items.keys()
     if missing:
         raise mapping.fail(f"{what} lacks {sorted(missing)}")

@@ -11,12 +11,16 @@ GEMV_S = (1, 2, 4, 8, 16, 32)
 GEMV_U = (1, 2, 4, 8)
 GEMV_P = (0, 1, 2, 3)
 GEMV_R = (1, 2, 4)
-GEMV_C = (0, 1)  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
+GEMV_C = (
+    0,
+    1,
+)  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
 GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 # Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
 # (both live trips for the double-buffered P = 1, 3) plus the accumulators.
 GEMV_BATCH_DATA_REGS = 112
 GEMV_DOUBLE_DATA_REGS = 100
+
 
 def column_blocks(m):
     """8-token column blocks (NB) of the mma's B operand that cover m tokens: 1, 2 or 4."""
@@ -29,7 +33,12 @@ def gemv_config_error(cfg, m, dual, n, k):
         return f"expected 6 integers [NW, S, U, P, R, C], got {cfg!r}"
     nw, s, u, p, r, c = cfg
     for name, value, allowed in (
-        ("NW", nw, GEMV_NW), ("S", s, GEMV_S), ("U", u, GEMV_U), ("P", p, GEMV_P), ("R", r, GEMV_R), ("C", c, GEMV_C)
+        ("NW", nw, GEMV_NW),
+        ("S", s, GEMV_S),
+        ("U", u, GEMV_U),
+        ("P", p, GEMV_P),
+        ("R", r, GEMV_R),
+        ("C", c, GEMV_C),
     ):
         if value not in allowed:
             return f"{name}={value} is not one of {allowed}"

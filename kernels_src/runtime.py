@@ -63,7 +63,9 @@ def prepare(weights):
         else:
             state[layer] = (w,)
             state["cublas:" + layer] = w
-    gemv_layers = {layer for layer in weights for m in range(1, GEMV_MAX_M + 1) if _engine(layer, m)[0] == "gemv"}
+    gemv_layers = {
+        layer for layer in weights for m in range(1, GEMV_MAX_M + 1) if _engine(layer, m)[0] == "gemv"
+    }
     for layer in sorted(gemv_layers):
         # row blocks are outermost in the packed order, so the unpooler's 1024-row slice is a prefix
         state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
@@ -75,7 +77,9 @@ def prepare(weights):
     for layer, w in weights.items():
         for m in WARMUP_M:
             x = torch.randn(m, w.shape[1], device=device).to(torch.bfloat16)
-            kernel_fn({"x": x, "config": {"m": m, "n": _width(layer, m), "k": w.shape[1], "layer": layer}}, state)
+            kernel_fn(
+                {"x": x, "config": {"m": m, "n": _width(layer, m), "k": w.shape[1], "layer": layer}}, state
+            )
     torch.cuda.synchronize()
     return state
 
@@ -88,7 +92,25 @@ def _gemv(x, layer, n, cfg, state):
     packed = state["packed:" + layer]
     w, w2 = packed[0], packed[-1]  # dual: hi, lo; plain: the one matrix twice (w2 unused)
     stream = torch.cuda.current_stream(x.device).cuda_stream  # the capture stream inside torch.cuda.graph
-    _extension().gemv(x, w, w2, out, state["ws"], state["sem"], n, k, nw, s, u, column_blocks(m), r, bool(c), dual, p, stream)
+    _extension().gemv(
+        x,
+        w,
+        w2,
+        out,
+        state["ws"],
+        state["sem"],
+        n,
+        k,
+        nw,
+        s,
+        u,
+        column_blocks(m),
+        r,
+        bool(c),
+        dual,
+        p,
+        stream,
+    )
     return out
 
 

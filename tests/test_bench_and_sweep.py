@@ -7,7 +7,12 @@ import pytest
 from generator import REPO_ROOT
 from generator.judge.bench import BenchResult, ShapeTiming, compare_results, floor_us, format_table, plot
 from generator.judge.sweep import (
-    SweepPoint, candidate_configs, ctable_yaml, header_of, pick_defaults, updated_ctable,
+    SweepPoint,
+    candidate_configs,
+    ctable_yaml,
+    header_of,
+    pick_defaults,
+    updated_ctable,
 )
 from generator.problem import load_problem
 from generator.tables import TABLES, load_tables, parse_table
@@ -18,8 +23,18 @@ from kernels_src import dispatch
 def _result(scale=1.0):
     shapes = [
         ShapeTiming("o", 1, 8192, 16_777_216, "gemv", 9.0 * scale, 5.0, {"bf16": 10.0}, {"bf16": 5.5}, 8.5),
-        ShapeTiming("router", 8, 256, 8_388_608, "gemv", 9.0 * scale, 5.0, {"hi+lo": 19.6, "fp32": 26.0},
-                    {"hi+lo": 14.0, "fp32": 20.0}, 6.5),
+        ShapeTiming(
+            "router",
+            8,
+            256,
+            8_388_608,
+            "gemv",
+            9.0 * scale,
+            5.0,
+            {"hi+lo": 19.6, "fp32": 26.0},
+            {"hi+lo": 14.0, "fp32": 20.0},
+            6.5,
+        ),
     ]
     return BenchResult({"gpu": "test"}, 4.5, 4.2e12, shapes)
 
@@ -55,7 +70,9 @@ def test_sweep_candidates_are_all_admissible():
             configs = candidate_configs(layer, m)
             assert configs
             dual = layer.dtype == "float32"
-            assert all(dispatch.gemv_config_error(c, m, dual, layer.n_for(m), layer.k) is None for c in configs)
+            assert all(
+                dispatch.gemv_config_error(c, m, dual, layer.n_for(m), layer.k) is None for c in configs
+            )
 
 
 def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
@@ -67,13 +84,22 @@ def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
     kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0]  # kept from an earlier sweep"}
-    text = ctable_yaml(header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
-                       pick_defaults(choices, problem), points, problem, kept)
+    text = ctable_yaml(
+        header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
+        pick_defaults(choices, problem),
+        points,
+        problem,
+        kept,
+    )
     path = tmp_path / "ctable.yaml"
     path.write_text(text)
     table = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
-    assert table.entries == {("o", 1): (8, 1, 1, 0, 1, 0), ("o", 8): None, ("router", 8): (16, 8, 1, 1, 1, 0),
-                             ("pooler", 1): (8, 1, 4, 1, 1, 0)}
+    assert table.entries == {
+        ("o", 1): (8, 1, 1, 0, 1, 0),
+        ("o", 8): None,
+        ("router", 8): (16, 8, 1, 1, 1, 0),
+        ("pooler", 1): (8, 1, 4, 1, 1, 0),
+    }
     assert "# kept from an earlier sweep" in text
     # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0) alone would not fit m = 32
     assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0), "dual": (16, 8, 1, 1, 1, 0)}

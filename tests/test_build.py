@@ -49,8 +49,14 @@ def test_imports_are_whitelisted(built):
             modules |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             modules.add(node.module)
-    assert modules <= {"typing", "torch", "triton", "triton.language", "torch.utils.cpp_extension",
-                       "triton.tools.tensor_descriptor"}
+    assert modules <= {
+        "typing",
+        "torch",
+        "triton",
+        "triton.language",
+        "torch.utils.cpp_extension",
+        "triton.tools.tensor_descriptor",
+    }
 
 
 def test_contract_catches_forbidden_things():
@@ -137,48 +143,89 @@ def _line_of(path, needle):
 
 BREAKAGES = {
     "malformed yaml": (
-        "tables/ctable.yaml", "entries:", "entries: [unclosed",
-        r"tables/ctable\.yaml:\d+: malformed YAML"),
+        "tables/ctable.yaml",
+        "entries:",
+        "entries: [unclosed",
+        r"tables/ctable\.yaml:\d+: malformed YAML",
+    ),
     "wrong arity": (
-        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1, 0]", "    1: [16, 1, 2]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 6 values"),
+        "tables/ctable.yaml",
+        "    1: [16, 1, 2, 0, 1, 0]",
+        "    1: [16, 1, 2]",
+        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 6 values",
+    ),
     "wrong type": (
-        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1, 0]", "    1: [16, one, 2, 0, 1, 0]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: S must be an integer"),
+        "tables/ctable.yaml",
+        "    1: [16, 1, 2, 0, 1, 0]",
+        "    1: [16, one, 2, 0, 1, 0]",
+        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: S must be an integer",
+    ),
     "config the kernel cannot run": (
-        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1, 0]", "    1: [16, 1, 8, 1, 4, 0]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: .* data registers"),
+        "tables/ctable.yaml",
+        "    1: [16, 1, 2, 0, 1, 0]",
+        "    1: [16, 1, 8, 1, 4, 0]",
+        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: .* data registers",
+    ),
     "unknown layer": (
-        "tables/ctable.yaml", "  qkv_gate:", "  qkv_gat:",
-        r"tables/ctable\.yaml:\d+: unknown layer 'qkv_gat'"),
+        "tables/ctable.yaml",
+        "  qkv_gate:",
+        "  qkv_gat:",
+        r"tables/ctable\.yaml:\d+: unknown layer 'qkv_gat'",
+    ),
     "m out of range": (
-        "tables/ctable.yaml", "    1: [16, 1, 2, 0, 1, 0]", "    64: [16, 1, 2, 0, 1, 0]",
-        r"tables/ctable\.yaml:\d+: qkv_gate: m must be an integer with 1 <= m <= 32"),
+        "tables/ctable.yaml",
+        "    1: [16, 1, 2, 0, 1, 0]",
+        "    64: [16, 1, 2, 0, 1, 0]",
+        r"tables/ctable\.yaml:\d+: qkv_gate: m must be an integer with 1 <= m <= 32",
+    ),
     "engine without a kernel": (
-        "tables/ztable.yaml", "entries: {}", "entries:\n  o:\n    1: [4, 1, 2, 3]",
-        r"tables/ztable\.yaml:\d+: ZTABLE has entries but no engine implements it yet"),
+        "tables/ztable.yaml",
+        "entries: {}",
+        "entries:\n  o:\n    1: [4, 1, 2, 3]",
+        r"tables/ztable\.yaml:\d+: ZTABLE has entries but no engine implements it yet",
+    ),
     "missing source file": (
-        "kernels_src/sources.yaml", "launch.cu]", "launch.cu, missing.cuh]",
-        r"kernels_src/missing\.cuh: source file not found"),
+        "kernels_src/sources.yaml",
+        "launch.cu]",
+        "launch.cu, missing.cuh]",
+        r"kernels_src/missing\.cuh: source file not found",
+    ),
     "undefined template variable": (
-        "templates/submission.py.j2", "WARMUP_M = {{ warmup_m }}", "WARMUP_M = {{ warmup_ms }}",
-        r"templates/submission\.py\.j2:\d+: template: 'warmup_ms' is undefined"),
+        "templates/submission.py.j2",
+        "WARMUP_M = {{ warmup_m }}",
+        "WARMUP_M = {{ warmup_ms }}",
+        r"templates/submission\.py\.j2:\d+: template: 'warmup_ms' is undefined",
+    ),
     "source breaks the raw string": (
-        "kernels_src/gemv.cuh", "#pragma once", "#pragma once\n// ''' oops",
-        r"kernels_src/gemv\.cuh:\d+: contains '''"),
+        "kernels_src/gemv.cuh",
+        "#pragma once",
+        "#pragma once\n// ''' oops",
+        r"kernels_src/gemv\.cuh:\d+: contains '''",
+    ),
     "source ends in a backslash": (
-        "kernels_src/launch.cu", None, "#define CONTINUED \\\n",
-        r"kernels_src/launch\.cu:\d+: ends in a backslash"),
+        "kernels_src/launch.cu",
+        None,
+        "#define CONTINUED \\\n",
+        r"kernels_src/launch\.cu:\d+: ends in a backslash",
+    ),
     "include of a later file": (
-        "kernels_src/common.cuh", "#pragma once", '#pragma once\n#include "launch.cu"',
-        r'kernels_src/common\.cuh:3: #include "launch.cu" comes before launch.cu'),
+        "kernels_src/common.cuh",
+        "#pragma once",
+        '#pragma once\n#include "launch.cu"',
+        r'kernels_src/common\.cuh:3: #include "launch.cu" comes before launch.cu',
+    ),
     "python name the template lacks": (
-        "kernels_src/runtime.py", "    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS)",
+        "kernels_src/runtime.py",
+        "    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS)",
         "    return route(layer, m, _is_dual(layer), CTABLE, NO_SUCH_TABLE)",
-        r"kernels_src/runtime\.py:\d+: undefined name 'NO_SUCH_TABLE'"),
+        r"kernels_src/runtime\.py:\d+: undefined name 'NO_SUCH_TABLE'",
+    ),
     "import outside the whitelist": (
-        "kernels_src/runtime.py", "import torch\n", "import torch\nimport os\n",
-        r"kernels_src/runtime\.py:4: import not allowed"),
+        "kernels_src/runtime.py",
+        "import torch\n",
+        "import torch\nimport os\n",
+        r"kernels_src/runtime\.py:4: import not allowed",
+    ),
 }
 
 

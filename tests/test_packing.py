@@ -46,8 +46,10 @@ def emulate_gemv(packed, x, n, k):
                         g, t = lane // 4, lane % 4
                         for reg in range(4):
                             for half in range(2):
-                                a[a_fragment_coords(lane, reg, half)] = frags[rb, kb, step, lane, 2 * reg + half]
-                        lane_x = xs[nb * 8 + g, kb * 32 + 8 * t: kb * 32 + 8 * t + 8]
+                                a[a_fragment_coords(lane, reg, half)] = frags[
+                                    rb, kb, step, lane, 2 * reg + half
+                                ]
+                        lane_x = xs[nb * 8 + g, kb * 32 + 8 * t : kb * 32 + 8 * t + 8]
                         for reg in range(2):  # step s uses x elements 4s .. 4s+3 (registers 2s, 2s+1)
                             for half in range(2):
                                 b[b_fragment_coords(lane, reg, half)] = lane_x[4 * step + 2 * reg + half]

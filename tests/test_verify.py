@@ -24,8 +24,13 @@ BREAKAGES = {
         ("qkv_gate", 1, "dtype torch.float32, expected torch.bfloat16"),
     ),
     "wrong values on one shape": (
-        (DENSE_RETURN, DENSE_RETURN.replace("    return out", "    return out * 1.02 if (data['config']['layer'],"
-                                            " x.shape[0]) == ('o', 9) else out")),
+        (
+            DENSE_RETURN,
+            DENSE_RETURN.replace(
+                "    return out",
+                "    return out * 1.02 if (data['config']['layer']," " x.shape[0]) == ('o', 9) else out",
+            ),
+        ),
         ("o", 9, "eager: error"),
     ),
     "bf16-only router": (
@@ -33,14 +38,19 @@ BREAKAGES = {
         ("router", 1, "error"),
     ),
     "state that breaks on replay": (
-        ("    return {name: w.contiguous() for name, w in weights.items()}",
-         "    state = {name: w.contiguous() for name, w in weights.items()}\n"
-         "    state['calls'] = torch.zeros((), device=weights['o'].device)\n    return state"),
+        (
+            "    return {name: w.contiguous() for name, w in weights.items()}",
+            "    state = {name: w.contiguous() for name, w in weights.items()}\n"
+            "    state['calls'] = torch.zeros((), device=weights['o'].device)\n    return state",
+        ),
         # a device-side counter that nobody resets: right on the first call of a shape, wrong after
         ("qkv_gate", 1, "graph replay 1"),
     ),
     "untouched output element": (
-        (DENSE_RETURN, "    out[:, :-1] = (x.float() @ w[:-1].float().t()).to(torch.bfloat16)\n    return out\n"),
+        (
+            DENSE_RETURN,
+            "    out[:, :-1] = (x.float() @ w[:-1].float().t()).to(torch.bfloat16)\n    return out\n",
+        ),
         ("qkv_gate", 1, "NaN / unwritten"),
     ),
 }
@@ -58,8 +68,9 @@ def small_problem():
     """The real problem with every n and k divided by 32: same layers, m's and unpooler rule, CPU-sized."""
     problem = load_problem()
     layers = {
-        name: dataclasses.replace(layer, n=layer.n // 32, k=layer.k // 32,
-                                  narrow_n=layer.narrow_n // 32 if layer.narrow_n else None)
+        name: dataclasses.replace(
+            layer, n=layer.n // 32, k=layer.k // 32, narrow_n=layer.narrow_n // 32 if layer.narrow_n else None
+        )
         for name, layer in problem.layers.items()
     }
     return dataclasses.replace(problem, layers=layers)
@@ -101,11 +112,15 @@ def test_each_breakage_is_caught_and_named(tmp_path, small_problem, kind):
 
 def test_cli_verify_exit_codes(tmp_path):
     runner = CliRunner()
-    good = runner.invoke(main, ["verify", str(REFERENCE), "--device", "cpu", "--shrink", "32", "--dist", "normal"])
+    good = runner.invoke(
+        main, ["verify", str(REFERENCE), "--device", "cpu", "--shrink", "32", "--dist", "normal"]
+    )
     assert good.exit_code == 0, good.output
     assert "50 passed, 0 failed" in good.output
     bad_file = broken_submission(tmp_path, "wrong values on one shape")
-    bad = runner.invoke(main, ["verify", str(bad_file), "--device", "cpu", "--shrink", "32", "--dist", "normal"])
+    bad = runner.invoke(
+        main, ["verify", str(bad_file), "--device", "cpu", "--shrink", "32", "--dist", "normal"]
+    )
     assert bad.exit_code == 1
     assert "FAIL normal o m=9" in bad.output
 
@@ -116,7 +131,9 @@ def test_loader_refuses_files_the_judge_could_not_run(tmp_path):
     with pytest.raises(SubmissionLoadError, match="first line"):
         load_submission(no_tag)
     project_import = tmp_path / "project_import.py"
-    project_import.write_text(REFERENCE.read_text().replace("import torch\n", "import torch\nimport generator\n"))
+    project_import.write_text(
+        REFERENCE.read_text().replace("import torch\n", "import torch\nimport generator\n")
+    )
     with pytest.raises(SubmissionLoadError, match="whitelist"):
         load_submission(project_import)
 

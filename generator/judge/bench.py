@@ -46,7 +46,11 @@ class BenchResult:
 
     @property
     def geomean_speedup(self) -> float:
-        return math.exp(sum(math.log(s.speedup) for s in self.shapes) / len(self.shapes)) if self.shapes else float("nan")
+        return (
+            math.exp(sum(math.log(s.speedup) for s in self.shapes) / len(self.shapes))
+            if self.shapes
+            else float("nan")
+        )
 
     def to_json(self) -> dict:
         out = {
@@ -87,10 +91,15 @@ def format_table(result: BenchResult) -> str:
             f"{s.layer:<9} {s.m:>4} {s.n:>5} {s.weight_bytes / 1e6:>5.1f} {s.engine:<7} {s.ours_cold_us:>7.2f}"
             f" {s.baseline_cold_us:>7.2f} {s.speedup:>7.2f} {s.floor_us:>6.2f} {s.of_floor:>7.2f}"
             f" | {s.ours_warm_us:>6.2f} {s.cublas_warm_us[base_name]:>6.2f}"
-            + (f"  (cuBLAS {', '.join(f'{k} {v:.2f}' for k, v in s.cublas_cold_us.items())})"
-               if len(s.cublas_cold_us) > 1 else "")
+            + (
+                f"  (cuBLAS {', '.join(f'{k} {v:.2f}' for k, v in s.cublas_cold_us.items())})"
+                if len(s.cublas_cold_us) > 1
+                else ""
+            )
         )
-    lines.append(f"geometric mean speedup over cuBLAS (cold): {result.geomean_speedup:.3f} on {len(result.shapes)} shapes")
+    lines.append(
+        f"geometric mean speedup over cuBLAS (cold): {result.geomean_speedup:.3f} on {len(result.shapes)} shapes"
+    )
     env = result.environment
     lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()))
     return "\n".join(lines)
@@ -106,8 +115,10 @@ def compare_results(old: BenchResult, new: BenchResult) -> str:
             lines.append(f"{s.layer:<9} {s.m:>4} {'-':>8} {s.ours_cold_us:>8.2f}")
             continue
         change = (s.ours_cold_us / o.ours_cold_us - 1) * 100
-        lines.append(f"{s.layer:<9} {s.m:>4} {o.ours_cold_us:>8.2f} {s.ours_cold_us:>8.2f} {change:>+7.1f}%"
-                     f"   {o.of_floor:.2f} -> {s.of_floor:.2f}")
+        lines.append(
+            f"{s.layer:<9} {s.m:>4} {o.ours_cold_us:>8.2f} {s.ours_cold_us:>8.2f} {change:>+7.1f}%"
+            f"   {o.of_floor:.2f} -> {s.of_floor:.2f}"
+        )
     lines.append(f"geomean speedup over cuBLAS: {old.geomean_speedup:.3f} -> {new.geomean_speedup:.3f}")
     return "\n".join(lines)
 
@@ -124,7 +135,9 @@ def plot(result: BenchResult, path) -> None:
     fig, ax = plt.subplots(figsize=(max(8, len(labels) * 0.55), 5))
     width = 0.4
     ax.bar([x - width / 2 for x in xs], [s.ours_cold_us for s in result.shapes], width, label="ours (cold)")
-    ax.bar([x + width / 2 for x in xs], [s.baseline_cold_us for s in result.shapes], width, label="cuBLAS (cold)")
+    ax.bar(
+        [x + width / 2 for x in xs], [s.baseline_cold_us for s in result.shapes], width, label="cuBLAS (cold)"
+    )
     ax.plot(list(xs), [s.floor_us for s in result.shapes], "k_", markersize=14, mew=2, label="memory floor")
     ax.set_xticks(list(xs))
     ax.set_xticklabels(labels, fontsize=7)
@@ -149,8 +162,16 @@ def environment() -> dict:
     }
     try:
         query = "clocks.sm,clocks.max.sm,clocks.mem,driver_version"
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
+        out = (
+            subprocess.run(
+                ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+            .stdout.strip()
+            .splitlines()[0]
+        )
         for key, value in zip(query.split(","), out.split(", ")):
             env[key] = value
     except Exception:  # no nvidia-smi: the rest still stands
@@ -166,15 +187,23 @@ def cublas_baselines(weight, x, n):
         hi = weight.to(torch.bfloat16)
         lo = (weight - hi.float()).to(torch.bfloat16)
         return {
-            "hi+lo": lambda: torch.mm(x, hi.t(), out_dtype=torch.float32) + torch.mm(x, lo.t(), out_dtype=torch.float32),
-            "fp32": lambda: x.float() @ weight.t(),  # the cast of x is part of what a submission would have to do
+            "hi+lo": lambda: torch.mm(x, hi.t(), out_dtype=torch.float32)
+            + torch.mm(x, lo.t(), out_dtype=torch.float32),
+            "fp32": lambda: x.float()
+            @ weight.t(),  # the cast of x is part of what a submission would have to do
         }
     w = weight[:n]
     return {"bf16": lambda: x @ w.t()}
 
 
-def run_bench(module: ModuleType, problem: Problem, shapes: list[tuple[str, int]], reps: int = 100,
-              seed: int = 0, progress=None) -> BenchResult:
+def run_bench(
+    module: ModuleType,
+    problem: Problem,
+    shapes: list[tuple[str, int]],
+    reps: int = 100,
+    seed: int = 0,
+    progress=None,
+) -> BenchResult:
     import torch
 
     from generator.judge.timing import L2Flusher, launch_floor_us, read_bandwidth, time_cold_us, time_warm_us

@@ -34,12 +34,16 @@ def reference(x: torch.Tensor, w: torch.Tensor, n: int) -> tuple[torch.Tensor, t
 
 
 def compare(out, ref: torch.Tensor, scale: torch.Tensor, fp32_out: bool) -> Comparison:
-    rtol, stol, frob_tol = (ROUTER_RTOL, ROUTER_STOL, ROUTER_FROB) if fp32_out else (DENSE_RTOL, DENSE_STOL, DENSE_FROB)
+    rtol, stol, frob_tol = (
+        (ROUTER_RTOL, ROUTER_STOL, ROUTER_FROB) if fp32_out else (DENSE_RTOL, DENSE_STOL, DENSE_FROB)
+    )
     got = out.double()
     if torch.isnan(got).any():
         bad = torch.isnan(got).nonzero()[0].tolist()
         count = int(torch.isnan(got).sum())
-        return Comparison(False, float("inf"), float("inf"), f"{count} NaN / unwritten elements, first at {bad}")
+        return Comparison(
+            False, float("inf"), float("inf"), f"{count} NaN / unwritten elements, first at {bad}"
+        )
     err = (got - ref).abs()
     allowed = rtol * ref.abs() + stol * scale + 1e-300
     ratio = err / allowed

@@ -61,20 +61,31 @@ def pick_defaults(choices: dict, problem: Problem) -> dict:
     `choices` ((layer, m) -> config or None) that runs at every m of that kind."""
     defaults = {}
     for kind in ("plain", "dual"):
-        chosen = [cfg for (layer, _), cfg in sorted(choices.items()) if cfg is not None
-                  and (problem.layers[layer].dtype == "float32") == (kind == "dual")]
-        safe = [c for c, _ in Counter(chosen).most_common()
-                if all(dispatch.gemv_config_error(c, m, kind == "dual", layer.n_for(m), layer.k) is None
-                       for layer in problem.layers.values() for m in SWEEP_M
-                       if (layer.dtype == "float32") == (kind == "dual"))]
+        chosen = [
+            cfg
+            for (layer, _), cfg in sorted(choices.items())
+            if cfg is not None and (problem.layers[layer].dtype == "float32") == (kind == "dual")
+        ]
+        safe = [
+            c
+            for c, _ in Counter(chosen).most_common()
+            if all(
+                dispatch.gemv_config_error(c, m, kind == "dual", layer.n_for(m), layer.k) is None
+                for layer in problem.layers.values()
+                for m in SWEEP_M
+                if (layer.dtype == "float32") == (kind == "dual")
+            )
+        ]
         defaults[kind] = safe[0] if safe else None
     return defaults
 
 
-def ctable_yaml(header: str, defaults: dict, points: list[SweepPoint], problem: Problem,
-                kept: dict | None = None) -> str:
+def ctable_yaml(
+    header: str, defaults: dict, points: list[SweepPoint], problem: Problem, kept: dict | None = None
+) -> str:
     """tables/ctable.yaml text: the existing header comments, defaults, then one line per (layer, m): the sweep's
     points, and `kept` ((layer, m) -> the existing line) for shapes this sweep did not time."""
+
     def flow(cfg):
         return "null" if cfg is None else "[" + ", ".join(map(str, cfg)) + "]"
 
@@ -138,7 +149,9 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
         n, k = layer.n_for(m), layer.k
         x = make_x(m, k, gen, device)
         ref, scale = reference(x, weights[layer_name], n)
-        cublas_us = min(time_cold_us(fn, flush, reps) for fn in cublas_baselines(weights[layer_name], x, n).values())
+        cublas_us = min(
+            time_cold_us(fn, flush, reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
+        )
         timed, wrong = {}, 0
         candidates = candidate_configs(layer, m)
         for cfg in candidates:
@@ -154,13 +167,25 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
             timed[cfg] = time_cold_us(lambda: module._gemv(x, layer_name, n, cfg, state), flush, reps)
         # a 30-replay median moves by a few tenths of a microsecond: re-time the finalists (and cuBLAS) longer
         finalists = sorted(timed, key=timed.get)[:FINALISTS]
-        final = {cfg: time_cold_us(lambda: module._gemv(x, layer_name, n, cfg, state), flush, 4 * reps)
-                 for cfg in finalists}
+        final = {
+            cfg: time_cold_us(lambda: module._gemv(x, layer_name, n, cfg, state), flush, 4 * reps)
+            for cfg in finalists
+        }
         best = min(final, key=final.get) if final else None
         best_us = final[best] if final else float("inf")
-        cublas_us = min(time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values())
-        point = SweepPoint(layer_name, m, best, best_us, cublas_us, len(candidates), wrong,
-                           sum(1 for f in failed if f[:2] == (layer_name, m)))
+        cublas_us = min(
+            time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
+        )
+        point = SweepPoint(
+            layer_name,
+            m,
+            best,
+            best_us,
+            cublas_us,
+            len(candidates),
+            wrong,
+            sum(1 for f in failed if f[:2] == (layer_name, m)),
+        )
         points.append(point)
         if progress is not None:
             progress(point)

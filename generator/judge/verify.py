@@ -38,7 +38,9 @@ class ShapeResult:
     def problem(self) -> str:
         if self.error:
             return self.error
-        for label, c in [("eager", self.eager)] + [(f"graph replay {i + 1}", c) for i, c in enumerate(self.graph)]:
+        for label, c in [("eager", self.eager)] + [
+            (f"graph replay {i + 1}", c) for i, c in enumerate(self.graph)
+        ]:
             if c is not None and not c.ok:
                 return f"{label}: {c.problem}"
         return ""
@@ -49,7 +51,10 @@ def poisoned_allocations():
     """Fresh torch allocations come filled with NaN, so an output element nobody wrote shows up as NaN."""
     import torch.utils.deterministic as det
 
-    previous = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    previous = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
     previous_fill = det.fill_uninitialized_memory
     torch.use_deterministic_algorithms(True, warn_only=True)
     det.fill_uninitialized_memory = True
@@ -119,8 +124,15 @@ def _graph_check(module, state, layer, m, n, k, w, dtype, gen, device) -> tuple[
     return results, ""
 
 
-def verify_distribution(module: ModuleType, problem: Problem, distribution: str, seed: int, device,
-                        graphs: bool = True, progress=None) -> tuple[list[ShapeResult], float, str]:
+def verify_distribution(
+    module: ModuleType,
+    problem: Problem,
+    distribution: str,
+    seed: int,
+    device,
+    graphs: bool = True,
+    progress=None,
+) -> tuple[list[ShapeResult], float, str]:
     """(per-shape results, prepare() seconds, prepare failure or '') for one weight distribution."""
     weights = make_weights(problem, distribution, seed, device)
     start = time.perf_counter()
@@ -145,11 +157,14 @@ def verify_distribution(module: ModuleType, problem: Problem, distribution: str,
             x = make_x(m, k, gen, device)
             try:
                 with poisoned_allocations():
-                    out = module.kernel_fn({"x": x, "config": {"m": m, "n": n, "k": k, "layer": layer_name}}, state)
+                    out = module.kernel_fn(
+                        {"x": x, "config": {"m": m, "n": n, "k": k, "layer": layer_name}}, state
+                    )
                     result.eager, result.error = _check(out, x, w, m, n, dtype, device)
                     if graphs and not result.error:
-                        result.graph, result.error = _graph_check(module, state, layer_name, m, n, k, w, dtype,
-                                                                  gen, device)
+                        result.graph, result.error = _graph_check(
+                            module, state, layer_name, m, n, k, w, dtype, gen, device
+                        )
             except Exception as exc:
                 result.error = f"kernel_fn raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             results.append(result)
