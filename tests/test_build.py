@@ -264,5 +264,6 @@ def test_dispatch_reads_the_built_file():
     assert len(rows) == 5 * 10
     router_m1 = next(r for r in rows if r[:2] == ["router", "1"])
     assert router_m1[3] == "gemv"
-    assert next(r for r in rows if r[:2] == ["unpooler", "8"])[2] == "1024"
+    unpooler = load_problem().layers["unpooler"]
+    assert next(r for r in rows if r[:2] == ["unpooler", "8"])[2] == str(unpooler.n_for(8))
     assert next(r for r in rows if r[:2] == ["qkv_gate", "256"])[3] == "cublas"
