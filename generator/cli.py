@@ -127,26 +127,13 @@ def _load(file: Path):
 
 def _problem(shrink: int = 1):
     """tables/problem.yaml; shrink > 1 divides every n and k (a quick CPU smoke run of a reference file)."""
-    import dataclasses
-
     from generator.problem import load_problem
 
     try:
         problem = load_problem()
     except BuildError as exc:
         _fail(str(exc))
-    if shrink == 1:
-        return problem
-    layers = {
-        name: dataclasses.replace(
-            layer,
-            n=layer.n // shrink,
-            k=layer.k // shrink,
-            narrow_n=layer.narrow_n // shrink if layer.narrow_n else None,
-        )
-        for name, layer in problem.layers.items()
-    }
-    return dataclasses.replace(problem, layers=layers)
+    return problem if shrink == 1 else problem.shrunk(shrink)
 
 
 def _device(requested: str | None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from generator import REPO_ROOT
@@ -28,6 +28,11 @@ class Layer:
         return self.n
 
     @property
+    def dual(self) -> bool:
+        """fp32 weights (the router): the GEMV runs them as a bf16 hi+lo pair with fp32 output."""
+        return self.dtype == "float32"
+
+    @property
     def out_dtype(self) -> str:
         """Dense layers return bf16; the fp32 router returns fp32."""
         return self.dtype
@@ -46,6 +51,19 @@ class Problem:
 
     def shapes(self, ms) -> list[tuple[str, int]]:
         return [(layer, m) for layer in self.layers for m in ms]
+
+    def shrunk(self, factor: int) -> "Problem":
+        """The same layers, m's and slice rule with every n and k divided by factor (CPU-sized checks)."""
+        layers = {
+            name: replace(
+                layer,
+                n=layer.n // factor,
+                k=layer.k // factor,
+                narrow_n=layer.narrow_n // factor if layer.narrow_n else None,
+            )
+            for name, layer in self.layers.items()
+        }
+        return replace(self, layers=layers)
 
 
 def _positive_int(v: Located, what: str) -> int:

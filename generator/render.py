@@ -42,9 +42,7 @@ def served_lines(problem: Problem, ctable: Table) -> list[str]:
     for layer in problem.layers.values():
         by_engine: dict[str, list[int]] = {}
         for m in ms:
-            engine, _ = dispatch.route(
-                layer.name, m, layer.dtype == "float32", ctable.entries, ctable.defaults
-            )
+            engine, _ = dispatch.route(layer.name, m, layer.dual, ctable.entries, ctable.defaults)
             by_engine.setdefault(engine, []).append(m)
         parts = [f"{engine} m={','.join(map(str, ms_))}" for engine, ms_ in by_engine.items()]
         lines.append(f"{layer.name + ':':<10} " + "; ".join(parts))

@@ -32,7 +32,7 @@ class TableSpec:
 
 
 def _check_gemv(layer, m, cfg):
-    return dispatch.gemv_config_error(cfg, m, layer.dtype == "float32", layer.n_for(m), layer.k)
+    return dispatch.gemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
 
 
 TABLES = (
@@ -103,7 +103,7 @@ def parse_table(spec: TableSpec, doc: Located, problem: Problem) -> Table:
             if cfg is not None and spec.check is not None:
                 # a default serves every m that has no entry, on every layer of its kind: check them all
                 for layer in problem.layers.values():
-                    if (layer.dtype == "float32") != (kind == "dual"):
+                    if layer.dual != (kind == "dual"):
                         continue
                     for m in (1, 8, 16, dispatch.GEMV_MAX_M):
                         error = spec.check(layer, m, cfg)

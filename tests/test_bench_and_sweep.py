@@ -69,9 +69,8 @@ def test_sweep_candidates_are_all_admissible():
         for m in (1, 8, 16, 32):
             configs = candidate_configs(layer, m)
             assert configs
-            dual = layer.dtype == "float32"
             assert all(
-                dispatch.gemv_config_error(c, m, dual, layer.n_for(m), layer.k) is None for c in configs
+                dispatch.gemv_config_error(c, m, layer.dual, layer.n_for(m), layer.k) is None for c in configs
             )
 
 

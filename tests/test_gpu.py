@@ -38,4 +38,4 @@ def test_every_tabulated_gemv_config_is_exact_enough(submission):
         x = make_x(m, layer.k, gen, "cuda")
         out = submission._gemv(x, layer_name, n, cfg, state)
         ref, scale = reference(x, weights[layer_name], n)
-        assert compare(out, ref, scale, fp32_out=layer.dtype == "float32").ok, (layer_name, m, cfg)
+        assert compare(out, ref, scale, fp32_out=layer.dual).ok, (layer_name, m, cfg)

@@ -1,7 +1,6 @@
 """The local judge's verify must pass a correct submission and catch each kind of broken one, naming the shape.
 On CPU the submissions are plain torch; CUDA-graph replay is emulated (a second call on the same input)."""
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -66,14 +65,7 @@ REPLAY_COUNTER = (
 @pytest.fixture(scope="module")
 def small_problem():
     """The real problem with every n and k divided by 32: same layers, m's and unpooler rule, CPU-sized."""
-    problem = load_problem()
-    layers = {
-        name: dataclasses.replace(
-            layer, n=layer.n // 32, k=layer.k // 32, narrow_n=layer.narrow_n // 32 if layer.narrow_n else None
-        )
-        for name, layer in problem.layers.items()
-    }
-    return dataclasses.replace(problem, layers=layers)
+    return load_problem().shrunk(32)
 
 
 def broken_submission(tmp_path, kind) -> Path:

@@ -19,7 +19,6 @@ FINALISTS = 4  # the fastest few of the coarse pass are timed again with more re
 def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
     """Every (NW, S, U, P, R, C) the kernel can run for this shape, with S bounded by the grid it makes."""
     row_blocks = layer.n_for(m) // 16
-    dual = layer.dtype == "float32"
     out = []
     for r in dispatch.GEMV_R:
         for s in dispatch.GEMV_S:
@@ -32,7 +31,10 @@ def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
                     for p in dispatch.GEMV_P:
                         for c in dispatch.GEMV_C:
                             cfg = (nw, s, u, p, r, c)
-                            if dispatch.gemv_config_error(cfg, m, dual, layer.n_for(m), layer.k) is None:
+                            if (
+                                dispatch.gemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
+                                is None
+                            ):
                                 out.append(cfg)
     return out
 
@@ -64,7 +66,7 @@ def pick_defaults(choices: dict, problem: Problem) -> dict:
         chosen = [
             cfg
             for (layer, _), cfg in sorted(choices.items())
-            if cfg is not None and (problem.layers[layer].dtype == "float32") == (kind == "dual")
+            if cfg is not None and problem.layers[layer].dual == (kind == "dual")
         ]
         safe = [
             c
@@ -73,7 +75,7 @@ def pick_defaults(choices: dict, problem: Problem) -> dict:
                 dispatch.gemv_config_error(c, m, kind == "dual", layer.n_for(m), layer.k) is None
                 for layer in problem.layers.values()
                 for m in SWEEP_M
-                if (layer.dtype == "float32") == (kind == "dual")
+                if layer.dual == (kind == "dual")
             )
         ]
         defaults[kind] = safe[0] if safe else None
@@ -149,9 +151,6 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
         n, k = layer.n_for(m), layer.k
         x = make_x(m, k, gen, device)
         ref, scale = reference(x, weights[layer_name], n)
-        cublas_us = min(
-            time_cold_us(fn, flush, reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
-        )
         timed, wrong = {}, 0
         candidates = candidate_configs(layer, m)
         for cfg in candidates:
@@ -161,7 +160,7 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
             except RuntimeError as exc:
                 failed.append((layer_name, m, cfg, str(exc).splitlines()[0]))
                 continue
-            if not compare(out, ref, scale, fp32_out=layer.dtype == "float32").ok:
+            if not compare(out, ref, scale, fp32_out=layer.dual).ok:
                 wrong += 1
                 continue
             timed[cfg] = time_cold_us(lambda: module._gemv(x, layer_name, n, cfg, state), flush, reps)

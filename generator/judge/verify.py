@@ -11,12 +11,11 @@ from types import ModuleType
 import torch
 
 from generator.judge.reference import Comparison, compare, reference
-from generator.judge.weights import make_weights, make_x
+from generator.judge.weights import TORCH_DTYPES, make_weights, make_x
 from generator.problem import Problem
 
 PREPARE_LIMIT_S = 300.0
 GRAPH_REPLAYS = 2
-_DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
 @dataclass
@@ -150,7 +149,7 @@ def verify_distribution(
     results = []
     for layer_name, layer in problem.layers.items():
         w = weights[layer_name]
-        dtype = _DTYPES[layer.out_dtype]
+        dtype = TORCH_DTYPES[layer.out_dtype]
         for m in problem.verify_m:
             n, k = layer.n_for(m), layer.k
             result = ShapeResult(distribution, layer_name, m, n)

@@ -9,7 +9,7 @@ import torch
 from generator.problem import Problem
 
 DISTRIBUTIONS = ("normal", "heavy")
-_DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
+TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
 def make_weight(n: int, k: int, dtype: str, distribution: str, gen: torch.Generator, device) -> torch.Tensor:
@@ -31,7 +31,7 @@ def make_weight(n: int, k: int, dtype: str, distribution: str, gen: torch.Genera
         w.view(-1)[spikes] *= 1000.0
     else:
         raise ValueError(f"unknown distribution {distribution!r} (expected one of {DISTRIBUTIONS})")
-    return w.to(_DTYPES[dtype]).contiguous()
+    return w.to(TORCH_DTYPES[dtype]).contiguous()
 
 
 def make_weights(problem: Problem, distribution: str, seed: int, device) -> dict[str, torch.Tensor]:
