@@ -15,9 +15,14 @@ GEMV_C = (
     0,
     1,
 )  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
+GEMV_X = (
+    0,
+    1,
+)  # layout: 0 warps split K, each loads its own x; 1 x staged once per CTA in shared memory, warps split rows
 GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
-# Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
-# (both live trips for the double-buffered P = 1, 3) plus the accumulators.
+GEMV_SMEM_MAX = 227 * 1024  # shared memory one CTA may opt in to on sm_90
+# Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight (and, in layout 0, x) fragments of
+# one loop trip (both live trips for the double-buffered P = 1, 3) plus the accumulators.
 GEMV_BATCH_DATA_REGS = 112
 GEMV_DOUBLE_DATA_REGS = 100
 
@@ -27,11 +32,22 @@ def column_blocks(m):
     return 1 if m <= 8 else 2 if m <= 16 else 4
 
 
+def cta_row_blocks(nw, r, x):
+    """16-row blocks one CTA owns: R per CTA in layout 0 (warps split K), R per warp in layout 1 (warps split rows)."""
+    return r if x == 0 else nw * r
+
+
+def gemv_smem_bytes(nw, r, x, nb, k_blocks):
+    """Dynamic shared memory of one CTA (kernels_src/gemv.cuh, gemv_smem_bytes): layout 0 the warps' partial tiles,
+    layout 1 the larger of its x slice (k_blocks 32-wide K blocks of 8 NB tokens) and its output tile."""
+    return nw * r * nb * 512 if x == 0 else nb * 512 * max(k_blocks, nw * r)
+
+
 def gemv_config_error(cfg, m, dual, n, k):
-    """Why (NW, S, U, P, R, C) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
-    if not (isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg)):
-        return f"expected 6 integers [NW, S, U, P, R, C], got {cfg!r}"
-    nw, s, u, p, r, c = cfg
+    """Why (NW, S, U, P, R, C, X) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
+    if not (isinstance(cfg, tuple) and len(cfg) == 7 and all(type(v) is int for v in cfg)):
+        return f"expected 7 integers [NW, S, U, P, R, C, X], got {cfg!r}"
+    nw, s, u, p, r, c, x = cfg
     for name, value, allowed in (
         ("NW", nw, GEMV_NW),
         ("S", s, GEMV_S),
@@ -39,6 +55,7 @@ def gemv_config_error(cfg, m, dual, n, k):
         ("P", p, GEMV_P),
         ("R", r, GEMV_R),
         ("C", c, GEMV_C),
+        ("X", x, GEMV_X),
     ):
         if value not in allowed:
             return f"{name}={value} is not one of {allowed}"
@@ -48,15 +65,22 @@ def gemv_config_error(cfg, m, dual, n, k):
         return f"S={s} does not divide the {k // 32} K blocks of K={k}"
     if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
-    if (n // 16) % r:
-        return f"R={r} does not divide the {n // 16} row blocks of N={n}"
+    rows = cta_row_blocks(nw, r, x)
+    if (n // 16) % rows:
+        what = f"R={r}" if x == 0 else f"NW*R={rows} (X=1: the warps split rows)"
+        return f"{what} does not divide the {n // 16} row blocks of N={n}"
     nb = column_blocks(m)
+    smem = gemv_smem_bytes(nw, r, x, nb, (k // 32) // s)
+    if smem > GEMV_SMEM_MAX:
+        return f"X={x} needs {smem} bytes of shared memory per CTA at m={m}, over {GEMV_SMEM_MAX}: raise S"
     double = p in (1, 3)
-    regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
+    # x: layout 0 holds a whole trip's fragments like the weights; layout 1 one K block's, read from shared memory
+    trip_x, block_x = (4 * nb, 0) if x == 0 else (0, 4 * nb)
+    regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + trip_x) + block_x + 4 * r * nb
     budget = GEMV_DOUBLE_DATA_REGS if double else GEMV_BATCH_DATA_REGS
     if regs > budget:
         return (
-            f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
+            f"U={u}, P={p}, R={r}, X={x} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
             f" over the kernel's {budget}"
         )
     return None
@@ -68,7 +92,7 @@ def table_m_for(m):
 
 
 def route(layer, m, dual, ctable, defaults):
-    """(engine, config) for a call: ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
+    """(engine, config) for a call: ("gemv", (NW, S, U, P, R, C, X)) or ("cublas", None).
 
     A CTABLE entry for (layer, m) wins; a missing one borrows the entry of its column-block class
     (see table_m_for), and failing that the default for the weight's kind (dual: fp32 weights run as a

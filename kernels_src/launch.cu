@@ -7,27 +7,32 @@
 
 namespace okc {
 
-template <int U, int NB, int R, int P, bool DUAL>
+template <int U, int NB, int R, int P, bool DUAL, int LAYOUT>
 const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) {
-    if constexpr (!gemv_fits(U, NB, R, P, DUAL)) {
-        return "this (U, NB, R, P, dual) holds too many fragment registers and is not compiled in";
+    if constexpr (!gemv_fits(U, NB, R, P, DUAL, LAYOUT)) {
+        return "this (U, NB, R, P, dual, X) holds too many fragment registers and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        const size_t smem = (size_t)nw * R * NB * 4 * 32 * sizeof(float);  // up to 128 KB at NW=16, R=NB=4
-        auto kernel = gemv_kernel<U, NB, R, P, DUAL, OutT>;
+        const size_t smem = gemv_smem_bytes(LAYOUT, nw, NB, R, (a.K >> 5) / a.S);
+        void (*kernel)(GemvArgs);  // only the layout asked for is instantiated (the other may not fit registers)
+        if constexpr (LAYOUT == 0)
+            kernel = gemv_kernel<U, NB, R, P, DUAL, OutT>;
+        else
+            kernel = gemv_xs_kernel<U, NB, R, P, DUAL, OutT>;
+        const dim3 grid(a.N / (16 * R * (LAYOUT == 0 ? 1 : nw)), a.S);  // x: CTA row groups, y: the K splits
         if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
             if (err != cudaSuccess) return cudaGetErrorString(err);
         }
         if (!a.cluster) {
-            kernel<<<dim3(a.N / (16 * R), a.S), nw * 32, smem, stream>>>(a);
+            kernel<<<grid, nw * 32, smem, stream>>>(a);
         } else {
             if (a.S > 8) {  // 16-CTA clusters are beyond the portable 8: Hopper allows them on request
                 const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
                 if (err != cudaSuccess) return cudaGetErrorString(err);
             }
             cudaLaunchConfig_t config = {};
-            config.gridDim = dim3(a.N / (16 * R), a.S);
+            config.gridDim = grid;
             config.blockDim = dim3(nw * 32);
             config.dynamicSmemBytes = smem;
             config.stream = stream;
@@ -47,38 +52,41 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
 }
 
 template <int U, int NB, int R, int P>
-const char* by_dual(const GemvArgs& a, int nw, bool dual, cudaStream_t s) {
-    return dual ? launch_gemv_variant<U, NB, R, P, true>(a, nw, s)
-                : launch_gemv_variant<U, NB, R, P, false>(a, nw, s);
+const char* by_dual(const GemvArgs& a, int nw, int layout, bool dual, cudaStream_t s) {
+    if (layout == 0)
+        return dual ? launch_gemv_variant<U, NB, R, P, true, 0>(a, nw, s)
+                    : launch_gemv_variant<U, NB, R, P, false, 0>(a, nw, s);
+    return dual ? launch_gemv_variant<U, NB, R, P, true, 1>(a, nw, s)
+                : launch_gemv_variant<U, NB, R, P, false, 1>(a, nw, s);
 }
 
 template <int U, int NB, int R>
-const char* by_pipe(const GemvArgs& a, int nw, int p, bool dual, cudaStream_t s) {
+const char* by_pipe(const GemvArgs& a, int nw, int layout, int p, bool dual, cudaStream_t s) {
     switch (p) {
-        case 0: return by_dual<U, NB, R, 0>(a, nw, dual, s);
-        case 1: return by_dual<U, NB, R, 1>(a, nw, dual, s);
-        case 2: return by_dual<U, NB, R, 2>(a, nw, dual, s);
-        case 3: return by_dual<U, NB, R, 3>(a, nw, dual, s);
+        case 0: return by_dual<U, NB, R, 0>(a, nw, layout, dual, s);
+        case 1: return by_dual<U, NB, R, 1>(a, nw, layout, dual, s);
+        case 2: return by_dual<U, NB, R, 2>(a, nw, layout, dual, s);
+        case 3: return by_dual<U, NB, R, 3>(a, nw, layout, dual, s);
     }
     return "P must be 0..3";
 }
 
 template <int U, int NB>
-const char* by_rows(const GemvArgs& a, int nw, int r, int p, bool dual, cudaStream_t s) {
+const char* by_rows(const GemvArgs& a, int nw, int layout, int r, int p, bool dual, cudaStream_t s) {
     switch (r) {
-        case 1: return by_pipe<U, NB, 1>(a, nw, p, dual, s);
-        case 2: return by_pipe<U, NB, 2>(a, nw, p, dual, s);
-        case 4: return by_pipe<U, NB, 4>(a, nw, p, dual, s);
+        case 1: return by_pipe<U, NB, 1>(a, nw, layout, p, dual, s);
+        case 2: return by_pipe<U, NB, 2>(a, nw, layout, p, dual, s);
+        case 4: return by_pipe<U, NB, 4>(a, nw, layout, p, dual, s);
     }
     return "R must be 1, 2 or 4";
 }
 
 template <int U>
-const char* by_nb(const GemvArgs& a, int nw, int nb, int r, int p, bool dual, cudaStream_t s) {
+const char* by_nb(const GemvArgs& a, int nw, int layout, int nb, int r, int p, bool dual, cudaStream_t s) {
     switch (nb) {
-        case 1: return by_rows<U, 1>(a, nw, r, p, dual, s);
-        case 2: return by_rows<U, 2>(a, nw, r, p, dual, s);
-        case 4: return by_rows<U, 4>(a, nw, r, p, dual, s);
+        case 1: return by_rows<U, 1>(a, nw, layout, r, p, dual, s);
+        case 2: return by_rows<U, 2>(a, nw, layout, r, p, dual, s);
+        case 4: return by_rows<U, 4>(a, nw, layout, r, p, dual, s);
     }
     return "NB must be 1, 2 or 4";
 }
@@ -87,16 +95,16 @@ const char* by_nb(const GemvArgs& a, int nw, int nb, int r, int p, bool dual, cu
 
 // Called by binding.cpp; every argument has been checked there.
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, int X, bool dual,
                             long long stream) {
     const okc::GemvArgs a{static_cast<const okc::Frag*>(x), static_cast<const okc::Frag*>(w),
                           static_cast<const okc::Frag*>(w2), out, ws, sem, M, N, K, S, cluster ? 1 : 0};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (U) {
-        case 1: return okc::by_nb<1>(a, NW, NB, R, P, dual, s);
-        case 2: return okc::by_nb<2>(a, NW, NB, R, P, dual, s);
-        case 4: return okc::by_nb<4>(a, NW, NB, R, P, dual, s);
-        case 8: return okc::by_nb<8>(a, NW, NB, R, P, dual, s);
+        case 1: return okc::by_nb<1>(a, NW, X, NB, R, P, dual, s);
+        case 2: return okc::by_nb<2>(a, NW, X, NB, R, P, dual, s);
+        case 4: return okc::by_nb<4>(a, NW, X, NB, R, P, dual, s);
+        case 8: return okc::by_nb<8>(a, NW, X, NB, R, P, dual, s);
     }
     return "U must be 1, 2, 4 or 8";
 }

@@ -77,12 +77,12 @@ def test_sweep_candidates_are_all_admissible():
 def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     problem = load_problem()
     points = [
-        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0), 9.0, 10.0, 100, 0),
-        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
-        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0), 9.0, 19.0, 100, 0),
+        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0, 0), 9.0, 10.0, 100, 0),
+        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0, 0), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
+        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0, 0), 9.0, 19.0, 100, 0),
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
-    kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0]  # kept from an earlier sweep"}
+    kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0, 0]  # kept from an earlier sweep"}
     text = ctable_yaml(
         header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
         pick_defaults(choices, problem),
@@ -94,15 +94,15 @@ def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     path.write_text(text)
     table = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
     assert table.entries == {
-        ("o", 1): (8, 1, 1, 0, 1, 0),
+        ("o", 1): (8, 1, 1, 0, 1, 0, 0),
         ("o", 8): None,
-        ("router", 8): (16, 8, 1, 1, 1, 0),
-        ("pooler", 1): (8, 1, 4, 1, 1, 0),
+        ("router", 8): (16, 8, 1, 1, 1, 0, 0),
+        ("pooler", 1): (8, 1, 4, 1, 1, 0, 0),
     }
     assert "# kept from an earlier sweep" in text
-    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0) alone would not fit m = 32
-    assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0), "dual": (16, 8, 1, 1, 1, 0)}
-    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0)}, problem)
+    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0, 0) alone would not fit m = 32
+    assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0, 0), "dual": (16, 8, 1, 1, 1, 0, 0)}
+    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0, 0)}, problem)
     assert lone["plain"] is None
     assert text.startswith("# Written by `python -m generator sweep`")
 
@@ -111,9 +111,9 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     problem = load_problem()
     text = (REPO_ROOT / "tables" / "ctable.yaml").read_text()
     current = load_tables(problem)["CTABLE"]
-    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1), 8.0, 19.0, 10, 0)
+    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1, 0), 8.0, 19.0, 10, 0)
     path = tmp_path / "ctable.yaml"
     path.write_text(updated_ctable(text, current, [point], [("router", 8)], problem))
-    assert "8: [16, 8, 1, 1, 1, 1]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
+    assert "8: [16, 8, 1, 1, 1, 1, 0]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
     updated = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
-    assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1)}
+    assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1, 0)}

@@ -11,17 +11,17 @@ from generator import REPO_ROOT
 from generator.cli import main
 from kernels_src import dispatch
 
-CTABLE = {("o", 1): (8, 1, 2, 1, 2, 0), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1, 0)}
-DEFAULTS = {"plain": (4, 1, 2, 0, 1, 0), "dual": None}
+CTABLE = {("o", 1): (8, 1, 2, 1, 2, 0, 0), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1, 0, 0)}
+DEFAULTS = {"plain": (4, 1, 2, 0, 1, 0, 0), "dual": None}
 
 
 @pytest.mark.parametrize(
     "layer, m, dual, expected",
     [
-        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0))),
+        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0, 0))),
         ("o", 5, False, ("cublas", None)),  # borrows ("o", 8), which is None
-        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # borrows ("o", 16)
-        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # no row: the plain default
+        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1, 0, 0))),  # borrows ("o", 16)
+        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1, 0, 0))),  # no row: the plain default
         ("router", 8, True, ("cublas", None)),  # dual default is None
         ("o", 33, False, ("cublas", None)),
         ("o", 256, False, ("cublas", None)),
@@ -36,38 +36,63 @@ def test_column_blocks():
 
 
 def test_config_errors_name_the_field():
-    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1, 0), 1, False, 1024, 1024)
-    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1, 0), 1, False, 1024, 512)
-    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4, 0), 1, False, 32, 1024)
-    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1, 0), 32, True, 256, 8192)
-    assert dispatch.gemv_config_error((16, 8, 1, 2, 1, 0), 32, True, 256, 8192) is None
-    assert "cluster" in dispatch.gemv_config_error((16, 32, 1, 0, 1, 1), 8, True, 256, 8192)
-    assert "cluster" in dispatch.gemv_config_error((16, 1, 1, 0, 1, 1), 8, True, 256, 8192)
-    assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1), 8, True, 256, 8192) is None
+    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1, 0, 0), 1, False, 1024, 1024)
+    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1, 0, 0), 1, False, 1024, 512)
+    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4, 0, 0), 1, False, 32, 1024)
+    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1, 0, 0), 32, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 8, 1, 2, 1, 0, 0), 32, True, 256, 8192) is None
+    assert "cluster" in dispatch.gemv_config_error((16, 32, 1, 0, 1, 1, 0), 8, True, 256, 8192)
+    assert "cluster" in dispatch.gemv_config_error((16, 1, 1, 0, 1, 1, 0), 8, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1, 0), 8, True, 256, 8192) is None
+
+
+def test_layout_1_rules():
+    # X=1: a CTA owns NW*R row blocks (the router's 16 take NW*R <= 16) ...
+    assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1, 1), 32, True, 256, 8192) is None
+    assert "NW*R=32" in dispatch.gemv_config_error((16, 16, 1, 0, 2, 1, 1), 32, True, 256, 8192)
+    # ... and stages 8 NB tokens x K/S of x: at m = 32 and K = 8192, S = 4 is the least that fits 227 KB
+    assert "raise S" in dispatch.gemv_config_error((8, 2, 1, 0, 1, 0, 1), 32, False, 2304, 8192)
+    assert dispatch.gemv_config_error((8, 4, 1, 0, 1, 0, 1), 32, False, 2304, 8192) is None
+    assert dispatch.gemv_smem_bytes(8, 1, 1, 4, 64) == 4 * 512 * 64
+    assert dispatch.gemv_smem_bytes(16, 4, 1, 4, 8) == 4 * 512 * 64  # the output tile is the larger
+    assert "X=2" in dispatch.gemv_config_error((8, 4, 1, 0, 1, 0, 2), 32, False, 2304, 8192)
 
 
 def _cpp_rule_table(tmp_path):
-    """gemv_fits() as the CUDA header computes it, for every (U, NB, R, P, dual), via a host-only program."""
+    """gemv_fits() as the CUDA header computes it, for every (U, NB, R, P, dual, X), via a host-only program."""
     program = tmp_path / "rule.cu"
     program.write_text(
         f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
-        " for (int p = 0; p < 4; ++p) for (int d = 0; d < 2; ++d)"
-        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n'
+        " for (int p = 0; p < 4; ++p) for (int d = 0; d < 2; ++d) for (int x = 0; x < 2; ++x)"
+        ' printf("%d %d %d %d %d %d %d\\n", u, nb, r, p, d, x, (int)okc::gemv_fits(u, nb, r, p, d, x));'
+        " for (int x : {0, 1}) for (int nw : {1, 4, 16}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
+        " for (int kb : {4, 64, 256})"
+        ' printf("smem %d %d %d %d %d %zu\\n", x, nw, nb, r, kb, okc::gemv_smem_bytes(x, nw, nb, r, kb)); }\n'
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "rule")], check=True)
     out = subprocess.run([str(tmp_path / "rule")], capture_output=True, text=True, check=True).stdout
-    return {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
+    fits, smem = {}, {}
+    for line in out.splitlines():
+        if line.startswith("smem"):
+            x, nw, nb, r, kb, nbytes = map(int, line.split()[1:])
+            smem[(x, nw, nb, r, kb)] = nbytes
+        else:
+            fits[tuple(map(int, line.split()[:6]))] = bool(int(line.split()[6]))
+    return fits, smem
 
 
 @pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_python_and_cuda_agree_on_which_configs_exist(tmp_path):
-    cpp = _cpp_rule_table(tmp_path)
+    fits, smem = _cpp_rule_table(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
-    for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(4), (0, 1)):
-        error = dispatch.gemv_config_error((4, 1, u, p, r, 0), m_of_nb[nb], bool(d), 4096, 8192)
-        assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
+    for u, nb, r, p, d, x in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(4), (0, 1), (0, 1)):
+        error = dispatch.gemv_config_error((4, 8, u, p, r, 0, x), m_of_nb[nb], bool(d), 4096, 8192)
+        assert (error is None) == fits[(u, nb, r, p, d, x)], (u, nb, r, p, d, x, error)
+    assert len(smem) == 2 * 3 * 3 * 3 * 3
+    for (x, nw, nb, r, kb), nbytes in smem.items():
+        assert dispatch.gemv_smem_bytes(nw, r, x, nb, kb) == nbytes, (x, nw, nb, r, kb)
 
 
 @pytest.mark.nvcc
