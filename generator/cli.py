@@ -240,6 +240,13 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
 @click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable; default 1 8 16 32).")
 @click.option("--reps", default=30, show_default=True)
 @click.option(
+    "--layout",
+    "layouts",
+    multiple=True,
+    type=click.IntRange(0, 1),
+    help="Only candidates of this layout X (repeatable; default all). Each shape's current entry is timed too.",
+)
+@click.option(
     "--write",
     "write_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -247,14 +254,15 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     show_default=True,
     help="Where to write the tuned CTABLE (then rebuild).",
 )
-def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
-    """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R, C) per shape, keep the fastest correct one."""
+def sweep(file: Path, layers, ms, reps: int, layouts, write_path: Path) -> None:
+    """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R, C, X) per shape, keep the fastest correct one."""
     import torch
     from tqdm import tqdm
 
     from generator.build import write_atomic
     from generator.judge.sweep import SWEEP_M, run_sweep, updated_ctable
     from generator.tables import load_tables
+    from kernels_src.dispatch import GEMV_X
 
     if not torch.cuda.is_available():
         _fail("sweep needs a CUDA GPU (run it on the H200; see README)")
@@ -266,18 +274,36 @@ def sweep(file: Path, layers, ms, reps: int, write_path: Path) -> None:
         current = load_tables(problem)["CTABLE"]
     except BuildError as exc:
         _fail(str(exc))
-    # disable=None: a progress bar on a terminal, nothing in a log file
+
+    def row(p):
+        return (
+            f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {str(p.best):>22} {p.best_us:>7.2f}"
+            f" {p.cublas_us:>7.2f}  {p.choice}"
+        )
+
+    # disable=None: a progress bar on a terminal, nothing in a log file; each shape's line as soon as it is done,
+    # so a run cut short still leaves its figures
     with tqdm(total=len(shapes), desc="sweep", unit="shape", disable=None) as bar:
-        points = run_sweep(module, problem, shapes, reps=reps, progress=lambda _: bar.update())
+
+        def done(point):
+            bar.write(row(point))
+            bar.update()
+
+        points = run_sweep(
+            module,
+            problem,
+            shapes,
+            reps=reps,
+            progress=done,
+            layouts=tuple(layouts) or GEMV_X,
+            incumbents=current.entries,
+        )
     click.echo(
-        f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best GEMV':>19} {'us':>7}"
+        f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best GEMV':>22} {'us':>7}"
         f" {'cuBLAS':>7}  entry"
     )
     for p in points:
-        click.echo(
-            f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {str(p.best):>19} {p.best_us:>7.2f}"
-            f" {p.cublas_us:>7.2f}  {p.choice}"
-        )
+        click.echo(row(p))
     write_atomic(write_path, updated_ctable(ctable.read_text(), current, points, shapes, problem))
     click.echo(f"wrote {write_path}; rebuild with `python -m generator build`")
     if any(p.wrong for p in points):

@@ -125,8 +125,20 @@ def header_of(text: str) -> str:
     return "\n".join(head)
 
 
-def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed: int = 0, progress=None):
-    """Time every candidate per shape (cold, read-flushed), checking each one's output against float64."""
+def run_sweep(
+    module: ModuleType,
+    problem: Problem,
+    shapes,
+    reps: int = 30,
+    seed: int = 0,
+    progress=None,
+    layouts=dispatch.GEMV_X,
+    incumbents=None,
+):
+    """Time every candidate per shape (cold, read-flushed), checking each one's output against float64.
+    `layouts` narrows the candidates to those X values; `incumbents` ((layer, m) -> config or None, the current
+    table) adds each shape's current entry, so a narrowed sweep still weighs its winner against it in one run.
+    """
     import torch
 
     from generator.judge.bench import cublas_baselines
@@ -151,7 +163,10 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
         x = make_x(m, k, gen, device)
         ref, scale = reference(x, weights[layer_name], n)
         timed, wrong = {}, 0
-        candidates = candidate_configs(layer, m)
+        candidates = candidate_configs(layer, m, layouts)
+        incumbent = (incumbents or {}).get((layer_name, m))
+        if incumbent is not None and incumbent not in candidates:
+            candidates.append(incumbent)
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
                 out = module._gemv(x, layer_name, n, cfg, state)
