@@ -247,6 +247,12 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     help="Only candidates of this layout X (repeatable; default all). Each shape's current entry is timed too.",
 )
 @click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write every correct configuration's time per shape (fastest first), to study what wins.",
+)
+@click.option(
     "--write",
     "write_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -254,8 +260,10 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     show_default=True,
     help="Where to write the tuned CTABLE (then rebuild).",
 )
-def sweep(file: Path, layers, ms, reps: int, layouts, write_path: Path) -> None:
+def sweep(file: Path, layers, ms, reps: int, layouts, write_path: Path, json_path: Path | None) -> None:
     """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R, C, X) per shape, keep the fastest correct one."""
+    import json
+
     import torch
     from tqdm import tqdm
 
@@ -304,6 +312,8 @@ def sweep(file: Path, layers, ms, reps: int, layouts, write_path: Path) -> None:
     )
     for p in points:
         click.echo(row(p))
+    if json_path:
+        json_path.write_text(json.dumps([p.to_json() for p in points], indent=1))
     write_atomic(write_path, updated_ctable(ctable.read_text(), current, points, shapes, problem))
     click.echo(f"wrote {write_path}; rebuild with `python -m generator build`")
     if any(p.wrong for p in points):

@@ -84,6 +84,23 @@ def test_sweep_candidates_cover_both_layouts_and_narrow_to_one():
     assert min(c[1] for c in only_1) == 4
 
 
+def test_sweep_point_json_ranks_every_timing():
+    point = SweepPoint(
+        "o",
+        8,
+        (8, 1, 4, 0, 2, 0, 0),
+        9.3,
+        9.6,
+        3,
+        0,
+        0,
+        {(4, 1, 1, 0, 1, 0, 1): 12.0, (8, 1, 4, 0, 2, 0, 0): 9.4},
+    )
+    js = point.to_json()
+    assert js["timings"] == [[[8, 1, 4, 0, 2, 0, 0], 9.4], [[4, 1, 1, 0, 1, 0, 1], 12.0]]
+    assert js["best"] == (8, 1, 4, 0, 2, 0, 0) and js["cublas_us"] == 9.6
+
+
 def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     problem = load_problem()
     points = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 
 from generator.problem import Layer, Problem
@@ -48,6 +48,18 @@ class SweepPoint:
     tried: int
     wrong: int  # configurations whose output failed the reference check (never chosen)
     failed: int = 0  # configurations whose launch raised (never chosen)
+    timings: dict = field(default_factory=dict)  # every correct config -> its coarse-pass time, us
+
+    def to_json(self) -> dict:
+        ranked = sorted(self.timings.items(), key=lambda kv: kv[1])
+        return {
+            "layer": self.layer,
+            "m": self.m,
+            "best": self.best,
+            "best_us": self.best_us,
+            "cublas_us": self.cublas_us,
+            "timings": [[list(cfg), round(us, 3)] for cfg, us in ranked],
+        }
 
     @property
     def choice(self):
@@ -198,6 +210,7 @@ def run_sweep(
             len(candidates),
             wrong,
             sum(1 for f in failed if f[:2] == (layer_name, m)),
+            timed,
         )
         points.append(point)
         if progress is not None:
