@@ -30,21 +30,24 @@ void gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out,
     TORCH_CHECK(M >= 1 && M <= 8 * NB, "gemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
     TORCH_CHECK(N % 16 == 0 && K % 32 == 0, "gemv: need N % 16 == 0 and K % 32 == 0, got N=", N, " K=", K);
     TORCH_CHECK(X == 0 || X == 1, "gemv: X (layout) must be 0 or 1, got ", X);
-    TORCH_CHECK(NW >= 1 && NW <= 16, "gemv: NW must be 1..16, got ", NW);
-    const int64_t cta_rows = X == 0 ? R : NW * R;  // row blocks per CTA: layout 1's warps split rows
-    TORCH_CHECK(R >= 1 && (N / 16) % cta_rows == 0, "gemv: a CTA's ", cta_rows, " row blocks (X=", X, " NW=", NW,
-                " R=", R, ") must divide the ", N / 16, " row blocks of N=", N);
+    TORCH_CHECK(P >= 0 && P <= 3, "gemv: P must be 0..3, got ", P);
+    TORCH_CHECK(NW >= 1 && NW <= (X == 0 ? 16 : 8), "gemv: NW must be 1..", X == 0 ? 16 : 8, " for X=", X, ", got ", NW);
+    TORCH_CHECK(R >= 1 && (N / 16) % R == 0, "gemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
     TORCH_CHECK(w.numel() >= N * K, "gemv: packed w holds ", w.numel(), " weights, fewer than N*K=", N * K);
     TORCH_CHECK(!dual || w2.numel() >= N * K, "gemv: packed w2 holds fewer than N*K weights");
     TORCH_CHECK(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "gemv: out must be [", M, ", ", N, "]");
     TORCH_CHECK(S >= 1 && (K / 32) % S == 0, "gemv: S=", S, " must divide the ", K / 32, " K blocks");
     TORCH_CHECK(!cluster || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
     TORCH_CHECK(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "gemv: workspace too small for S=", S);
-    TORCH_CHECK(S == 1 || sem.numel() >= N / (16 * cta_rows), "gemv: need one semaphore per CTA row group (",
-                N / (16 * cta_rows), ")");
-    const int64_t x_slice_bytes = X == 1 ? (K / 32 / S) * NB * 512 : 0;
-    TORCH_CHECK(x_slice_bytes <= 227 * 1024, "gemv: X=1 stages ", x_slice_bytes,
-                " bytes of x per CTA, over the 227 KB of shared memory: raise S");
+    TORCH_CHECK(S == 1 || sem.numel() >= N / (16 * R), "gemv: need one semaphore per CTA row group (", N / (16 * R),
+                ")");
+    if (X == 1) {  // the ring kernel: whole stages of NW*U K blocks per split, P + 2 stages in shared memory
+        TORCH_CHECK((K / 32 / S) % (NW * U) == 0, "gemv: X=1 needs NW*U=", NW * U, " to divide the ", K / 32 / S,
+                    " K blocks of a split");
+        const int64_t ring = (P + 2) * R * (dual ? 2 : 1) * NW * U * 1024, tiles = NW * R * NB * 512;
+        TORCH_CHECK(std::max(ring, tiles) <= 227 * 1024, "gemv: X=1 ring of ", std::max(ring, tiles),
+                    " bytes is over the 227 KB of shared memory");
+    }
     const char* err = okc_launch_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr, out.data_ptr(),
                                       ws.data_ptr<float>(), sem.data_ptr<int>(), (int)M, (int)N, (int)K, (int)NW,
                                       (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, (int)X, dual,

@@ -18,11 +18,12 @@ GEMV_C = (
 GEMV_X = (
     0,
     1,
-)  # layout: 0 warps split K, each loads its own x; 1 x staged once per CTA in shared memory, warps split rows
+)  # weights: 0 straight into registers (gemv.cuh); 1 through a shared-memory ring filled by bulk copies (gemv_ring.cuh)
+GEMV_RING_MAX_NW = 8  # X=1: NW consumer warps + 1 producer warp per CTA
 GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 GEMV_SMEM_MAX = 227 * 1024  # shared memory one CTA may opt in to on sm_90
-# Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight (and, in layout 0, x) fragments of
-# one loop trip (both live trips for the double-buffered P = 1, 3) plus the accumulators.
+# Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
+# (both live trips for the double-buffered P = 1, 3) plus the accumulators.
 GEMV_BATCH_DATA_REGS = 112
 GEMV_DOUBLE_DATA_REGS = 100
 
@@ -32,15 +33,10 @@ def column_blocks(m):
     return 1 if m <= 8 else 2 if m <= 16 else 4
 
 
-def cta_row_blocks(nw, r, x):
-    """16-row blocks one CTA owns: R per CTA in layout 0 (warps split K), R per warp in layout 1 (warps split rows)."""
-    return r if x == 0 else nw * r
-
-
-def gemv_smem_bytes(nw, r, x, nb, k_blocks):
-    """Dynamic shared memory of one CTA (kernels_src/gemv.cuh, gemv_smem_bytes): layout 0 the warps' partial tiles,
-    layout 1 the larger of its x slice (k_blocks 32-wide K blocks of 8 NB tokens) and its output tile."""
-    return nw * r * nb * 512 if x == 0 else nb * 512 * max(k_blocks, nw * r)
+def ring_smem_bytes(stages, nw, u, nb, r, dual):
+    """X=1 dynamic shared memory (kernels_src/gemv_ring.cuh, ring_smem_bytes): the ring of `stages` chunks of
+    NW*U K blocks (1 KB each) per row block (hi and lo for dual), or the warps' partial tiles if larger."""
+    return max(stages * r * (2 if dual else 1) * nw * u * 1024, nw * r * nb * 512)
 
 
 def gemv_config_error(cfg, m, dual, n, k):
@@ -65,24 +61,38 @@ def gemv_config_error(cfg, m, dual, n, k):
         return f"S={s} does not divide the {k // 32} K blocks of K={k}"
     if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
-    rows = cta_row_blocks(nw, r, x)
-    if (n // 16) % rows:
-        what = f"R={r}" if x == 0 else f"NW*R={rows} (X=1: the warps split rows)"
-        return f"{what} does not divide the {n // 16} row blocks of N={n}"
+    if (n // 16) % r:
+        return f"R={r} does not divide the {n // 16} row blocks of N={n}"
     nb = column_blocks(m)
-    smem = gemv_smem_bytes(nw, r, x, nb, (k // 32) // s)
-    if smem > GEMV_SMEM_MAX:
-        return f"X={x} needs {smem} bytes of shared memory per CTA at m={m}, over {GEMV_SMEM_MAX}: raise S"
+    if x == 1:
+        return _ring_config_error(nw, s, u, p, r, nb, m, dual, k)
     double = p in (1, 3)
-    # x: layout 0 holds a whole trip's fragments like the weights; layout 1 one K block's, read from shared memory
-    trip_x, block_x = (4 * nb, 0) if x == 0 else (0, 4 * nb)
-    regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + trip_x) + block_x + 4 * r * nb
+    regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
     budget = GEMV_DOUBLE_DATA_REGS if double else GEMV_BATCH_DATA_REGS
     if regs > budget:
         return (
-            f"U={u}, P={p}, R={r}, X={x} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
+            f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
             f" over the kernel's {budget}"
         )
+    return None
+
+
+def _ring_config_error(nw, s, u, p, r, nb, m, dual, k):
+    """The ring kernel's own limits (X=1): see kernels_src/gemv_ring.cuh."""
+    if nw > GEMV_RING_MAX_NW:
+        return f"X=1 takes NW <= {GEMV_RING_MAX_NW} consumer warps (plus its producer warp), got NW={nw}"
+    split_blocks = (k // 32) // s
+    if split_blocks % (nw * u):
+        return f"X=1 needs NW*U={nw * u} to divide the {split_blocks} K blocks of a split"
+    regs = 2 * u * 4 * nb + u * 8 * r * (2 if dual else 1) + 4 * r * nb
+    if regs > GEMV_BATCH_DATA_REGS:
+        return (
+            f"X=1 with U={u}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
+            f" over the kernel's {GEMV_BATCH_DATA_REGS}"
+        )
+    smem = ring_smem_bytes(p + 2, nw, u, nb, r, dual)
+    if smem > GEMV_SMEM_MAX:
+        return f"X=1 ring of {p + 2} stages needs {smem} bytes of shared memory, over {GEMV_SMEM_MAX}"
     return None
 
 

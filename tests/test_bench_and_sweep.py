@@ -80,8 +80,7 @@ def test_sweep_candidates_cover_both_layouts_and_narrow_to_one():
     only_1 = candidate_configs(qkv, 32, layouts=(1,))
     assert {c[-1] for c in both} == {0, 1}
     assert only_1 and all(c[-1] == 1 for c in only_1) and set(only_1) <= set(both)
-    # layout 1 at m = 32 on K = 8192 must split K at least 4 ways for its x slice to fit in shared memory
-    assert min(c[1] for c in only_1) == 4
+    assert all(c[0] <= 8 for c in only_1)  # the ring kernel's NW consumers + its producer warp
 
 
 def test_sweep_point_json_ranks_every_timing():

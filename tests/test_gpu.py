@@ -41,21 +41,21 @@ def test_every_tabulated_gemv_config_is_exact_enough(submission):
         assert compare(out, ref, scale, fp32_out=layer.dual).ok, (layer_name, m, cfg)
 
 
-# Layout 1 (x staged in shared memory) at its edges: m not a multiple of 8, K ranges shorter than the four
-# cp.async quarters (o: 32 K blocks / S=16 = 2), trips longer than the range, both split-K reductions (each
-# config runs twice: the semaphore counters must come back to 0), double buffering, and the dual router.
-LAYOUT_1_EDGES = [
-    (4, 16, 4, 1, 1, 0, 1),
-    (4, 16, 8, 0, 1, 1, 1),
-    (8, 4, 2, 3, 1, 1, 1),
-    (16, 8, 1, 2, 2, 0, 1),
-    (8, 1, 4, 1, 1, 0, 1),
-    (4, 8, 2, 0, 2, 1, 1),
+# The ring kernel (X=1) at its edges: m not a multiple of 8, a ring that laps many times (o: 32 K blocks of
+# 1 KB per row block, stages of NW*U) or runs a single stage, R > 1, 2 and 5 stages, both split-K reductions
+# (each config runs twice: the semaphore counters must come back to 0), and the dual router.
+RING_EDGES = [
+    (4, 1, 1, 0, 1, 0, 1),
+    (8, 1, 2, 3, 2, 0, 1),
+    (4, 4, 2, 1, 1, 1, 1),
+    (8, 8, 1, 2, 1, 0, 1),
+    (2, 16, 1, 0, 4, 1, 1),
+    (8, 2, 4, 1, 1, 1, 1),
 ]
 
 
 @pytest.mark.parametrize("m", [1, 5, 9, 17, 32])
-def test_layout_1_edges_match_float64(submission, m):
+def test_ring_edges_match_float64(submission, m):
     problem = load_problem()
     weights = make_weights(problem, "heavy", 5, "cuda")
     state = submission.prepare({name: w.clone() for name, w in weights.items()})
@@ -68,7 +68,7 @@ def test_layout_1_edges_match_float64(submission, m):
         n = layer.n_for(m)
         x = make_x(m, layer.k, gen, "cuda")
         ref, scale = reference(x, weights[layer_name], n)
-        for cfg in LAYOUT_1_EDGES:
+        for cfg in RING_EDGES:
             if submission.gemv_config_error(cfg, m, layer.dual, n, layer.k) is not None:
                 continue
             for _ in range(2):

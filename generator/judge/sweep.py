@@ -14,7 +14,6 @@ SWEEP_M = (1, 8, 16, 32)
 SWEEP_NW = (4, 8, 16)  # 2 warps never won the first sweep
 MAX_CTAS = 2048  # beyond ~15 CTAs per SM, more split-K only adds partial-tile traffic
 MIN_GAIN = 0.02  # keep cuBLAS unless the GEMV is at least 2% faster: noise should not flip a shape
-MIN_CTAS_X1 = 32  # layout 1 makes few, large CTAs; a quarter of the SMs cannot pull the weights at full speed
 FINALISTS = 4  # the fastest few of the coarse pass are timed again with more replays before one is chosen
 
 
@@ -26,13 +25,10 @@ def candidate_configs(layer: Layer, m: int, layouts=dispatch.GEMV_X) -> list[tup
         SWEEP_NW, dispatch.GEMV_S, dispatch.GEMV_U, dispatch.GEMV_P, dispatch.GEMV_R, dispatch.GEMV_C, layouts
     ):
         nw, s, u, _, r, _, x = cfg
-        ctas = row_blocks // dispatch.cta_row_blocks(nw, r, x) * s
-        if s > 1 and ctas > MAX_CTAS:
+        if s > 1 and row_blocks // r * s > MAX_CTAS:
             continue
         if x == 0 and (layer.k // 32) // s < nw * u:
             continue  # fewer K blocks per CTA than one trip of all warps: some warps would idle
-        if x == 1 and (ctas < MIN_CTAS_X1 or (layer.k // 32) // s < u):
-            continue  # too few CTAs to stream the weights at full bandwidth, or a trip longer than the K range
         if dispatch.gemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None:
             out.append(cfg)
     return out
