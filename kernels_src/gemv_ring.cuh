@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(512, 1) gemv_ring_kernel(const GemvArgs a, int
 #pragma unroll
             for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-                for (int j = 0; j < 4; ++j) red[(warp * kTile + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
+                for (int j = 0; j < 4; ++j) red[warp * kTile + ((r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
     __syncthreads();
     for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {  // sum into warp 0's slot, one thread per idx
         float v = 0.f;
