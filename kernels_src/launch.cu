@@ -12,7 +12,10 @@ namespace okc {
 template <typename... Params, typename... Args>
 const char* launch(void (*kernel)(Params...), dim3 grid, int threads, size_t smem, bool cluster, cudaStream_t stream,
                    Args... args) {
-    if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
+    // Past the default 48 KB (which counts the kernels' few static bytes too: barriers, a flag), opt in; this is
+    // not a stream operation. Launching over the limit without it failed with a crash, not an error, in a cluster.
+    constexpr size_t kStaticSmemSlack = 1024;
+    if (smem + kStaticSmemSlack > 48 * 1024) {
         const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess) return cudaGetErrorString(err);
     }
