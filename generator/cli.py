@@ -240,13 +240,6 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
 @click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable; default 1 8 16 32).")
 @click.option("--reps", default=30, show_default=True)
 @click.option(
-    "--layout",
-    "layouts",
-    multiple=True,
-    type=click.IntRange(0, 1),
-    help="Only candidates of this layout X (repeatable; default all). Each shape's current entry is timed too.",
-)
-@click.option(
     "--json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -260,8 +253,8 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     show_default=True,
     help="Where to write the tuned CTABLE (then rebuild).",
 )
-def sweep(file: Path, layers, ms, reps: int, layouts, write_path: Path, json_path: Path | None) -> None:
-    """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R, C, X) per shape, keep the fastest correct one."""
+def sweep(file: Path, layers, ms, reps: int, write_path: Path, json_path: Path | None) -> None:
+    """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R, C) per shape, keep the fastest correct one."""
     import json
 
     import torch
@@ -270,7 +263,6 @@ def sweep(file: Path, layers, ms, reps: int, layouts, write_path: Path, json_pat
     from generator.build import write_atomic
     from generator.judge.sweep import SWEEP_M, run_sweep, updated_ctable
     from generator.tables import load_tables
-    from kernels_src.dispatch import GEMV_X
 
     if not torch.cuda.is_available():
         _fail("sweep needs a CUDA GPU (run it on the H200; see README)")
@@ -297,15 +289,7 @@ def sweep(file: Path, layers, ms, reps: int, layouts, write_path: Path, json_pat
             bar.write(row(point))
             bar.update()
 
-        points = run_sweep(
-            module,
-            problem,
-            shapes,
-            reps=reps,
-            progress=done,
-            layouts=tuple(layouts) or GEMV_X,
-            incumbents=current.entries,
-        )
+        points = run_sweep(module, problem, shapes, reps=reps, progress=done)
     click.echo(
         f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best GEMV':>22} {'us':>7}"
         f" {'cuBLAS':>7}  entry"

@@ -39,8 +39,8 @@ TABLES = (
     TableSpec(
         name="CTABLE",
         file="ctable.yaml",
-        fields=("NW", "S", "U", "P", "R", "C", "X"),
-        doc="(layer, m) -> (NW, S, U, P, R, C, X) for the plain tensor-core GEMV; None sends the shape to cuBLAS",
+        fields=("NW", "S", "U", "P", "R", "C"),
+        doc="(layer, m) -> (NW, S, U, P, R, C) for the plain tensor-core GEMV; None sends the shape to cuBLAS",
         m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M,
         m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}",
         check=_check_gemv,

@@ -4,7 +4,7 @@
 #include <torch/extension.h>
 
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, int X, bool dual,
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
                             long long stream);
 
 static void check_tensor(const torch::Tensor& t, const char* name, at::ScalarType dtype) {
@@ -18,7 +18,7 @@ static void check_tensor(const torch::Tensor& t, const char* name, at::ScalarTyp
 // out[M, N] = x[M, K] . W[:N]^T with W packed by packing.pack_mma_a (dual: W = hi + lo, both packed).
 void gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
           torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S, int64_t U, int64_t NB, int64_t R,
-          bool cluster, int64_t X, bool dual, int64_t P, int64_t stream) {
+          bool cluster, bool dual, int64_t P, int64_t stream) {
     check_tensor(x, "x", at::kBFloat16);
     check_tensor(w, "w", at::kBFloat16);
     if (dual) check_tensor(w2, "w2 (lo weights)", at::kBFloat16);
@@ -29,29 +29,20 @@ void gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out,
     const int64_t M = x.size(0);
     TORCH_CHECK(M >= 1 && M <= 8 * NB, "gemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
     TORCH_CHECK(N % 16 == 0 && K % 32 == 0, "gemv: need N % 16 == 0 and K % 32 == 0, got N=", N, " K=", K);
-    TORCH_CHECK(X == 0 || X == 1, "gemv: X (layout) must be 0 or 1, got ", X);
-    TORCH_CHECK(P >= 0 && P <= 3, "gemv: P must be 0..3, got ", P);
-    TORCH_CHECK(NW >= 1 && NW <= (X == 0 ? 16 : 8), "gemv: NW must be 1..", X == 0 ? 16 : 8, " for X=", X, ", got ", NW);
     TORCH_CHECK(R >= 1 && (N / 16) % R == 0, "gemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
     TORCH_CHECK(w.numel() >= N * K, "gemv: packed w holds ", w.numel(), " weights, fewer than N*K=", N * K);
     TORCH_CHECK(!dual || w2.numel() >= N * K, "gemv: packed w2 holds fewer than N*K weights");
     TORCH_CHECK(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "gemv: out must be [", M, ", ", N, "]");
+    TORCH_CHECK(NW >= 1 && NW <= 16, "gemv: NW must be 1..16, got ", NW);
     TORCH_CHECK(S >= 1 && (K / 32) % S == 0, "gemv: S=", S, " must divide the ", K / 32, " K blocks");
     TORCH_CHECK(!cluster || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
     TORCH_CHECK(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "gemv: workspace too small for S=", S);
     TORCH_CHECK(S == 1 || sem.numel() >= N / (16 * R), "gemv: need one semaphore per CTA row group (", N / (16 * R),
                 ")");
-    if (X == 1) {  // the ring kernel: whole stages of NW*U K blocks per split, P + 2 stages in shared memory
-        TORCH_CHECK((K / 32 / S) % (NW * U) == 0, "gemv: X=1 needs NW*U=", NW * U, " to divide the ", K / 32 / S,
-                    " K blocks of a split");
-        const int64_t ring = (P + 2) * R * (dual ? 2 : 1) * NW * U * 1024, tiles = NW * R * NB * 512;
-        TORCH_CHECK(std::max(ring, tiles) <= 227 * 1024, "gemv: X=1 ring of ", std::max(ring, tiles),
-                    " bytes is over the 227 KB of shared memory");
-    }
     const char* err = okc_launch_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr, out.data_ptr(),
                                       ws.data_ptr<float>(), sem.data_ptr<int>(), (int)M, (int)N, (int)K, (int)NW,
-                                      (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, (int)X, dual,
+                                      (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, dual,
                                       (long long)stream);
-    TORCH_CHECK(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " C=", cluster, " X=", X,
+    TORCH_CHECK(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " C=", cluster,
                 " dual=", dual, "): ", err ? err : "");
 }

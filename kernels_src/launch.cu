@@ -1,51 +1,12 @@
 // Host-side launchers: plain pointers and a stream handle in, an error message (or nullptr) out.
 // No torch headers here, so `python -m generator compile` can build this file alone with the local nvcc;
 // kernels_src/binding.cpp does the tensor checks and passes the caller's current stream (graph-capture safe).
-#include "gemv_ring.cuh"
+#include "gemv.cuh"
 
 #include <type_traits>
 
 namespace okc {
 
-// Launch with `smem` dynamic shared memory and, for a cluster split, the S K-splits of a row group as one
-// thread-block cluster (grid y).
-template <typename... Params, typename... Args>
-const char* launch(void (*kernel)(Params...), dim3 grid, int threads, size_t smem, bool cluster, cudaStream_t stream,
-                   Args... args) {
-    // Past the default 48 KB (which counts the kernels' few static bytes too: barriers, a flag), opt in; this is
-    // not a stream operation. Launching over the limit without it failed with a crash, not an error, in a cluster.
-    constexpr size_t kStaticSmemSlack = 1024;
-    if (smem + kStaticSmemSlack > 48 * 1024) {
-        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess) return cudaGetErrorString(err);
-    }
-    if (!cluster) {
-        kernel<<<grid, threads, smem, stream>>>(args...);
-    } else {
-        if (grid.y > 8) {  // 16-CTA clusters are beyond the portable 8: Hopper allows them on request
-            const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-            if (err != cudaSuccess) return cudaGetErrorString(err);
-        }
-        cudaLaunchConfig_t config = {};
-        config.gridDim = grid;
-        config.blockDim = dim3(threads);
-        config.dynamicSmemBytes = smem;
-        config.stream = stream;
-        cudaLaunchAttribute cluster_dim;
-        cluster_dim.id = cudaLaunchAttributeClusterDimension;
-        cluster_dim.val.clusterDim.x = 1;
-        cluster_dim.val.clusterDim.y = grid.y;
-        cluster_dim.val.clusterDim.z = 1;
-        config.attrs = &cluster_dim;
-        config.numAttrs = 1;
-        const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args...);
-        if (err != cudaSuccess) return cudaGetErrorString(err);
-    }
-    const cudaError_t err = cudaGetLastError();
-    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-}
-
-// X = 0: gemv.cuh, weights through registers; P is the pipelining style.
 template <int U, int NB, int R, int P, bool DUAL>
 const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) {
     if constexpr (!gemv_fits(U, NB, R, P, DUAL)) {
@@ -53,22 +14,35 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
         const size_t smem = (size_t)nw * R * NB * 4 * 32 * sizeof(float);  // up to 128 KB at NW=16, R=NB=4
-        return launch(gemv_kernel<U, NB, R, P, DUAL, OutT>, dim3(a.N / (16 * R), a.S), nw * 32, smem, a.cluster,
-                      stream, a);
-    }
-}
-
-// X = 1: gemv_ring.cuh, weights through a shared-memory ring of P + 2 stages; NW consumers + 1 producer warp.
-template <int U, int NB, int R, bool DUAL>
-const char* launch_ring_variant(const GemvArgs& a, int nw, int p, cudaStream_t stream) {
-    if constexpr (!ring_fits(U, NB, R, DUAL)) {
-        return "this (U, NB, R, dual) holds too many fragment registers for the ring kernel and is not compiled in";
-    } else {
-        using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        const int stages = p + 2;
-        const size_t smem = ring_smem_bytes(stages, nw, U, NB, R, DUAL);
-        return launch(gemv_ring_kernel<U, NB, R, DUAL, OutT>, dim3(a.N / (16 * R), a.S), (nw + 1) * 32, smem,
-                      a.cluster, stream, a, stages);
+        auto kernel = gemv_kernel<U, NB, R, P, DUAL, OutT>;
+        if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
+            const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            if (err != cudaSuccess) return cudaGetErrorString(err);
+        }
+        if (!a.cluster) {
+            kernel<<<dim3(a.N / (16 * R), a.S), nw * 32, smem, stream>>>(a);
+        } else {
+            if (a.S > 8) {  // 16-CTA clusters are beyond the portable 8: Hopper allows them on request
+                const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+                if (err != cudaSuccess) return cudaGetErrorString(err);
+            }
+            cudaLaunchConfig_t config = {};
+            config.gridDim = dim3(a.N / (16 * R), a.S);
+            config.blockDim = dim3(nw * 32);
+            config.dynamicSmemBytes = smem;
+            config.stream = stream;
+            cudaLaunchAttribute cluster_dim;
+            cluster_dim.id = cudaLaunchAttributeClusterDimension;
+            cluster_dim.val.clusterDim.x = 1;
+            cluster_dim.val.clusterDim.y = a.S;  // the S K-splits of one row group
+            cluster_dim.val.clusterDim.z = 1;
+            config.attrs = &cluster_dim;
+            config.numAttrs = 1;
+            const cudaError_t err = cudaLaunchKernelEx(&config, kernel, a);
+            if (err != cudaSuccess) return cudaGetErrorString(err);
+        }
+        const cudaError_t err = cudaGetLastError();
+        return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
     }
 }
 
@@ -79,9 +53,7 @@ const char* by_dual(const GemvArgs& a, int nw, bool dual, cudaStream_t s) {
 }
 
 template <int U, int NB, int R>
-const char* by_pipe(const GemvArgs& a, int nw, int p, int x, bool dual, cudaStream_t s) {
-    if (x == 1)
-        return dual ? launch_ring_variant<U, NB, R, true>(a, nw, p, s) : launch_ring_variant<U, NB, R, false>(a, nw, p, s);
+const char* by_pipe(const GemvArgs& a, int nw, int p, bool dual, cudaStream_t s) {
     switch (p) {
         case 0: return by_dual<U, NB, R, 0>(a, nw, dual, s);
         case 1: return by_dual<U, NB, R, 1>(a, nw, dual, s);
@@ -92,21 +64,21 @@ const char* by_pipe(const GemvArgs& a, int nw, int p, int x, bool dual, cudaStre
 }
 
 template <int U, int NB>
-const char* by_rows(const GemvArgs& a, int nw, int r, int p, int x, bool dual, cudaStream_t s) {
+const char* by_rows(const GemvArgs& a, int nw, int r, int p, bool dual, cudaStream_t s) {
     switch (r) {
-        case 1: return by_pipe<U, NB, 1>(a, nw, p, x, dual, s);
-        case 2: return by_pipe<U, NB, 2>(a, nw, p, x, dual, s);
-        case 4: return by_pipe<U, NB, 4>(a, nw, p, x, dual, s);
+        case 1: return by_pipe<U, NB, 1>(a, nw, p, dual, s);
+        case 2: return by_pipe<U, NB, 2>(a, nw, p, dual, s);
+        case 4: return by_pipe<U, NB, 4>(a, nw, p, dual, s);
     }
     return "R must be 1, 2 or 4";
 }
 
 template <int U>
-const char* by_nb(const GemvArgs& a, int nw, int nb, int r, int p, int x, bool dual, cudaStream_t s) {
+const char* by_nb(const GemvArgs& a, int nw, int nb, int r, int p, bool dual, cudaStream_t s) {
     switch (nb) {
-        case 1: return by_rows<U, 1>(a, nw, r, p, x, dual, s);
-        case 2: return by_rows<U, 2>(a, nw, r, p, x, dual, s);
-        case 4: return by_rows<U, 4>(a, nw, r, p, x, dual, s);
+        case 1: return by_rows<U, 1>(a, nw, r, p, dual, s);
+        case 2: return by_rows<U, 2>(a, nw, r, p, dual, s);
+        case 4: return by_rows<U, 4>(a, nw, r, p, dual, s);
     }
     return "NB must be 1, 2 or 4";
 }
@@ -115,16 +87,16 @@ const char* by_nb(const GemvArgs& a, int nw, int nb, int r, int p, int x, bool d
 
 // Called by binding.cpp; every argument has been checked there.
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, int X, bool dual,
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
                             long long stream) {
     const okc::GemvArgs a{static_cast<const okc::Frag*>(x), static_cast<const okc::Frag*>(w),
                           static_cast<const okc::Frag*>(w2), out, ws, sem, M, N, K, S, cluster ? 1 : 0};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (U) {
-        case 1: return okc::by_nb<1>(a, NW, NB, R, P, X, dual, s);
-        case 2: return okc::by_nb<2>(a, NW, NB, R, P, X, dual, s);
-        case 4: return okc::by_nb<4>(a, NW, NB, R, P, X, dual, s);
-        case 8: return okc::by_nb<8>(a, NW, NB, R, P, X, dual, s);
+        case 1: return okc::by_nb<1>(a, NW, NB, R, P, dual, s);
+        case 2: return okc::by_nb<2>(a, NW, NB, R, P, dual, s);
+        case 4: return okc::by_nb<4>(a, NW, NB, R, P, dual, s);
+        case 8: return okc::by_nb<8>(a, NW, NB, R, P, dual, s);
     }
     return "U must be 1, 2, 4 or 8";
 }

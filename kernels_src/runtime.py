@@ -85,7 +85,7 @@ def prepare(weights):
 
 
 def _gemv(x, layer, n, cfg, state):
-    nw, s, u, p, r, c, layout = cfg
+    nw, s, u, p, r, c = cfg
     m, k = x.shape
     dual = _is_dual(layer)
     out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
@@ -107,7 +107,6 @@ def _gemv(x, layer, n, cfg, state):
         column_blocks(m),
         r,
         bool(c),
-        layout,
         dual,
         p,
         stream,

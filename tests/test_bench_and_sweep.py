@@ -74,41 +74,23 @@ def test_sweep_candidates_are_all_admissible():
             )
 
 
-def test_sweep_candidates_cover_both_layouts_and_narrow_to_one():
-    qkv = load_problem().layers["qkv_gate"]
-    both = candidate_configs(qkv, 32)
-    only_1 = candidate_configs(qkv, 32, layouts=(1,))
-    assert {c[-1] for c in both} == {0, 1}
-    assert only_1 and all(c[-1] == 1 for c in only_1) and set(only_1) <= set(both)
-    assert all(c[0] <= 8 for c in only_1)  # the ring kernel's NW consumers + its producer warp
-
-
 def test_sweep_point_json_ranks_every_timing():
-    point = SweepPoint(
-        "o",
-        8,
-        (8, 1, 4, 0, 2, 0, 0),
-        9.3,
-        9.6,
-        3,
-        0,
-        0,
-        {(4, 1, 1, 0, 1, 0, 1): 12.0, (8, 1, 4, 0, 2, 0, 0): 9.4},
-    )
+    timings = {(4, 1, 1, 0, 1, 0): 12.0, (8, 1, 4, 0, 2, 0): 9.4}
+    point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, 0, 0, timings)
     js = point.to_json()
-    assert js["timings"] == [[[8, 1, 4, 0, 2, 0, 0], 9.4], [[4, 1, 1, 0, 1, 0, 1], 12.0]]
-    assert js["best"] == (8, 1, 4, 0, 2, 0, 0) and js["cublas_us"] == 9.6
+    assert js["timings"] == [[[8, 1, 4, 0, 2, 0], 9.4], [[4, 1, 1, 0, 1, 0], 12.0]]
+    assert js["best"] == (8, 1, 4, 0, 2, 0) and js["cublas_us"] == 9.6
 
 
 def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     problem = load_problem()
     points = [
-        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0, 0), 9.0, 10.0, 100, 0),
-        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0, 0), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
-        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0, 0), 9.0, 19.0, 100, 0),
+        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0), 9.0, 10.0, 100, 0),
+        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
+        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0), 9.0, 19.0, 100, 0),
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
-    kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0, 0]  # kept from an earlier sweep"}
+    kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0]  # kept from an earlier sweep"}
     text = ctable_yaml(
         header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
         pick_defaults(choices, problem),
@@ -120,15 +102,15 @@ def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     path.write_text(text)
     table = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
     assert table.entries == {
-        ("o", 1): (8, 1, 1, 0, 1, 0, 0),
+        ("o", 1): (8, 1, 1, 0, 1, 0),
         ("o", 8): None,
-        ("router", 8): (16, 8, 1, 1, 1, 0, 0),
-        ("pooler", 1): (8, 1, 4, 1, 1, 0, 0),
+        ("router", 8): (16, 8, 1, 1, 1, 0),
+        ("pooler", 1): (8, 1, 4, 1, 1, 0),
     }
     assert "# kept from an earlier sweep" in text
-    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0, 0) alone would not fit m = 32
-    assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0, 0), "dual": (16, 8, 1, 1, 1, 0, 0)}
-    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0, 0)}, problem)
+    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0) alone would not fit m = 32
+    assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0), "dual": (16, 8, 1, 1, 1, 0)}
+    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0)}, problem)
     assert lone["plain"] is None
     assert text.startswith("# Written by `python -m generator sweep`")
 
@@ -137,9 +119,9 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     problem = load_problem()
     text = (REPO_ROOT / "tables" / "ctable.yaml").read_text()
     current = load_tables(problem)["CTABLE"]
-    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1, 0), 8.0, 19.0, 10, 0)
+    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1), 8.0, 19.0, 10, 0)
     path = tmp_path / "ctable.yaml"
     path.write_text(updated_ctable(text, current, [point], [("router", 8)], problem))
-    assert "8: [16, 8, 1, 1, 1, 1, 0]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
+    assert "8: [16, 8, 1, 1, 1, 1]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
     updated = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
-    assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1, 0)}
+    assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1)}

@@ -11,17 +11,17 @@ from generator import REPO_ROOT
 from generator.cli import main
 from kernels_src import dispatch
 
-CTABLE = {("o", 1): (8, 1, 2, 1, 2, 0, 0), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1, 0, 0)}
-DEFAULTS = {"plain": (4, 1, 2, 0, 1, 0, 0), "dual": None}
+CTABLE = {("o", 1): (8, 1, 2, 1, 2, 0), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1, 0)}
+DEFAULTS = {"plain": (4, 1, 2, 0, 1, 0), "dual": None}
 
 
 @pytest.mark.parametrize(
     "layer, m, dual, expected",
     [
-        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0, 0))),
+        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0))),
         ("o", 5, False, ("cublas", None)),  # borrows ("o", 8), which is None
-        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1, 0, 0))),  # borrows ("o", 16)
-        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1, 0, 0))),  # no row: the plain default
+        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # borrows ("o", 16)
+        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # no row: the plain default
         ("router", 8, True, ("cublas", None)),  # dual default is None
         ("o", 33, False, ("cublas", None)),
         ("o", 256, False, ("cublas", None)),
@@ -36,69 +36,38 @@ def test_column_blocks():
 
 
 def test_config_errors_name_the_field():
-    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1, 0, 0), 1, False, 1024, 1024)
-    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1, 0, 0), 1, False, 1024, 512)
-    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4, 0, 0), 1, False, 32, 1024)
-    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1, 0, 0), 32, True, 256, 8192)
-    assert dispatch.gemv_config_error((16, 8, 1, 2, 1, 0, 0), 32, True, 256, 8192) is None
-    assert "cluster" in dispatch.gemv_config_error((16, 32, 1, 0, 1, 1, 0), 8, True, 256, 8192)
-    assert "cluster" in dispatch.gemv_config_error((16, 1, 1, 0, 1, 1, 0), 8, True, 256, 8192)
-    assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1, 0), 8, True, 256, 8192) is None
-
-
-def test_ring_layout_rules():
-    # X=1: NW consumer warps + a producer, whole stages of NW*U K blocks per split, the ring in 227 KB
-    assert dispatch.gemv_config_error((8, 4, 2, 2, 1, 1, 1), 32, False, 2304, 8192) is None
-    assert "NW <= 8" in dispatch.gemv_config_error((16, 4, 2, 2, 1, 1, 1), 32, False, 2304, 8192)
-    assert "NW*U=16 to divide the 8" in dispatch.gemv_config_error(
-        (8, 4, 2, 2, 1, 1, 1), 32, False, 8192, 1024
-    )
-    assert "shared memory" in dispatch.gemv_config_error((8, 1, 4, 3, 2, 0, 1), 1, False, 2304, 8192)
-    assert "data registers" in dispatch.gemv_config_error((8, 1, 4, 0, 1, 0, 1), 32, False, 2304, 8192)
-    assert dispatch.ring_smem_bytes(4, 8, 2, 4, 1, False) == 4 * 8 * 2 * 1024
-    assert dispatch.ring_smem_bytes(2, 8, 1, 4, 4, False) == 8 * 4 * 4 * 512  # the partial tiles are larger
-    assert dispatch.ring_smem_bytes(3, 4, 2, 1, 1, True) == 3 * 2 * 4 * 2 * 1024
+    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1, 0), 1, False, 1024, 1024)
+    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1, 0), 1, False, 1024, 512)
+    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4, 0), 1, False, 32, 1024)
+    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1, 0), 32, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 8, 1, 2, 1, 0), 32, True, 256, 8192) is None
+    assert "cluster" in dispatch.gemv_config_error((16, 32, 1, 0, 1, 1), 8, True, 256, 8192)
+    assert "cluster" in dispatch.gemv_config_error((16, 1, 1, 0, 1, 1), 8, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1), 8, True, 256, 8192) is None
 
 
 def _cpp_rule_table(tmp_path):
-    """gemv_fits() as the CUDA header computes it, for every (U, NB, R, P, dual, X), via a host-only program."""
+    """gemv_fits() as the CUDA header computes it, for every (U, NB, R, P, dual), via a host-only program."""
     program = tmp_path / "rule.cu"
     program.write_text(
-        f'#include "{REPO_ROOT}/kernels_src/gemv_ring.cuh"\n#include <cstdio>\n'
+        f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
         " for (int p = 0; p < 4; ++p) for (int d = 0; d < 2; ++d)"
-        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d));'
-        " for (int st : {2, 5}) for (int nw : {1, 4, 8}) for (int u : {1, 2, 8}) for (int nb : {1, 2, 4})"
-        " for (int r : {1, 2, 4}) for (int d = 0; d < 2; ++d)"
-        ' printf("ring %d %d %d %d %d %d %zu %d\\n", st, nw, u, nb, r, d, okc::ring_smem_bytes(st, nw, u, nb, r, d),'
-        " (int)okc::ring_fits(u, nb, r, d)); }\n"
+        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n'
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "rule")], check=True)
     out = subprocess.run([str(tmp_path / "rule")], capture_output=True, text=True, check=True).stdout
-    fits, ring = {}, {}
-    for line in out.splitlines():
-        if line.startswith("ring"):
-            st, nw, u, nb, r, d, nbytes, ok = map(int, line.split()[1:])
-            ring[(st, nw, u, nb, r, d)] = (nbytes, bool(ok))
-        else:
-            fits[tuple(map(int, line.split()[:5]))] = bool(int(line.split()[5]))
-    return fits, ring
+    return {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
 
 
 @pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_python_and_cuda_agree_on_which_configs_exist(tmp_path):
-    fits, ring = _cpp_rule_table(tmp_path)
+    cpp = _cpp_rule_table(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
     for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(4), (0, 1)):
-        error = dispatch.gemv_config_error((4, 1, u, p, r, 0, 0), m_of_nb[nb], bool(d), 4096, 8192)
-        assert (error is None) == fits[(u, nb, r, p, d)], (u, nb, r, p, d, error)
-    assert len(ring) == 2 * 3 * 3 * 3 * 3 * 2
-    for (st, nw, u, nb, r, d), (nbytes, ok) in ring.items():
-        assert dispatch.ring_smem_bytes(st, nw, u, nb, r, bool(d)) == nbytes, (st, nw, u, nb, r, d)
-        # the register rule alone: a config small enough in shared memory and dividing K
-        error = dispatch.gemv_config_error((1, 1, u, 0, r, 0, 1), m_of_nb[nb], bool(d), 4096, 8192)
-        assert ("data registers" not in (error or "")) == ok, (u, nb, r, d, error)
+        error = dispatch.gemv_config_error((4, 1, u, p, r, 0), m_of_nb[nb], bool(d), 4096, 8192)
+        assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
 
 
 @pytest.mark.nvcc

@@ -17,17 +17,17 @@ MIN_GAIN = 0.02  # keep cuBLAS unless the GEMV is at least 2% faster: noise shou
 FINALISTS = 4  # the fastest few of the coarse pass are timed again with more replays before one is chosen
 
 
-def candidate_configs(layer: Layer, m: int, layouts=dispatch.GEMV_X) -> list[tuple[int, ...]]:
-    """Every (NW, S, U, P, R, C, X) the kernel can run for this shape, with S bounded by the grid it makes."""
+def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
+    """Every (NW, S, U, P, R, C) the kernel can run for this shape, with S bounded by the grid it makes."""
     row_blocks = layer.n_for(m) // 16
     out = []
     for cfg in itertools.product(
-        SWEEP_NW, dispatch.GEMV_S, dispatch.GEMV_U, dispatch.GEMV_P, dispatch.GEMV_R, dispatch.GEMV_C, layouts
+        SWEEP_NW, dispatch.GEMV_S, dispatch.GEMV_U, dispatch.GEMV_P, dispatch.GEMV_R, dispatch.GEMV_C
     ):
-        nw, s, u, _, r, _, x = cfg
+        nw, s, u, _, r, _ = cfg
         if s > 1 and row_blocks // r * s > MAX_CTAS:
             continue
-        if x == 0 and (layer.k // 32) // s < nw * u:
+        if (layer.k // 32) // s < nw * u:
             continue  # fewer K blocks per CTA than one trip of all warps: some warps would idle
         if dispatch.gemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None:
             out.append(cfg)
@@ -133,20 +133,8 @@ def header_of(text: str) -> str:
     return "\n".join(head)
 
 
-def run_sweep(
-    module: ModuleType,
-    problem: Problem,
-    shapes,
-    reps: int = 30,
-    seed: int = 0,
-    progress=None,
-    layouts=dispatch.GEMV_X,
-    incumbents=None,
-):
-    """Time every candidate per shape (cold, read-flushed), checking each one's output against float64.
-    `layouts` narrows the candidates to those X values; `incumbents` ((layer, m) -> config or None, the current
-    table) adds each shape's current entry, so a narrowed sweep still weighs its winner against it in one run.
-    """
+def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed: int = 0, progress=None):
+    """Time every candidate per shape (cold, read-flushed), checking each one's output against float64."""
     import torch
 
     from generator.judge.bench import cublas_baselines
@@ -171,10 +159,7 @@ def run_sweep(
         x = make_x(m, k, gen, device)
         ref, scale = reference(x, weights[layer_name], n)
         timed, wrong = {}, 0
-        candidates = candidate_configs(layer, m, layouts)
-        incumbent = (incumbents or {}).get((layer_name, m))
-        if incumbent is not None and incumbent not in candidates:
-            candidates.append(incumbent)
+        candidates = candidate_configs(layer, m)
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
                 out = module._gemv(x, layer_name, n, cfg, state)
