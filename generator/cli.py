@@ -301,4 +301,5 @@ def sweep(file: Path, layers, ms, reps: int, write_path: Path, json_path: Path |
     write_atomic(write_path, updated_ctable(ctable.read_text(), current, points, shapes, problem))
     click.echo(f"wrote {write_path}; rebuild with `python -m generator build`")
     if any(p.wrong for p in points):
-        _fail("some configurations computed wrong results (see 'wrong'): fix the kernel", 1)
+        wrong = "; ".join(f"{p.layer} m={p.m} {list(c)}" for p in points for c in p.wrong_configs)
+        _fail(f"configurations that computed wrong results (fix the kernel): {wrong}", 1)

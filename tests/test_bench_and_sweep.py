@@ -76,9 +76,10 @@ def test_sweep_candidates_are_all_admissible():
 
 def test_sweep_point_json_ranks_every_timing():
     timings = {(4, 1, 1, 0, 1, 0): 12.0, (8, 1, 4, 0, 2, 0): 9.4}
-    point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, 0, 0, timings)
+    point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, 1, 0, timings, [(16, 2, 1, 0, 1, 1)])
     js = point.to_json()
     assert js["timings"] == [[[8, 1, 4, 0, 2, 0], 9.4], [[4, 1, 1, 0, 1, 0], 12.0]]
+    assert js["wrong"] == [[16, 2, 1, 0, 1, 1]]
     assert js["best"] == (8, 1, 4, 0, 2, 0) and js["cublas_us"] == 9.6
 
 

@@ -45,6 +45,7 @@ class SweepPoint:
     wrong: int  # configurations whose output failed the reference check (never chosen)
     failed: int = 0  # configurations whose launch raised (never chosen)
     timings: dict = field(default_factory=dict)  # every correct config -> its coarse-pass time, us
+    wrong_configs: list = field(default_factory=list)  # the `wrong` ones, to reproduce
 
     def to_json(self) -> dict:
         ranked = sorted(self.timings.items(), key=lambda kv: kv[1])
@@ -55,6 +56,7 @@ class SweepPoint:
             "best_us": self.best_us,
             "cublas_us": self.cublas_us,
             "timings": [[list(cfg), round(us, 3)] for cfg, us in ranked],
+            "wrong": [list(cfg) for cfg in self.wrong_configs],
         }
 
     @property
@@ -158,7 +160,7 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
         n, k = layer.n_for(m), layer.k
         x = make_x(m, k, gen, device)
         ref, scale = reference(x, weights[layer_name], n)
-        timed, wrong = {}, 0
+        timed, wrong = {}, []
         candidates = candidate_configs(layer, m)
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
@@ -168,7 +170,7 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
                 failed.append((layer_name, m, cfg, str(exc).splitlines()[0]))
                 continue
             if not compare(out, ref, scale, fp32_out=layer.dual).ok:
-                wrong += 1
+                wrong.append(cfg)
                 continue
             timed[cfg] = time_cold_us(lambda: module._gemv(x, layer_name, n, cfg, state), flush, reps)
         # a 30-replay median moves by a few tenths of a microsecond: re-time the finalists (and cuBLAS) longer
@@ -189,9 +191,10 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
             best_us,
             cublas_us,
             len(candidates),
-            wrong,
+            len(wrong),
             sum(1 for f in failed if f[:2] == (layer_name, m)),
             timed,
+            wrong,
         )
         points.append(point)
         if progress is not None:
