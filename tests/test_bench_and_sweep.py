@@ -76,19 +76,19 @@ def test_sweep_candidates_are_all_admissible():
 
 def test_sweep_point_json_ranks_every_timing():
     timings = {(4, 1, 1, 0, 1, 0): 12.0, (8, 1, 4, 0, 2, 0): 9.4}
-    point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, 1, 0, timings, [(16, 2, 1, 0, 1, 1)])
+    point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, [(16, 2, 1, 0, 1, 1)], 0, timings)
     js = point.to_json()
     assert js["timings"] == [[[8, 1, 4, 0, 2, 0], 9.4], [[4, 1, 1, 0, 1, 0], 12.0]]
-    assert js["wrong"] == [[16, 2, 1, 0, 1, 1]]
+    assert js["wrong"] == [[16, 2, 1, 0, 1, 1]] and point.wrong == 1
     assert js["best"] == (8, 1, 4, 0, 2, 0) and js["cublas_us"] == 9.6
 
 
 def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     problem = load_problem()
     points = [
-        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0), 9.0, 10.0, 100, 0),
-        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0), 9.9, 10.0, 100, 0),  # under 2% faster: stays cuBLAS
-        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0), 9.0, 19.0, 100, 0),
+        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0), 9.0, 10.0, 100, []),
+        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0), 9.9, 10.0, 100, []),  # under 2% faster: stays cuBLAS
+        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0), 9.0, 19.0, 100, []),
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
     kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0]  # kept from an earlier sweep"}
@@ -120,7 +120,7 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     problem = load_problem()
     text = (REPO_ROOT / "tables" / "ctable.yaml").read_text()
     current = load_tables(problem)["CTABLE"]
-    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1), 8.0, 19.0, 10, 0)
+    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1), 8.0, 19.0, 10, [])
     path = tmp_path / "ctable.yaml"
     path.write_text(updated_ctable(text, current, [point], [("router", 8)], problem))
     assert "8: [16, 8, 1, 1, 1, 1]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()

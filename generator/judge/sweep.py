@@ -42,10 +42,13 @@ class SweepPoint:
     best_us: float
     cublas_us: float
     tried: int
-    wrong: int  # configurations whose output failed the reference check (never chosen)
+    wrong_configs: list  # configurations whose output failed the reference check (never chosen)
     failed: int = 0  # configurations whose launch raised (never chosen)
     timings: dict = field(default_factory=dict)  # every correct config -> its coarse-pass time, us
-    wrong_configs: list = field(default_factory=list)  # the `wrong` ones, to reproduce
+
+    @property
+    def wrong(self) -> int:
+        return len(self.wrong_configs)
 
     def to_json(self) -> dict:
         ranked = sorted(self.timings.items(), key=lambda kv: kv[1])
@@ -191,10 +194,9 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
             best_us,
             cublas_us,
             len(candidates),
-            len(wrong),
+            wrong,
             sum(1 for f in failed if f[:2] == (layer_name, m)),
             timed,
-            wrong,
         )
         points.append(point)
         if progress is not None:
