@@ -246,22 +246,30 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     help="Also write every correct configuration's time per shape (fastest first), to study what wins.",
 )
 @click.option(
+    "--engine",
+    type=click.Choice(["gemv", "tma"]),
+    default="gemv",
+    show_default=True,
+    help="gemv: the mma.sync GEMV's (NW, S, U, P, R, C) into CTABLE; tma: the TMA + wgmma GEMV's (S, STAGES) into"
+    " TTABLE, kept only where it beats what CTABLE runs.",
+)
+@click.option(
     "--write",
     "write_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=REPO_ROOT / "tables" / "ctable.yaml",
-    show_default=True,
-    help="Where to write the tuned CTABLE (then rebuild).",
+    help="Where to write the tuned table (then rebuild).  [default: tables/ctable.yaml or tables/ttable.yaml]",
 )
-def sweep(file: Path, layers, ms, reps: int, write_path: Path, json_path: Path | None) -> None:
-    """Tune CTABLE on the GPU: time every admissible (NW, S, U, P, R, C) per shape, keep the fastest correct one."""
+def sweep(
+    file: Path, layers, ms, reps: int, engine: str, write_path: Path | None, json_path: Path | None
+) -> None:
+    """Tune a GEMV's table on the GPU: time every admissible configuration per shape, keep the fastest correct one."""
     import json
 
     import torch
     from tqdm import tqdm
 
     from generator.build import write_atomic
-    from generator.judge.sweep import SWEEP_M, run_sweep, updated_ctable
+    from generator.judge.sweep import SWEEP_M, run_sweep, updated_table
     from generator.tables import load_tables
 
     if not torch.cuda.is_available():
@@ -269,16 +277,18 @@ def sweep(file: Path, layers, ms, reps: int, write_path: Path, json_path: Path |
     module = _load(file)
     problem = _problem()
     shapes = _shape_filter(problem, layers, ms, SWEEP_M)
-    ctable = REPO_ROOT / "tables" / "ctable.yaml"
+    table_name, table_file = ("TTABLE", "ttable.yaml") if engine == "tma" else ("CTABLE", "ctable.yaml")
+    table_path = REPO_ROOT / "tables" / table_file
+    write_path = write_path or table_path
     try:
-        current = load_tables(problem)["CTABLE"]
+        current = load_tables(problem)[table_name]
     except BuildError as exc:
         _fail(str(exc))
 
     def row(p):
         return (
             f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {str(p.best):>22} {p.best_us:>7.2f}"
-            f" {p.cublas_us:>7.2f}  {p.choice}"
+            f" {p.baseline_us:>8.2f}  {p.choice}"
         )
 
     # disable=None: a progress bar on a terminal, nothing in a log file; each shape's line as soon as it is done,
@@ -289,16 +299,16 @@ def sweep(file: Path, layers, ms, reps: int, write_path: Path, json_path: Path |
             bar.write(row(point))
             bar.update()
 
-        points = run_sweep(module, problem, shapes, reps=reps, progress=done)
+        points = run_sweep(module, problem, shapes, reps=reps, progress=done, engine=engine)
     click.echo(
-        f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best GEMV':>22} {'us':>7}"
-        f" {'cuBLAS':>7}  entry"
+        f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best ' + engine:>22} {'us':>7}"
+        f" {'baseline':>8}  entry"
     )
     for p in points:
         click.echo(row(p))
     if json_path:
         json_path.write_text(json.dumps([p.to_json() for p in points], indent=1))
-    write_atomic(write_path, updated_ctable(ctable.read_text(), current, points, shapes, problem))
+    write_atomic(write_path, updated_table(table_path.read_text(), current, points, shapes, problem))
     click.echo(f"wrote {write_path}; rebuild with `python -m generator build`")
     if any(p.wrong for p in points):
         wrong = "; ".join(f"{p.layer} m={p.m} {list(c)}" for p in points for c in p.wrong_configs)

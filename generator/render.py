@@ -35,14 +35,16 @@ def layers_literal(problem: Problem) -> str:
     return "{" + ", ".join(items) + "}"
 
 
-def served_lines(problem: Problem, ctable: Table) -> list[str]:
+def served_lines(problem: Problem, ctable: Table, ttable: Table) -> list[str]:
     """One line per layer: which m's each engine serves, as kernel_fn will route them."""
     ms = sorted(set(problem.verify_m) | set(problem.bench_m))
     lines = []
     for layer in problem.layers.values():
         by_engine: dict[str, list[int]] = {}
         for m in ms:
-            engine, _ = dispatch.route(layer.name, m, layer.dual, ctable.entries, ctable.defaults)
+            engine, _ = dispatch.route(
+                layer.name, m, layer.dual, ctable.entries, ctable.defaults, ttable.entries
+            )
             by_engine.setdefault(engine, []).append(m)
         parts = [f"{engine} m={','.join(map(str, ms_))}" for engine, ms_ in by_engine.items()]
         lines.append(f"{layer.name + ':':<10} " + "; ".join(parts))
@@ -118,7 +120,7 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     context = {
         "problem": problem,
         "gemv_max_m": dispatch.GEMV_MAX_M,
-        "served": served_lines(problem, tables["CTABLE"]),
+        "served": served_lines(problem, tables["CTABLE"], tables["TTABLE"]),
         "cuda_files": sources.cuda_files,
         "digest": input_digest(root, sources),
         "imports": imports,

@@ -35,6 +35,10 @@ def _check_gemv(layer, m, cfg):
     return dispatch.gemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
 
 
+def _check_tma(layer, m, cfg):
+    return dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
+
+
 TABLES = (
     TableSpec(
         name="CTABLE",
@@ -45,6 +49,16 @@ TABLES = (
         m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}",
         check=_check_gemv,
         has_defaults=True,
+    ),
+    TableSpec(
+        name="TTABLE",
+        file="ttable.yaml",
+        fields=("S", "STAGES"),
+        doc="(layer, m) -> (S, STAGES) for the bulk-copy + wgmma GEMV; it takes precedence over CTABLE, and None"
+        " (or no entry) leaves the shape to CTABLE",
+        m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M,
+        m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}",
+        check=_check_tma,
     ),
     TableSpec(
         name="ZTABLE",

@@ -21,6 +21,15 @@ GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 GEMV_BATCH_DATA_REGS = 112
 GEMV_DOUBLE_DATA_REGS = 100
 
+# The bulk-copy + wgmma GEMV (kernels_src/tma_gemv.cuh): a CTA takes a 64-row weight tile and a run of 64-wide
+# K tiles; S CTAs split K (any S up to K/64); STAGES ring slots of one weight tile (two for the router's
+# hi + lo) and one x tile each. Values it is instantiated for:
+TMA_TILE = 64
+TMA_STAGES = (2, 4, 6, 8, 12, 16)
+TMA_SMEM_LIMIT = 227 * 1024  # Hopper's per-block shared memory (opt-in)
+# Split-K partial tiles of either GEMV live in one fp32 workspace of this many floats (runtime.py allocates it).
+WORKSPACE_FLOATS = 8 * 1024 * 1024
+
 
 def column_blocks(m):
     """8-token column blocks (NB) of the mma's B operand that cover m tokens: 1, 2 or 4."""
@@ -62,19 +71,51 @@ def gemv_config_error(cfg, m, dual, n, k):
     return None
 
 
+def tma_smem_bytes(nb, stages, dual):
+    """Shared memory of one TMA-GEMV CTA (tma_gemv.cuh, tma_smem_bytes): the ring plus 1 KB to align it."""
+    return stages * (TMA_TILE * TMA_TILE * 2 * (2 if dual else 1) + nb * 8 * TMA_TILE * 2) + 1024
+
+
+def tma_config_error(cfg, m, dual, n, k):
+    """Why (S, STAGES) cannot run the TMA GEMV at m tokens on an [n, k] weight, or None if it can."""
+    if not (isinstance(cfg, tuple) and len(cfg) == 2 and all(type(v) is int for v in cfg)):
+        return f"expected 2 integers [S, STAGES], got {cfg!r}"
+    s, stages = cfg
+    if stages not in TMA_STAGES:
+        return f"STAGES={stages} is not one of {TMA_STAGES}"
+    if not 1 <= m <= GEMV_MAX_M:
+        return f"the TMA GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
+    if n % TMA_TILE or k % TMA_TILE:
+        return f"the TMA GEMV needs N and K divisible by {TMA_TILE}, got N={n} K={k}"
+    if not 1 <= s <= k // TMA_TILE:
+        return f"S={s} must be 1..{k // TMA_TILE} (the {TMA_TILE}-wide K tiles of K={k})"
+    nb = column_blocks(m)
+    smem = tma_smem_bytes(nb, stages, dual)
+    if smem > TMA_SMEM_LIMIT:
+        return f"STAGES={stages} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {TMA_SMEM_LIMIT}"
+    if s > 1 and (n // TMA_TILE) * s * TMA_TILE * 8 * nb > WORKSPACE_FLOATS:
+        return f"S={s} needs more split-K workspace than the {WORKSPACE_FLOATS} floats there are"
+    return None
+
+
 def table_m_for(m):
     """The CTABLE row an m without its own entry borrows: the largest m of its column-block class."""
     return 8 if m <= 8 else 16 if m <= 16 else 32
 
 
-def route(layer, m, dual, ctable, defaults):
-    """(engine, config) for a call: ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
+def route(layer, m, dual, ctable, defaults, ttable=None):
+    """(engine, config) for a call: ("tma", (S, STAGES)), ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
 
-    A CTABLE entry for (layer, m) wins; a missing one borrows the entry of its column-block class
-    (see table_m_for), and failing that the default for the weight's kind (dual: fp32 weights run as a
-    bf16 hi+lo pair). None anywhere means cuBLAS."""
+    A TTABLE entry for (layer, m), or failing that for its column-block class (see table_m_for), sends the call
+    to the TMA GEMV; None or no entry there means "not this engine" and CTABLE decides. A CTABLE entry for
+    (layer, m) wins; a missing one borrows the entry of its column-block class, and failing that the default
+    for the weight's kind (dual: fp32 weights run as a bf16 hi+lo pair). None in CTABLE means cuBLAS."""
     if m > GEMV_MAX_M or m < 1:
         return "cublas", None
+    if ttable:
+        tkey = (layer, m) if (layer, m) in ttable else (layer, table_m_for(m))
+        if ttable.get(tkey) is not None:
+            return "tma", ttable[tkey]
     key = (layer, m) if (layer, m) in ctable else (layer, table_m_for(m))
     if key in ctable:
         cfg = ctable[key]

@@ -1,4 +1,5 @@
-"""Weight layouts made once in prepare(): mma A-fragment order, and the router's bf16 hi+lo split."""
+"""Weight layouts made once in prepare(): mma A-fragment order, 64 x 64 tiles for the TMA GEMV, and the router's
+bf16 hi+lo split."""
 
 import torch
 
@@ -25,6 +26,17 @@ def pack_mma_a(w):
     # dims of the view: rb, a, g, kb, t, y, z, e
     blocks = w.reshape(n // 16, 2, 8, k // 32, 4, 2, 2, 2)
     return blocks.permute(0, 3, 5, 2, 4, 6, 1, 7).contiguous().reshape(-1)
+
+
+def pack_tma_tiles(w):
+    """[N, K] bf16 -> [N/64, K/64, 64, 64] contiguous: the 64-row x 64-k tile (t, kt) is one 8 KB block, and one
+    row tile's K tiles follow each other, so a CTA of the TMA GEMV streams one contiguous range (row-major W
+    would scatter each tile over 64 rows 2K bytes apart). Row tiles are outermost: the first n rows are a prefix.
+    """
+    n, k = w.shape
+    if n % 64 or k % 64:
+        raise ValueError(f"pack_tma_tiles: weight [{n}, {k}] must have N % 64 == 0 and K % 64 == 0")
+    return w.reshape(n // 64, 64, k // 64, 64).permute(0, 2, 1, 3).contiguous()
 
 
 def split_hi_lo(w):

@@ -3,15 +3,15 @@
 import torch
 from torch.utils.cpp_extension import load_inline
 
-from kernels_src.dispatch import GEMV_MAX_M, column_blocks, route
-from kernels_src.packing import pack_mma_a, split_hi_lo
+from kernels_src.dispatch import GEMV_MAX_M, WORKSPACE_FLOATS, column_blocks, route
+from kernels_src.packing import pack_mma_a, pack_tma_tiles, split_hi_lo
 
 # Defined ahead of this code in dist/submission.py by templates/submission.py.j2:
 #   CUDA_SRC, BINDING_SRC   the CUDA kernels + launchers, and the torch-facing C++ shim
 #   LAYERS, WARMUP_M        the problem (tables/problem.yaml)
-#   CTABLE, CTABLE_DEFAULTS the GEMV's tuning table (tables/ctable.yaml)
+#   CTABLE, CTABLE_DEFAULTS the mma.sync GEMV's tuning table (tables/ctable.yaml)
+#   TTABLE                  the TMA + wgmma GEMV's tuning table (tables/ttable.yaml)
 
-WORKSPACE_FLOATS = 8 * 1024 * 1024  # split-K partial tiles (32 MB): N/16 * S * NB*128 floats at most
 SEMAPHORES = 4096  # one arrival counter per 16-row block; every split-K launch leaves its counters at 0
 # nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
 CUDA_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]
@@ -26,7 +26,7 @@ def _extension():
             name="okc_muse_proj",
             cpp_sources=BINDING_SRC,
             cuda_sources=CUDA_SRC,
-            functions=["gemv"],
+            functions=["gemv", "tma_gemv"],
             extra_cuda_cflags=CUDA_FLAGS,
             verbose=False,
         )
@@ -45,7 +45,7 @@ def _width(layer, m):
 
 
 def _engine(layer, m):
-    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS)
+    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE)
 
 
 def prepare(weights):
@@ -63,15 +63,15 @@ def prepare(weights):
         else:
             state[layer] = (w,)
             state["cublas:" + layer] = w
-    gemv_layers = {
-        layer for layer in weights for m in range(1, GEMV_MAX_M + 1) if _engine(layer, m)[0] == "gemv"
-    }
-    for layer in sorted(gemv_layers):
-        # row blocks are outermost in the packed order, so the unpooler's 1024-row slice is a prefix
+    engines = {(layer, _engine(layer, m)[0]) for layer in weights for m in range(1, GEMV_MAX_M + 1)}
+    # Row blocks / row tiles are outermost in both packed orders, so the unpooler's 1024-row slice is a prefix.
+    for layer in sorted(layer for layer, engine in engines if engine == "gemv"):
         state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
+    for layer in sorted(layer for layer, engine in engines if engine == "tma"):
+        state["tiles:" + layer] = tuple(pack_tma_tiles(part) for part in state[layer])
     state["ws"] = torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device)
     state["sem"] = torch.zeros(SEMAPHORES, dtype=torch.int32, device=device)
-    if gemv_layers:
+    if any(engine != "cublas" for _, engine in engines):
         _extension()
     # Warm-up: cuBLAS heuristics, workspaces and any lazy initialisation happen here, not in the timed calls.
     for layer, w in weights.items():
@@ -114,6 +114,31 @@ def _gemv(x, layer, n, cfg, state):
     return out
 
 
+def _tma_gemv(x, layer, n, cfg, state):
+    s, stages = cfg
+    m, k = x.shape
+    dual = _is_dual(layer)
+    out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
+    tiles = state["tiles:" + layer]
+    stream = torch.cuda.current_stream(x.device).cuda_stream
+    _extension().tma_gemv(
+        x,
+        tiles[0],
+        tiles[-1],
+        out,
+        state["ws"],
+        state["sem"],
+        n,
+        k,
+        s,
+        column_blocks(m),
+        stages,
+        dual,
+        stream,
+    )
+    return out
+
+
 def _cublas(x, layer, n, state):
     w = state["cublas:" + layer]
     if _is_dual(layer):
@@ -127,6 +152,9 @@ def kernel_fn(data, state):
     config = data["config"]
     layer, n = config["layer"], config["n"]
     engine, cfg = _engine(layer, x.shape[0])
-    if engine == "gemv" and x.is_contiguous() and x.data_ptr() % 16 == 0 and n % 16 == 0:
+    aligned = x.is_contiguous() and x.data_ptr() % 16 == 0
+    if engine == "tma" and aligned and n % 64 == 0:
+        return _tma_gemv(x, layer, n, cfg, state)
+    if engine == "gemv" and aligned and n % 16 == 0:
         return _gemv(x, layer, n, cfg, state)
     return _cublas(x, layer, n, state)

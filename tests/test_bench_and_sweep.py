@@ -9,10 +9,11 @@ from generator.judge.bench import BenchResult, ShapeTiming, compare_results, flo
 from generator.judge.sweep import (
     SweepPoint,
     candidate_configs,
-    ctable_yaml,
+    candidate_tma_configs,
     header_of,
     pick_defaults,
-    updated_ctable,
+    table_yaml,
+    updated_table,
 )
 from generator.problem import load_problem
 from generator.tables import TABLES, load_tables, parse_table
@@ -92,7 +93,7 @@ def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
     kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0]  # kept from an earlier sweep"}
-    text = ctable_yaml(
+    text = table_yaml(
         header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
         pick_defaults(choices, problem),
         points,
@@ -122,7 +123,46 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     current = load_tables(problem)["CTABLE"]
     point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1), 8.0, 19.0, 10, [])
     path = tmp_path / "ctable.yaml"
-    path.write_text(updated_ctable(text, current, [point], [("router", 8)], problem))
+    path.write_text(updated_table(text, current, [point], [("router", 8)], problem))
     assert "8: [16, 8, 1, 1, 1, 1]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
     updated = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
     assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1)}
+
+
+def test_tma_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
+    problem = load_problem()
+    beats = SweepPoint("qkv_gate", 32, (3, 8), 16.8, 18.0, 40, [], engine="tma", incumbent_us=17.6)
+    loses = SweepPoint("qkv_gate", 1, (4, 6), 16.3, 17.7, 40, [], engine="tma", incumbent_us=14.6)
+    near = SweepPoint("pooler", 32, (2, 6), 23.5, 24.6, 40, [], engine="tma", incumbent_us=23.8)  # < 2%
+    assert beats.choice == (3, 8) and loses.choice is None and near.choice is None
+    assert beats.note == "tma 16.80 us vs gemv 17.60 us"
+    spec = next(t for t in TABLES if t.name == "TTABLE")
+    current = parse_table(spec, load_located(REPO_ROOT / "tables" / "ttable.yaml", "ttable.yaml"), problem)
+    text = updated_table(
+        (REPO_ROOT / "tables" / "ttable.yaml").read_text(),
+        current,
+        [beats, loses, near],
+        [("qkv_gate", 32), ("qkv_gate", 1), ("pooler", 32)],
+        problem,
+    )
+    assert "defaults" not in text  # TTABLE has none: a shape without an entry is CTABLE's
+    path = tmp_path / "ttable.yaml"
+    path.write_text(text)
+    table = parse_table(spec, load_located(path, "ttable.yaml"), problem)
+    assert table.entries[("qkv_gate", 32)] == (3, 8)
+    assert table.entries[("qkv_gate", 1)] is None and table.entries[("pooler", 32)] is None
+    js = beats.to_json()
+    assert js["engine"] == "tma" and js["incumbent_us"] == 17.6
+
+
+def test_tma_candidates_are_all_admissible():
+    problem = load_problem()
+    for layer in problem.layers.values():
+        for m in (1, 8, 16, 32):
+            cands = candidate_tma_configs(layer, m)
+            assert cands, (layer.name, m)
+            assert all(
+                dispatch.tma_config_error(c, m, layer.dual, layer.n_for(m), layer.k) is None for c in cands
+            )
+    router = problem.layers["router"]
+    assert (4, 12) not in candidate_tma_configs(router, 32)  # 12 x 20 KB rings do not fit

@@ -131,6 +131,11 @@ entries:
 """
 
 
+KNOWN_TTABLE = """# TTABLE for the tests
+entries: {}
+"""
+
+
 def _edit(path, old, new):
     text = path.read_text()
     assert old in text, old
@@ -178,6 +183,18 @@ BREAKAGES = {
         "    64: [16, 1, 2, 0, 1, 0]",
         r"tables/ctable\.yaml:\d+: qkv_gate: m must be an integer with 1 <= m <= 32",
     ),
+    "TMA ring over shared memory": (
+        "tables/ttable.yaml",
+        "entries: {}",
+        "entries:\n  router:\n    32: [4, 12]",
+        r"tables/ttable\.yaml:\d+: TTABLE\[router, 32\]: STAGES=12 at m=32 \(dual\) needs \d+ bytes of shared memory",
+    ),
+    "TMA split past the K tiles": (
+        "tables/ttable.yaml",
+        "entries: {}",
+        "entries:\n  o:\n    8: [17, 4]",
+        r"tables/ttable\.yaml:\d+: TTABLE\[o, 8\]: S=17 must be 1\.\.16",
+    ),
     "engine without a kernel": (
         "tables/ztable.yaml",
         "entries: {}",
@@ -216,8 +233,8 @@ BREAKAGES = {
     ),
     "python name the template lacks": (
         "kernels_src/runtime.py",
-        "    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS)",
-        "    return route(layer, m, _is_dual(layer), CTABLE, NO_SUCH_TABLE)",
+        "    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE)",
+        "    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, NO_SUCH_TABLE)",
         r"kernels_src/runtime\.py:\d+: undefined name 'NO_SUCH_TABLE'",
     ),
     "import outside the whitelist": (
@@ -233,6 +250,7 @@ BREAKAGES = {
 def test_bad_input_is_one_clear_line_exit_2_and_dist_untouched(repo_copy, kind):
     file, old, new, pattern = BREAKAGES[kind]
     (repo_copy / "tables" / "ctable.yaml").write_text(KNOWN_CTABLE)
+    (repo_copy / "tables" / "ttable.yaml").write_text(KNOWN_TTABLE)
     path = repo_copy / file
     if old is None:
         path.write_text(path.read_text() + new)

@@ -31,6 +31,35 @@ def test_route(layer, m, dual, expected):
     assert dispatch.route(layer, m, dual, CTABLE, DEFAULTS) == expected
 
 
+TTABLE = {("o", 32): (1, 8), ("o", 16): None, ("router", 8): (16, 6)}
+
+
+@pytest.mark.parametrize(
+    "layer, m, dual, expected",
+    [
+        ("o", 32, False, ("tma", (1, 8))),
+        ("o", 17, False, ("tma", (1, 8))),  # borrows ("o", 32)
+        ("o", 16, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # None in TTABLE: CTABLE decides
+        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0))),  # no TTABLE row for its class
+        ("router", 5, True, ("tma", (16, 6))),  # a TTABLE entry beats CTABLE's dual default (None = cuBLAS)
+        ("o", 64, False, ("cublas", None)),
+    ],
+)
+def test_route_with_ttable(layer, m, dual, expected):
+    assert dispatch.route(layer, m, dual, CTABLE, DEFAULTS, TTABLE) == expected
+
+
+def test_tma_config_errors_name_the_field():
+    assert "expected 2 integers" in dispatch.tma_config_error((1, 8, 0), 1, False, 1024, 1024)
+    assert "STAGES=5" in dispatch.tma_config_error((1, 5), 1, False, 1024, 1024)
+    assert "S=17 must be 1..16" in dispatch.tma_config_error((17, 4), 1, False, 8192, 1024)
+    assert "divisible by 64" in dispatch.tma_config_error((1, 4), 1, False, 1000, 1024)
+    assert "shared memory" in dispatch.tma_config_error((4, 12), 32, True, 256, 8192)  # 12 x 20 KB
+    assert dispatch.tma_config_error((4, 8), 32, True, 256, 8192) is None
+    assert "workspace" in dispatch.tma_config_error((64, 4), 32, False, 8192, 4096)
+    assert dispatch.tma_config_error((3, 8), 32, False, 2304, 8192) is None
+
+
 def test_column_blocks():
     assert [dispatch.column_blocks(m) for m in (1, 8, 9, 16, 17, 32)] == [1, 1, 2, 2, 4, 4]
 
@@ -76,3 +105,28 @@ def test_cuda_compiles_for_sm90a_without_spills():
     result = CliRunner().invoke(main, ["compile"])
     assert result.exit_code == 0, result.output
     assert "0 spilling" in result.output
+
+
+def _cpp_tma_fits(tmp_path):
+    """tma_fits() as the CUDA header computes it, for every (NB, STAGES, dual), via a host-only program."""
+    program = tmp_path / "tma_rule.cu"
+    program.write_text(
+        f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\n'
+        "int main() { for (int nb : {1, 2, 4}) for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d)"
+        ' printf("%d %d %d %d %d\\n", nb, st, d, (int)okc::tma_fits(nb, st, d), okc::tma_smem_bytes(nb, st, d)); }\n'
+    )
+    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "tma_rule")], check=True)
+    out = subprocess.run([str(tmp_path / "tma_rule")], capture_output=True, text=True, check=True).stdout
+    return {tuple(map(int, line.split()[:3])): tuple(map(int, line.split()[3:])) for line in out.splitlines()}
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
+    cpp = _cpp_tma_fits(tmp_path)
+    m_of_nb = {1: 8, 2: 16, 4: 32}
+    assert len(cpp) == 3 * len(dispatch.TMA_STAGES) * 2
+    for (nb, stages, dual), (fits, smem) in cpp.items():
+        assert dispatch.tma_smem_bytes(nb, stages, bool(dual)) == smem
+        error = dispatch.tma_config_error((1, stages), m_of_nb[nb], bool(dual), 256, 8192)
+        assert (error is None) == bool(fits), (nb, stages, dual, error)

@@ -4,7 +4,7 @@ fragment layouts) and check that packed weights x the kernel's x fragments give 
 import pytest
 import torch
 
-from kernels_src.packing import pack_mma_a, split_hi_lo
+from kernels_src.packing import pack_mma_a, pack_tma_tiles, split_hi_lo
 
 
 def a_fragment_coords(lane, reg, half):
@@ -97,3 +97,76 @@ def test_hi_lo_split_is_accurate_to_2_pow_16():
     assert hi.dtype == lo.dtype == torch.bfloat16
     rel = ((hi.double() + lo.double()) - w.double()).abs() / w.double().abs()
     assert float(rel.max()) <= 2.0**-16
+
+
+# ---- the TMA GEMV (kernels_src/tma_gemv.cuh): tile packing, box addressing, K splits, accumulator layout
+
+
+def tma_accumulator_coords(thread, e):
+    """(row in the 64-row tile, token) of consumer thread `thread`'s accumulator e: the wgmma D layout for
+    m64nNk16 (warp w owns rows 16w..16w+15, each 8-token block laid out like mma.sync's C), as tma_write maps it.
+    """
+    warp, lane = thread // 32, thread % 32
+    return warp * 16 + lane // 4 + (8 if e & 2 else 0), (e // 4) * 8 + (lane % 4) * 2 + (e & 1)
+
+
+def emulate_tma_gemv(tiles, x, n, k, s_splits):
+    """What the TMA GEMV computes, from the kernel's own index formulas: CTA (tile, split) loads the 64-row boxes
+    of the packed [N*K/64, 64] view at row (tile * K/64 + kt) * 64 and x's 64-wide boxes (rows >= m are zeros),
+    for kt in its uneven share of the K tiles; the split partials are summed in split order; each consumer
+    thread writes its accumulators to out[token, row]."""
+    m = x.shape[0]
+    nb = 1 if m <= 8 else 2 if m <= 16 else 4
+    k_tiles = k // 64
+    view = tiles.float().reshape(-1, 64)  # the tensor map's [N*K/64, 64] matrix
+    xs = torch.zeros(8 * nb, k)
+    xs[:m] = x.float()
+    out = torch.full((m, n), float("nan"))
+    covered = torch.zeros(n // 64, k_tiles, dtype=torch.int64)
+    for tile in range(n // 64):
+        total = torch.zeros(64, 8 * nb)
+        for split in range(s_splits):
+            kt0 = split * k_tiles // s_splits
+            kt1 = (split + 1) * k_tiles // s_splits
+            part = torch.zeros(64, 8 * nb)
+            for kt in range(kt0, kt1):
+                covered[tile, kt] += 1
+                row0 = (tile * k_tiles + kt) * 64
+                part += view[row0 : row0 + 64] @ xs[:, kt * 64 : kt * 64 + 64].t()
+            total += part
+        for thread in range(128):
+            for e in range(4 * nb):
+                r, token = tma_accumulator_coords(thread, e)
+                if token < m:
+                    out[token, tile * 64 + r] = total[r, token]
+    assert torch.equal(covered, torch.ones_like(covered)), "every K tile exactly once per row tile"
+    return out
+
+
+@pytest.mark.parametrize("m, splits", [(1, 1), (5, 3), (9, 2), (16, 5), (17, 1), (32, 4)])
+def test_tma_tiles_reproduce_the_product(m, splits):
+    n, k = 128, 320  # 2 row tiles, 5 K tiles: splits of 5 K tiles in 3 or 4 are uneven
+    gen = torch.Generator().manual_seed(m)
+    w = torch.randn(n, k, generator=gen).to(torch.bfloat16)
+    x = torch.randn(m, k, generator=gen).to(torch.bfloat16)
+    got = emulate_tma_gemv(pack_tma_tiles(w), x, n, k, splits)
+    torch.testing.assert_close(got, x.float() @ w.float().t(), rtol=1e-5, atol=1e-4)
+
+
+def test_tma_tiles_are_a_permutation_with_row_tiles_outermost():
+    n, k = 128, 192
+    w = torch.arange(n * k, dtype=torch.float32).reshape(n, k)
+    tiles = pack_tma_tiles(w)
+    assert sorted(tiles.flatten().tolist()) == list(range(n * k))
+    assert torch.equal(tiles[1, 2], w[64:128, 128:192])  # tile (t, kt) is one contiguous 64 x 64 block
+    assert torch.equal(tiles.flatten()[: 64 * k], pack_tma_tiles(w[:64].contiguous()).flatten())
+
+
+def test_tma_accumulators_cover_the_tile_once():
+    seen = [tma_accumulator_coords(t, e) for t in range(128) for e in range(16)]
+    assert sorted(seen) == [(r, c) for r in range(64) for c in range(32)]
+
+
+def test_pack_tma_rejects_unaligned_shapes():
+    with pytest.raises(ValueError, match="N % 64"):
+        pack_tma_tiles(torch.zeros(96, 64, dtype=torch.bfloat16))

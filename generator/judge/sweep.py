@@ -1,4 +1,6 @@
-"""sweep: time every admissible GEMV configuration per (layer, m) on the H200 and write tables/ctable.yaml."""
+"""sweep: time every admissible configuration of one GEMV engine per (layer, m) on the H200 and write its table:
+tables/ctable.yaml for the mma.sync GEMV (engine "gemv"), tables/ttable.yaml for the TMA + wgmma GEMV ("tma").
+"""
 
 from __future__ import annotations
 
@@ -15,6 +17,11 @@ SWEEP_NW = (4, 8, 16)  # 2 warps never won the first sweep
 MAX_CTAS = 2048  # beyond ~15 CTAs per SM, more split-K only adds partial-tile traffic
 MIN_GAIN = 0.02  # keep cuBLAS unless the GEMV is at least 2% faster: noise should not flip a shape
 FINALISTS = 4  # the fastest few of the coarse pass are timed again with more replays before one is chosen
+ENGINES = ("gemv", "tma")
+# The TMA GEMV's split counts and ring depths worth timing: S past 32 and 16 stages never came close (probe runs
+# on the H200, notes/session3); 16 stages leave one CTA per SM and 2 stages too few bytes in flight.
+TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
+TMA_SWEEP_STAGES = (4, 6, 8, 12)
 
 
 def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
@@ -34,6 +41,15 @@ def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
     return out
 
 
+def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int]]:
+    """Every (S, STAGES) of the TMA GEMV worth timing for this shape."""
+    return [
+        cfg
+        for cfg in itertools.product(TMA_SWEEP_S, TMA_SWEEP_STAGES)
+        if dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None
+    ]
+
+
 @dataclass
 class SweepPoint:
     layer: str
@@ -45,10 +61,26 @@ class SweepPoint:
     wrong_configs: list  # configurations whose output failed the reference check (never chosen)
     failed: int = 0  # configurations whose launch raised (never chosen)
     timings: dict = field(default_factory=dict)  # every correct config -> its coarse-pass time, us
+    engine: str = "gemv"
+    # what serves the shape without this engine's table, when that is not cuBLAS (tma: CTABLE's GEMV), us
+    incumbent_us: float = float("inf")
 
     @property
     def wrong(self) -> int:
         return len(self.wrong_configs)
+
+    @property
+    def baseline_us(self) -> float:
+        """The time to beat: cuBLAS, or the incumbent GEMV when that is faster."""
+        return min(self.cublas_us, self.incumbent_us)
+
+    @property
+    def note(self) -> str:
+        """The comment after the table entry: what was measured against what."""
+        if self.best is None:
+            return f"no {self.engine} config ran"
+        against = "cuBLAS" if self.cublas_us <= self.incumbent_us else "gemv"
+        return f"{self.engine} {self.best_us:.2f} us vs {against} {self.baseline_us:.2f} us"
 
     def to_json(self) -> dict:
         ranked = sorted(self.timings.items(), key=lambda kv: kv[1])
@@ -58,14 +90,17 @@ class SweepPoint:
             "best": self.best,
             "best_us": self.best_us,
             "cublas_us": self.cublas_us,
+            "engine": self.engine,
+            "incumbent_us": None if self.incumbent_us == float("inf") else self.incumbent_us,
             "timings": [[list(cfg), round(us, 3)] for cfg, us in ranked],
             "wrong": [list(cfg) for cfg in self.wrong_configs],
         }
 
     @property
     def choice(self):
-        """The CTABLE entry: the best GEMV config, or None when cuBLAS is as fast."""
-        if self.best is None or self.best_us > self.cublas_us * (1 - MIN_GAIN):
+        """The table entry: the best config, or None when the baseline is as fast (CTABLE: cuBLAS serves the
+        shape; TTABLE: CTABLE decides)."""
+        if self.best is None or self.best_us > self.baseline_us * (1 - MIN_GAIN):
             return None
         return self.best
 
@@ -94,22 +129,24 @@ def pick_defaults(choices: dict, problem: Problem) -> dict:
     return defaults
 
 
-def ctable_yaml(
-    header: str, defaults: dict, points: list[SweepPoint], problem: Problem, kept: dict | None = None
+def table_yaml(
+    header: str, defaults: dict | None, points: list[SweepPoint], problem: Problem, kept: dict | None = None
 ) -> str:
-    """tables/ctable.yaml text: the existing header comments, defaults, then one line per (layer, m): the sweep's
-    points, and `kept` ((layer, m) -> the existing line) for shapes this sweep did not time."""
+    """A table's YAML text: the existing header comments, defaults (CTABLE only; None: no defaults block), then
+    one line per (layer, m): the sweep's points, and `kept` ((layer, m) -> the existing line) for shapes this
+    sweep did not time."""
 
     def flow(cfg):
         return "null" if cfg is None else "[" + ", ".join(map(str, cfg)) + "]"
 
     rows = {key: line.strip() for key, line in (kept or {}).items()}
     for p in points:
-        note = f"gemv {p.best_us:.2f} us vs cuBLAS {p.cublas_us:.2f} us" if p.best else "no GEMV config ran"
-        rows[(p.layer, p.m)] = f"{p.m}: {flow(p.choice)}  # {note}"
-    lines = [header.rstrip("\n"), "defaults:"]
-    lines += [f"  {kind}: {flow(defaults.get(kind))}" for kind in ("plain", "dual")]
-    lines.append("entries:")
+        rows[(p.layer, p.m)] = f"{p.m}: {flow(p.choice)}  # {p.note}"
+    lines = [header.rstrip("\n")]
+    if defaults is not None:
+        lines.append("defaults:")
+        lines += [f"  {kind}: {flow(defaults.get(kind))}" for kind in ("plain", "dual")]
+    lines.append("entries:" if rows else "entries: {}")
     for layer in problem.layers:
         ms = sorted(m for (name, m) in rows if name == layer)
         if ms:
@@ -118,13 +155,16 @@ def ctable_yaml(
     return "\n".join(lines) + "\n"
 
 
-def updated_ctable(text: str, current, points: list[SweepPoint], shapes, problem: Problem) -> str:
-    """The new tables/ctable.yaml: swept shapes get their new entries, the others keep their current lines,
-    and the defaults are re-picked from the whole table. `current` is the parsed `text` (generator.tables)."""
+def updated_table(text: str, current, points: list[SweepPoint], shapes, problem: Problem) -> str:
+    """The table's new YAML: swept shapes get their new entries, the others keep their current lines, and a
+    table with defaults (CTABLE) has them re-picked from the whole table. `current` is the parsed `text`."""
     lines = text.splitlines()
     kept = {key: lines[line - 1] for key, line in current.lines.items() if key not in set(shapes)}
-    choices = {key: current.entries[key] for key in kept} | {(p.layer, p.m): p.choice for p in points}
-    return ctable_yaml(header_of(text), pick_defaults(choices, problem), points, problem, kept)
+    defaults = None
+    if current.spec.has_defaults:
+        choices = {key: current.entries[key] for key in kept} | {(p.layer, p.m): p.choice for p in points}
+        defaults = pick_defaults(choices, problem)
+    return table_yaml(header_of(text), defaults, points, problem, kept)
 
 
 def header_of(text: str) -> str:
@@ -138,8 +178,17 @@ def header_of(text: str) -> str:
     return "\n".join(head)
 
 
-def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed: int = 0, progress=None):
-    """Time every candidate per shape (cold, read-flushed), checking each one's output against float64."""
+def run_sweep(
+    module: ModuleType,
+    problem: Problem,
+    shapes,
+    reps: int = 30,
+    seed: int = 0,
+    progress=None,
+    engine: str = "gemv",
+):
+    """Time every candidate of `engine` per shape (cold, read-flushed), checking each one's output against
+    float64. The TMA engine is also timed against what CTABLE alone would run (its incumbent)."""
     import torch
 
     from generator.judge.bench import cublas_baselines
@@ -150,10 +199,14 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
     device = "cuda"
     weights = make_weights(problem, "normal", seed, device)
     state = module.prepare({name: w.clone() for name, w in weights.items()})
-    for name in weights:  # the sweep times every layer, whatever the current tables route to the GEMV
+    for name in weights:  # the sweep times every layer, whatever the current tables route to the GEMVs
         if "packed:" + name not in state:
             state["packed:" + name] = tuple(module.pack_mma_a(part) for part in state[name])
+        if engine == "tma" and "tiles:" + name not in state:
+            state["tiles:" + name] = tuple(module.pack_tma_tiles(part) for part in state[name])
     module._extension()
+    launch = module._tma_gemv if engine == "tma" else module._gemv
+    candidates_for = candidate_tma_configs if engine == "tma" else candidate_configs
     flush = L2Flusher()
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 3)
@@ -164,10 +217,10 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
         x = make_x(m, k, gen, device)
         ref, scale = reference(x, weights[layer_name], n)
         timed, wrong = {}, []
-        candidates = candidate_configs(layer, m)
+        candidates = candidates_for(layer, m)
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
-                out = module._gemv(x, layer_name, n, cfg, state)
+                out = launch(x, layer_name, n, cfg, state)
                 torch.cuda.synchronize()
             except RuntimeError as exc:
                 failed.append((layer_name, m, cfg, str(exc).splitlines()[0]))
@@ -175,11 +228,11 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
             if not compare(out, ref, scale, fp32_out=layer.dual).ok:
                 wrong.append(cfg)
                 continue
-            timed[cfg] = time_cold_us(lambda: module._gemv(x, layer_name, n, cfg, state), flush, reps)
+            timed[cfg] = time_cold_us(lambda: launch(x, layer_name, n, cfg, state), flush, reps)
         # a 30-replay median moves by a few tenths of a microsecond: re-time the finalists (and cuBLAS) longer
         finalists = sorted(timed, key=timed.get)[:FINALISTS]
         final = {
-            cfg: time_cold_us(lambda: module._gemv(x, layer_name, n, cfg, state), flush, 4 * reps)
+            cfg: time_cold_us(lambda: launch(x, layer_name, n, cfg, state), flush, 4 * reps)
             for cfg in finalists
         }
         best = min(final, key=final.get) if final else None
@@ -187,6 +240,13 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
         cublas_us = min(
             time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
         )
+        incumbent_us = float("inf")
+        if engine == "tma":  # what serves the shape when TTABLE does not: CTABLE's GEMV (or cuBLAS)
+            kind, cfg = dispatch.route(layer_name, m, layer.dual, module.CTABLE, module.CTABLE_DEFAULTS)
+            if kind == "gemv":
+                incumbent_us = time_cold_us(
+                    lambda: module._gemv(x, layer_name, n, cfg, state), flush, 4 * reps
+                )
         point = SweepPoint(
             layer_name,
             m,
@@ -197,6 +257,8 @@ def run_sweep(module: ModuleType, problem: Problem, shapes, reps: int = 30, seed
             wrong,
             sum(1 for f in failed if f[:2] == (layer_name, m)),
             timed,
+            engine,
+            incumbent_us,
         )
         points.append(point)
         if progress is not None:

@@ -1,0 +1,280 @@
+// Bulk-copy + wgmma GEMV for decode batches (m <= 32): out[m, N] = x[m, K] . W[N, K]^T, Hopper only.
+//
+// Why a second GEMV: the register-fed mma.sync kernel (gemv.cuh) streams at the HBM floor for m <= 8, but at
+// m = 16..32 each warp also re-reads 1-2x its weight bytes of x from L2 and waits on every load's scoreboard
+// (ncu, qkv_gate m = 32: 53 % of DRAM bandwidth, L1TEX stalls half the issue slots), while cuBLAS's own
+// TMA + wgmma kernel streams the same weights at 63 %. This kernel does what that one does, minus its
+// separate split-K reduction launch:
+//  * one CTA = one 64-row weight tile x a contiguous range of 64-wide K tiles (S CTAs split K unevenly,
+//    any S up to K/64), one producer warp and one consumer warpgroup;
+//  * the producer's lane 0 streams each K tile of W (64 x 64 bf16 = 8 KB; hi and lo for the router) and of x
+//    (NB*8 tokens x 64) into a STAGES-deep shared-memory ring with the bulk tensor copy engine (TMA). The
+//    tensor maps use the 128-byte swizzle that wgmma reads, and x's rows m..NB*8-1 are out of bounds, which
+//    TMA fills with zeros: no packing of W, no masking of x;
+//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens), weights as A, x as B,
+//    both straight from shared memory, keeping one K tile's wgmmas in flight while it waits for the next;
+//  * full / empty mbarriers per stage: TMA completes `full` by its byte count; each consumer warp arrives
+//    on `empty` once its wgmmas that read the stage have retired;
+//  * S > 1: every CTA writes its fp32 partial tile to a workspace and the last to arrive at the tile's
+//    counter sums the S partials in split order (deterministic), writes the output and resets the counter to
+//    0, so the next launch or graph replay needs no clearing kernel (as gemv.cuh's C = 0).
+#pragma once
+#include "common.cuh"
+
+#include <cuda.h>
+
+namespace okc {
+
+constexpr int kTmaTileRows = 64;                          // weight rows per CTA: the wgmma M
+constexpr int kTmaTileK = 64;                             // K per ring slot: 64 bf16 = one 128-byte swizzle row
+constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
+constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
+constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
+constexpr int kTmaSmemLimit = 227 * 1024;                 // Hopper's per-block opt-in maximum
+
+__host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
+__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual) {
+    return kTmaWBytes * (dual ? 2 : 1) + tma_x_bytes(nb);  // every part a multiple of 1 KB: swizzle-aligned
+}
+// +1 KB: the dynamic shared memory base is only 16-byte aligned; the 128-byte swizzle needs 1024.
+__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual) {
+    return stages * tma_stage_bytes(nb, dual) + 1024;
+}
+__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual) {
+    return tma_smem_bytes(nb, stages, dual) <= kTmaSmemLimit;
+}
+
+struct TmaGemvArgs {
+    void* out;  // [M, N]: bf16, or fp32 in dual mode
+    float* ws;  // split-K partials: [N/64][S][64 * 8 NB]
+    int* sem;   // arrival counter per 64-row tile; 0 between launches
+    int M, N, K, S;
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+// Spin until the barrier's phase of this parity has completed (acquire: the bytes TMA wrote are visible).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "MBAR_WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra MBAR_WAIT_%=;\n"
+        "}\n" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+// One box of a 2-D tensor map (c0: the inner coordinate, K; c1: rows) into shared memory, counted on `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+            smem_addr(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// wgmma shared-memory descriptor of a K-major operand in the 128-byte swizzle: rows 128 bytes apart, groups
+// of 8 rows 1024 bytes apart (SBO); the leading offset is unused in this mode (1 by convention).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
+           ((uint64_t)1 << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// Keep the compiler from moving accumulator reads or writes across the asynchronous wgmma boundaries.
+template <int R>
+__device__ __forceinline__ void fence_regs(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// D[64 x 8NB] += A[64 x 16] . B[16 x 8NB], bf16 in, fp32 accumulate, both operands from shared memory.
+template <int NB>
+__device__ __forceinline__ void wgmma_bf16(float (&d)[4 * NB], uint64_t a, uint64_t b);
+
+template <>
+__device__ __forceinline__ void wgmma_bf16<1>(float (&d)[4], uint64_t a, uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "l"(a), "l"(b));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_bf16<2>(float (&d)[8], uint64_t a, uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, "
+        "0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(a), "l"(b));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_bf16<4>(float (&d)[16], uint64_t a, uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+        "%12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(a), "l"(b));
+}
+
+// bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
+__device__ __forceinline__ void consumers_sync() {
+    asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
+}
+
+// Accumulator element e of consumer thread t (the wgmma D layout: warp w owns rows 16w..16w+15, like mma.sync's
+// C per 8-token block) -> out[token, row] for tokens < M.
+template <int NB, typename OutT>
+__device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int tile, int t, int e, float v) {
+    const int warp = t >> 5, lane = t & 31;
+    const int row = tile * kTmaTileRows + warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
+    const int token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
+    if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
+}
+
+template <int NB, int STAGES, bool DUAL, typename OutT>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+    tma_gemv_kernel(const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap w2_map,
+                    const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
+    constexpr int kAcc = 4 * NB;                          // fp32 accumulators per consumer thread
+    constexpr int kStage = tma_stage_bytes(NB, DUAL);     // bytes TMA lands in one ring slot
+    constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);  // x's box follows the weight box(es)
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    __shared__ int is_last;
+    uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+
+    const int tile = blockIdx.x, split = blockIdx.y;
+    const int k_tiles = a.K / kTmaTileK;
+    const int kt0 = (int)((long long)split * k_tiles / a.S);  // uneven splits differ by at most one K tile
+    const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+
+    if (threadIdx.x == kTmaConsumers) {  // the producer's lane: fetch the tensor maps while barriers initialise
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&w_map)) : "memory");
+        if constexpr (DUAL) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&w2_map)) : "memory");
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);      // the producer's arrive.expect_tx; TMA's bytes complete the phase
+            mbar_init(&empty[s], 4);     // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
+    }
+    __syncthreads();
+
+    if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
+        if (lane == 0) {
+            for (int i = 0; i < n_k; ++i) {
+                const int s = i % STAGES;
+                if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);  // slot's previous use retired
+                uint8_t* slot = ring + s * kStage;
+                const int k0 = (kt0 + i) * kTmaTileK;
+                mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
+                const int block_row = (tile * k_tiles + kt0 + i) * kTmaTileRows;  // packed: one 8 KB block
+                tma_load_2d(slot, &w_map, 0, block_row, &full[s]);
+                if constexpr (DUAL) tma_load_2d(slot + kTmaWBytes, &w2_map, 0, block_row, &full[s]);
+                tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+            }
+        }
+        return;
+    }
+
+    float acc[kAcc];
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
+    for (int i = 0; i < n_k; ++i) {
+        const int s = i % STAGES;
+        mbar_wait(&full[s], (i / STAGES) & 1);
+        const uint32_t slot = smem_addr(ring + s * kStage);
+        fence_regs(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
+            const uint64_t b = sw128_desc(slot + kXOffset + kk * 32);
+            wgmma_bf16<NB>(acc, sw128_desc(slot + kk * 32), b);
+            if constexpr (DUAL) wgmma_bf16<NB>(acc, sw128_desc(slot + kTmaWBytes + kk * 32), b);
+        }
+        wgmma_commit();
+        fence_regs(acc);
+        wgmma_wait<1>();  // the previous slot's wgmmas have retired: hand that slot back to the producer
+        fence_regs(acc);
+        if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
+    }
+    wgmma_wait<0>();
+    fence_regs(acc);
+
+    const int t = threadIdx.x;
+    if (a.S == 1) {
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) tma_write<NB, OutT>(a, tile, t, e, acc[e]);
+        return;
+    }
+
+    // Split-K: publish this CTA's partial (thread-major, so stores and the reduction's loads coalesce), then the
+    // last CTA of the tile sums all S of them.
+    constexpr int kTile = kAcc * kTmaConsumers;
+    float* mine = a.ws + ((size_t)tile * a.S + split) * kTile;
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) __stcg(mine + e * kTmaConsumers + t, acc[e]);
+    __threadfence();  // the partial is visible device-wide before this CTA counts itself in
+    consumers_sync();
+    if (t == 0) is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
+    consumers_sync();
+    if (!is_last) return;
+    __threadfence();  // acquire: the other CTAs' partials
+    const float* parts = a.ws + (size_t)tile * a.S * kTile + t;
+    float sum[kAcc];
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
+    // Partials in split order (deterministic), a chunk of them loaded before any is added: one L2 round trip per
+    // chunk instead of one per partial, which at S = 8 would be most of this CTA's tail.
+    constexpr int kChunk = 64 / kAcc;
+    int s = 0;
+    for (; s + kChunk <= a.S; s += kChunk) {
+        float v[kChunk][kAcc];
+#pragma unroll
+        for (int c = 0; c < kChunk; ++c)
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) v[c][e] = __ldcg(parts + (size_t)(s + c) * kTile + e * kTmaConsumers);
+#pragma unroll
+        for (int c = 0; c < kChunk; ++c)
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) sum[e] += v[c][e];
+    }
+    for (; s < a.S; ++s)
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) sum[e] += __ldcg(parts + (size_t)s * kTile + e * kTmaConsumers);
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) tma_write<NB, OutT>(a, tile, t, e, sum[e]);
+    if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
+}
+
+}  // namespace okc

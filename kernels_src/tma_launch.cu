@@ -1,0 +1,116 @@
+// Host-side launcher of the bulk-copy + wgmma GEMV (tma_gemv.cuh): builds the three tensor maps and launches.
+// Plain pointers and a stream handle in, an error message (or nullptr) out, like launch.cu.
+#include "tma_gemv.cuh"
+
+#include <cudaTypedefs.h>
+
+#include <type_traits>
+
+namespace okc {
+
+// cuTensorMapEncodeTiled is a driver-API function: fetched through the runtime, so nothing links libcuda.
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char** error) {
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    if (encode == nullptr) {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        const cudaError_t err =
+            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+        if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || fn == nullptr) {
+            *error = "cuTensorMapEncodeTiled is not available from the driver";
+            return nullptr;
+        }
+        encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }
+    return encode;
+}
+
+// A [rows, K] row-major bf16 matrix read in boxes of `box_rows` x 64 (128 bytes), 128-byte swizzled, rows past
+// the end read as zeros.
+static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, int K, int box_rows) {
+    const char* error = nullptr;
+    auto encode = tensor_map_encoder(&error);
+    if (encode == nullptr) return error;
+    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)K * 2};  // bytes between rows
+    const cuuint32_t box[2] = {(cuuint32_t)kTmaTileK, (cuuint32_t)box_rows};
+    const cuuint32_t steps[2] = {1, 1};
+    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box,
+                              steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
+}
+
+template <int NB, int STAGES, bool DUAL>
+const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, const CUtensorMap& x,
+                               const TmaGemvArgs& a, cudaStream_t stream) {
+    if constexpr (!tma_fits(NB, STAGES, DUAL)) {
+        return "this (NB, STAGES, dual) ring does not fit in shared memory and is not compiled in";
+    } else {
+        using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
+        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, OutT>;
+        constexpr int smem = tma_smem_bytes(NB, STAGES, DUAL);
+        static bool opted_in = false;  // per instantiation; not a stream operation, so capture-safe
+        if (!opted_in) {
+            const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+            if (err != cudaSuccess) return cudaGetErrorString(err);
+            opted_in = true;
+        }
+        kernel<<<dim3(a.N / kTmaTileRows, a.S), kTmaThreads, smem, stream>>>(w, w2, x, a);
+        const cudaError_t err = cudaGetLastError();
+        return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+    }
+}
+
+template <int NB>
+const char* tma_by_stages(const CUtensorMap& w, const CUtensorMap& w2, const CUtensorMap& x, const TmaGemvArgs& a,
+                          int stages, bool dual, cudaStream_t s) {
+#define OKC_TMA_STAGES(N)                                                                         \
+    case N:                                                                                       \
+        return dual ? launch_tma_variant<NB, N, true>(w, w2, x, a, s)                              \
+                    : launch_tma_variant<NB, N, false>(w, w2, x, a, s);
+    switch (stages) {
+        OKC_TMA_STAGES(2)
+        OKC_TMA_STAGES(4)
+        OKC_TMA_STAGES(6)
+        OKC_TMA_STAGES(8)
+        OKC_TMA_STAGES(12)
+        OKC_TMA_STAGES(16)
+    }
+#undef OKC_TMA_STAGES
+    return "STAGES must be 2, 4, 6, 8, 12 or 16";
+}
+
+}  // namespace okc
+
+// Why (NB, STAGES, dual) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
+const char* okc_tma_config_error(int NB, int STAGES, bool dual) {
+    if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
+    if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
+        return "STAGES must be 2, 4, 6, 8, 12 or 16";
+    if (!okc::tma_fits(NB, STAGES, dual)) return "the ring (STAGES x (weights + x)) exceeds 227 KB of shared memory";
+    return nullptr;
+}
+
+// Called by binding.cpp; every argument has been checked there. w, w2: [>= N, K] bf16 row-major (w2: the router's
+// lo half, dual only); x: [M, K] bf16.
+const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
+                                int N, int K, int S, int NB, int STAGES, bool dual, long long stream) {
+    // Packed weights (packing.pack_tma_tiles): [N/64][K/64][64 rows][64 k], each 8 KB block contiguous, seen as
+    // a [N*K/64, 64] matrix whose 64-row boxes are exactly those blocks.
+    CUtensorMap w_map, w2_map, x_map;
+    const int block_rows = (int)((long long)N * K / okc::kTmaTileK);
+    const char* err = okc::bf16_rows_map(&w_map, w, block_rows, okc::kTmaTileK, okc::kTmaTileRows);
+    if (err == nullptr)
+        err = okc::bf16_rows_map(&w2_map, dual ? w2 : w, block_rows, okc::kTmaTileK, okc::kTmaTileRows);
+    if (err == nullptr) err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
+    if (err != nullptr) return err;
+    const okc::TmaGemvArgs a{out, ws, sem, M, N, K, S};
+    const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+    switch (NB) {
+        case 1: return okc::tma_by_stages<1>(w_map, w2_map, x_map, a, STAGES, dual, s);
+        case 2: return okc::tma_by_stages<2>(w_map, w2_map, x_map, a, STAGES, dual, s);
+        case 4: return okc::tma_by_stages<4>(w_map, w2_map, x_map, a, STAGES, dual, s);
+    }
+    return "NB must be 1, 2 or 4";
+}
