@@ -152,7 +152,10 @@ def kernel_fn(data, state):
     config = data["config"]
     layer, n = config["layer"], config["n"]
     engine, cfg = _engine(layer, x.shape[0])
-    aligned = x.is_contiguous() and x.data_ptr() % 16 == 0
+    # The GEMVs take contiguous, 16-byte aligned bf16 x; anything else goes to cuBLAS (which accepts it or raises
+    # a plain error), never to a launcher check: on the H200 image a C++ exception from the extension was seen
+    # to end the process instead of raising (notes/session3).
+    aligned = x.dtype == torch.bfloat16 and x.is_contiguous() and x.data_ptr() % 16 == 0
     if engine == "tma" and aligned and n % 64 == 0:
         return _tma_gemv(x, layer, n, cfg, state)
     if engine == "gemv" and aligned and n % 16 == 0:

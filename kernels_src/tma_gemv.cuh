@@ -1,10 +1,12 @@
 // Bulk-copy + wgmma GEMV for decode batches (m <= 32): out[m, N] = x[m, K] . W[N, K]^T, Hopper only.
 //
-// Why a second GEMV: the register-fed mma.sync kernel (gemv.cuh) streams at the HBM floor for m <= 8, but at
+// Why a second GEMV: the register-fed mma.sync kernel (gemv.cuh) streams near the HBM floor for m <= 8, but at
 // m = 16..32 each warp also re-reads 1-2x its weight bytes of x from L2 and waits on every load's scoreboard
-// (ncu, qkv_gate m = 32: 53 % of DRAM bandwidth, L1TEX stalls half the issue slots), while cuBLAS's own
-// TMA + wgmma kernel streams the same weights at 63 %. This kernel does what that one does, minus its
-// separate split-K reduction launch:
+// (ncu, qkv_gate m = 32: 53 % of DRAM bandwidth, half of the cycles between issues stalled on L1TEX), while
+// cuBLAS's own TMA + wgmma kernel streams the same weights at 63 %. This kernel does what that one does, minus
+// its separate split-K reduction launch. Measured (notes/session3): its time hardly moves with m, but its base
+// is higher (each CTA pays a fill latency and, for S > 1, a reduction round trip that only a few CTAs per SM
+// overlap), so it wins only at m = 32 on the widest layers; TTABLE routes exactly those shapes here.
 //  * one CTA = one 64-row weight tile x a contiguous range of 64-wide K tiles (S CTAs split K unevenly,
 //    any S up to K/64), one producer warp and one consumer warpgroup;
 //  * the producer's lane 0 streams each K tile of W (64 x 64 bf16 = 8 KB; hi and lo for the router) and of x
