@@ -62,6 +62,10 @@ def build(check: bool, root: Path, out: Path | None) -> None:
     click.echo(f"wrote {out} ({len(text.splitlines())} lines)")
 
 
+# What each engine's configuration tuple holds (the fields of its table, generator/tables.py).
+CONFIG_FIELDS = {"gemv": ("NW", "S", "U", "P", "R", "C"), "tma": ("S", "STAGES")}
+
+
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
 def dispatch(file: Path) -> None:
@@ -76,7 +80,8 @@ def dispatch(file: Path) -> None:
     for layer in sub.LAYERS:
         for m in sub.WARMUP_M:
             engine, cfg = sub._engine(layer, m)
-            fields = "" if cfg is None else "NW={} S={} U={} P={} R={} C={}".format(*cfg)
+            names = CONFIG_FIELDS.get(engine, ())
+            fields = "" if cfg is None else " ".join(f"{name}={value}" for name, value in zip(names, cfg))
             click.echo(f"{layer:<10} {m:>4}  {sub._width(layer, m):>5}  {engine:<8} {fields}")
 
 

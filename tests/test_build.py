@@ -285,3 +285,14 @@ def test_dispatch_reads_the_built_file():
     unpooler = load_problem().layers["unpooler"]
     assert next(r for r in rows if r[:2] == ["unpooler", "8"])[2] == str(unpooler.n_for(8))
     assert next(r for r in rows if r[:2] == ["qkv_gate", "256"])[3] == "cublas"
+
+
+def test_dispatch_names_each_engines_fields():
+    result = CliRunner().invoke(main, ["dispatch", str(DIST)])
+    assert result.exit_code == 0, result.output
+    rows = {tuple(line.split()[:2]): line.split()[3:] for line in result.output.splitlines()[1:]}
+    ttable = load_tables(load_problem())["TTABLE"].entries
+    for (layer, m), cfg in ttable.items():
+        if cfg is not None and (layer, str(m)) in rows:
+            assert rows[(layer, str(m))] == ["tma", f"S={cfg[0]}", f"STAGES={cfg[1]}"]
+    assert rows[("router", "1")][0] == "gemv" and rows[("router", "1")][1].startswith("NW=")
