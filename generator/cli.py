@@ -252,7 +252,7 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
 )
 @click.option(
     "--engine",
-    type=click.Choice(["gemv", "tma"]),
+    type=click.Choice(sorted(CONFIG_FIELDS)),
     default="gemv",
     show_default=True,
     help="gemv: the mma.sync GEMV's (NW, S, U, P, R, C) into CTABLE; tma: the TMA + wgmma GEMV's (S, STAGES) into"
