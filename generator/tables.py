@@ -39,14 +39,16 @@ def _check_tma(layer, m, cfg):
     return dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
 
 
+# The m range every GEMV table serves (decode batches); the Triton table serves the rest.
+DECODE_M = dict(m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M, m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}")
+
 TABLES = (
     TableSpec(
         name="CTABLE",
         file="ctable.yaml",
         fields=("NW", "S", "U", "P", "R", "C"),
         doc="(layer, m) -> (NW, S, U, P, R, C) for the plain tensor-core GEMV; None sends the shape to cuBLAS",
-        m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M,
-        m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}",
+        **DECODE_M,
         check=_check_gemv,
         has_defaults=True,
     ),
@@ -56,8 +58,7 @@ TABLES = (
         fields=("S", "STAGES"),
         doc="(layer, m) -> (S, STAGES) for the bulk-copy + wgmma GEMV; it takes precedence over CTABLE, and None"
         " (or no entry) leaves the shape to CTABLE",
-        m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M,
-        m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}",
+        **DECODE_M,
         check=_check_tma,
     ),
     TableSpec(
@@ -65,8 +66,7 @@ TABLES = (
         file="ztable.yaml",
         fields=("NW", "S", "UG", "P"),
         doc="(layer, m) -> (NW, S, UG, P) for the compressed-weight GEMV (no engine yet: empty)",
-        m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M,
-        m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}",
+        **DECODE_M,
         implemented=False,
     ),
     TableSpec(
