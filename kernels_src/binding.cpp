@@ -7,8 +7,8 @@ const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* 
                             int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
                             long long stream);
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                                int N, int K, int S, int NB, int STAGES, bool dual, long long stream);
-const char* okc_tma_config_error(int NB, int STAGES, bool dual);
+                                int N, int K, int S, int NB, int STAGES, bool cluster, bool dual, long long stream);
+const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster);
 
 static void check_tensor(const torch::Tensor& t, const char* name, at::ScalarType dtype) {
     TORCH_CHECK(t.is_cuda(), "gemv: ", name, " must be a CUDA tensor");
@@ -53,8 +53,8 @@ void gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out,
 // out[M, N] = x[M, K] . W[:N]^T through the bulk-copy + wgmma kernel (tma_gemv.cuh): W in its natural [n, k]
 // row-major layout (dual: the router's hi and lo halves), no packing.
 void tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
-              torch::Tensor sem, int64_t N, int64_t K, int64_t S, int64_t NB, int64_t STAGES, bool dual,
-              int64_t stream) {
+              torch::Tensor sem, int64_t N, int64_t K, int64_t S, int64_t NB, int64_t STAGES, bool cluster,
+              bool dual, int64_t stream) {
     check_tensor(x, "x", at::kBFloat16);
     check_tensor(w, "w", at::kBFloat16);
     if (dual) check_tensor(w2, "w2 (lo weights)", at::kBFloat16);
@@ -63,7 +63,7 @@ void tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor 
     check_tensor(sem, "sem", at::kInt);
     TORCH_CHECK(x.dim() == 2 && x.size(1) == K, "tma_gemv: x must be [M, ", K, "], got ", x.sizes());
     const int64_t M = x.size(0);
-    const char* bad = okc_tma_config_error((int)NB, (int)STAGES, dual);
+    const char* bad = okc_tma_config_error((int)NB, (int)STAGES, dual, (int)S, cluster);
     TORCH_CHECK(bad == nullptr, "tma_gemv (NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ", bad ? bad : "");
     TORCH_CHECK(M >= 1 && M <= 8 * NB, "tma_gemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
     TORCH_CHECK(N % 64 == 0 && K % 64 == 0, "tma_gemv: need N % 64 == 0 and K % 64 == 0, got N=", N, " K=", K);
@@ -75,7 +75,7 @@ void tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor 
     TORCH_CHECK(S == 1 || sem.numel() >= N / 64, "tma_gemv: need one semaphore per 64-row tile (", N / 64, ")");
     const char* err = okc_launch_tma_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr,
                                           out.data_ptr(), ws.data_ptr<float>(), sem.data_ptr<int>(), (int)M, (int)N,
-                                          (int)K, (int)S, (int)NB, (int)STAGES, dual, (long long)stream);
+                                          (int)K, (int)S, (int)NB, (int)STAGES, cluster, dual, (long long)stream);
     TORCH_CHECK(err == nullptr, "tma_gemv (S=", S, " NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ",
                 err ? err : "");
 }

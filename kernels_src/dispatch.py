@@ -26,6 +26,10 @@ GEMV_DOUBLE_DATA_REGS = 100
 # hi + lo) and one x tile each. Values it is instantiated for:
 TMA_TILE = 64
 TMA_STAGES = (2, 4, 6, 8, 12, 16)
+TMA_C = (
+    0,
+    1,
+)  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
 TMA_SMEM_LIMIT = 227 * 1024  # Hopper's per-block shared memory (opt-in)
 # Split-K partial tiles of either GEMV live in one fp32 workspace of this many floats (runtime.py allocates it).
 WORKSPACE_FLOATS = 8 * 1024 * 1024
@@ -77,12 +81,16 @@ def tma_smem_bytes(nb, stages, dual):
 
 
 def tma_config_error(cfg, m, dual, n, k):
-    """Why (S, STAGES) cannot run the TMA GEMV at m tokens on an [n, k] weight, or None if it can."""
-    if not (isinstance(cfg, tuple) and len(cfg) == 2 and all(type(v) is int for v in cfg)):
-        return f"expected 2 integers [S, STAGES], got {cfg!r}"
-    s, stages = cfg
+    """Why (S, STAGES, C) cannot run the TMA GEMV at m tokens on an [n, k] weight, or None if it can."""
+    if not (isinstance(cfg, tuple) and len(cfg) == 3 and all(type(v) is int for v in cfg)):
+        return f"expected 3 integers [S, STAGES, C], got {cfg!r}"
+    s, stages, c = cfg
     if stages not in TMA_STAGES:
         return f"STAGES={stages} is not one of {TMA_STAGES}"
+    if c not in TMA_C:
+        return f"C={c} is not one of {TMA_C}"
+    if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
+        return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
     if not 1 <= m <= GEMV_MAX_M:
         return f"the TMA GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
     if n % TMA_TILE or k % TMA_TILE:
@@ -93,7 +101,7 @@ def tma_config_error(cfg, m, dual, n, k):
     smem = tma_smem_bytes(nb, stages, dual)
     if smem > TMA_SMEM_LIMIT:
         return f"STAGES={stages} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {TMA_SMEM_LIMIT}"
-    if s > 1 and (n // TMA_TILE) * s * TMA_TILE * 8 * nb > WORKSPACE_FLOATS:
+    if s > 1 and not c and (n // TMA_TILE) * s * TMA_TILE * 8 * nb > WORKSPACE_FLOATS:
         return f"S={s} needs more split-K workspace than the {WORKSPACE_FLOATS} floats there are"
     return None
 
@@ -104,7 +112,7 @@ def table_m_for(m):
 
 
 def route(layer, m, dual, ctable, defaults, ttable=None):
-    """(engine, config) for a call: ("tma", (S, STAGES)), ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
+    """(engine, config) for a call: ("tma", (S, STAGES, C)), ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
 
     A TTABLE entry for (layer, m), or failing that for its column-block class (see table_m_for), sends the call
     to the TMA GEMV; None or no entry there means "not this engine" and CTABLE decides. A CTABLE entry for

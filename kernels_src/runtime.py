@@ -115,7 +115,7 @@ def _gemv(x, layer, n, cfg, state):
 
 
 def _tma_gemv(x, layer, n, cfg, state):
-    s, stages = cfg
+    s, stages, c = cfg
     m, k = x.shape
     dual = _is_dual(layer)
     out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
@@ -133,6 +133,7 @@ def _tma_gemv(x, layer, n, cfg, state):
         s,
         column_blocks(m),
         stages,
+        bool(c),
         dual,
         stream,
     )

@@ -17,12 +17,17 @@
 //    both straight from shared memory, keeping one K tile's wgmmas in flight while it waits for the next;
 //  * full / empty mbarriers per stage: TMA completes `full` by its byte count; each consumer warp arrives
 //    on `empty` once its wgmmas that read the stage have retired;
-//  * S > 1: every CTA writes its fp32 partial tile to a workspace and the last to arrive at the tile's
-//    counter sums the S partials in split order (deterministic), writes the output and resets the counter to
-//    0, so the next launch or graph replay needs no clearing kernel (as gemv.cuh's C = 0).
+//  * S > 1, reduced one of two ways (C, as in gemv.cuh):
+//    C = 0  every CTA writes its fp32 partial tile to a workspace and the last to arrive at the tile's counter
+//           sums the S partials in split order (deterministic), writes the output and resets the counter to 0,
+//           so the next launch or graph replay needs no clearing kernel;
+//    C = 1  the S CTAs of a tile form one thread-block cluster: each leaves its partial in its own (by then
+//           idle) ring and, after one cluster barrier, sums a 1/S slice of all S partials straight out of
+//           distributed shared memory: no workspace, no fence, no counter.
 #pragma once
 #include "common.cuh"
 
+#include <cooperative_groups.h>
 #include <cuda.h>
 
 namespace okc {
@@ -51,6 +56,7 @@ struct TmaGemvArgs {
     float* ws;  // split-K partials: [N/64][S][64 * 8 NB]
     int* sem;   // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
+    int cluster;  // 1: the S split CTAs of a tile are one cluster and reduce through distributed shared memory
 };
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -192,6 +198,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
     __syncthreads();
 
+    float acc[kAcc];
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
             for (int i = 0; i < n_k; ++i) {
@@ -206,34 +215,52 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
                 tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
             }
         }
-        return;
-    }
-
-    float acc[kAcc];
+        __syncwarp();
+        if (!a.cluster) return;  // a cluster barrier counts every thread of the cluster: stay for the reduction
+    } else {
+        for (int i = 0; i < n_k; ++i) {
+            const int s = i % STAGES;
+            mbar_wait(&full[s], (i / STAGES) & 1);
+            const uint32_t slot = smem_addr(ring + s * kStage);
+            fence_regs(acc);
+            wgmma_fence();
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
-    for (int i = 0; i < n_k; ++i) {
-        const int s = i % STAGES;
-        mbar_wait(&full[s], (i / STAGES) & 1);
-        const uint32_t slot = smem_addr(ring + s * kStage);
-        fence_regs(acc);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
-            const uint64_t b = sw128_desc(slot + kXOffset + kk * 32);
-            wgmma_bf16<NB>(acc, sw128_desc(slot + kk * 32), b);
-            if constexpr (DUAL) wgmma_bf16<NB>(acc, sw128_desc(slot + kTmaWBytes + kk * 32), b);
+            for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
+                const uint64_t b = sw128_desc(slot + kXOffset + kk * 32);
+                wgmma_bf16<NB>(acc, sw128_desc(slot + kk * 32), b);
+                if constexpr (DUAL) wgmma_bf16<NB>(acc, sw128_desc(slot + kTmaWBytes + kk * 32), b);
+            }
+            wgmma_commit();
+            fence_regs(acc);
+            wgmma_wait<1>();  // the previous slot's wgmmas have retired: hand that slot back to the producer
+            fence_regs(acc);
+            if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
         }
-        wgmma_commit();
+        wgmma_wait<0>();
         fence_regs(acc);
-        wgmma_wait<1>();  // the previous slot's wgmmas have retired: hand that slot back to the producer
-        fence_regs(acc);
-        if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
     }
-    wgmma_wait<0>();
-    fence_regs(acc);
 
     const int t = threadIdx.x;
+    constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
+    if (a.cluster) {
+        // Every copy has landed and every wgmma retired (the consumers waited on them all), so the ring is idle:
+        // this CTA's partial goes to its start, visible to the whole cluster after the barrier.
+        float* part = reinterpret_cast<float*>(ring);
+        if (t < kTmaConsumers) {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) part[e * kTmaConsumers + t] = acc[e];
+        }
+        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+        cluster.sync();
+        const int rank = (int)cluster.block_rank();
+        for (int idx = rank * kTmaThreads + t; idx < kTile; idx += a.S * kTmaThreads) {
+            float v = 0.f;
+            for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(part, s)[idx];  // split order
+            tma_write<NB, OutT>(a, tile, idx % kTmaConsumers, idx / kTmaConsumers, v);
+        }
+        cluster.sync();  // no CTA may leave (and free its shared memory) while a peer still reads it
+        return;
+    }
     if (a.S == 1) {
 #pragma unroll
         for (int e = 0; e < kAcc; ++e) tma_write<NB, OutT>(a, tile, t, e, acc[e]);
@@ -242,7 +269,6 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 
     // Split-K: publish this CTA's partial (thread-major, so stores and the reduction's loads coalesce), then the
     // last CTA of the tile sums all S of them.
-    constexpr int kTile = kAcc * kTmaConsumers;
     float* mine = a.ws + ((size_t)tile * a.S + split) * kTile;
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) __stcg(mine + e * kTmaConsumers + t, acc[e]);

@@ -56,7 +56,31 @@ const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, cons
             if (err != cudaSuccess) return cudaGetErrorString(err);
             opted_in = true;
         }
-        kernel<<<dim3(a.N / kTmaTileRows, a.S), kTmaThreads, smem, stream>>>(w, w2, x, a);
+        const dim3 grid(a.N / kTmaTileRows, a.S);
+        if (!a.cluster) {
+            kernel<<<grid, kTmaThreads, smem, stream>>>(w, w2, x, a);
+        } else {
+            static bool non_portable = false;  // 9..16-CTA clusters: Hopper allows them on request
+            if (a.S > 8 && !non_portable) {
+                const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+                if (err != cudaSuccess) return cudaGetErrorString(err);
+                non_portable = true;
+            }
+            cudaLaunchConfig_t config = {};
+            config.gridDim = grid;
+            config.blockDim = dim3(kTmaThreads);
+            config.dynamicSmemBytes = smem;
+            config.stream = stream;
+            cudaLaunchAttribute cluster_dim;
+            cluster_dim.id = cudaLaunchAttributeClusterDimension;
+            cluster_dim.val.clusterDim.x = 1;
+            cluster_dim.val.clusterDim.y = a.S;  // the S K-splits of one row tile
+            cluster_dim.val.clusterDim.z = 1;
+            config.attrs = &cluster_dim;
+            config.numAttrs = 1;
+            const cudaError_t err = cudaLaunchKernelEx(&config, kernel, w, w2, x, a);
+            if (err != cudaSuccess) return cudaGetErrorString(err);
+        }
         const cudaError_t err = cudaGetLastError();
         return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
     }
@@ -84,18 +108,20 @@ const char* tma_by_stages(const CUtensorMap& w, const CUtensorMap& w2, const CUt
 }  // namespace okc
 
 // Why (NB, STAGES, dual) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
-const char* okc_tma_config_error(int NB, int STAGES, bool dual) {
+const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster) {
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
     if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
         return "STAGES must be 2, 4, 6, 8, 12 or 16";
     if (!okc::tma_fits(NB, STAGES, dual)) return "the ring (STAGES x (weights + x)) exceeds 227 KB of shared memory";
+    if (cluster && (S < 2 || S > 16)) return "a cluster split needs 2 <= S <= 16";
     return nullptr;
 }
 
 // Called by binding.cpp; every argument has been checked there. w, w2: [>= N, K] bf16 row-major (w2: the router's
 // lo half, dual only); x: [M, K] bf16.
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                                int N, int K, int S, int NB, int STAGES, bool dual, long long stream) {
+                                int N, int K, int S, int NB, int STAGES, bool cluster, bool dual,
+                                long long stream) {
     // Packed weights (packing.pack_tma_tiles): [N/64][K/64][64 rows][64 k], each 8 KB block contiguous, seen as
     // a [N*K/64, 64] matrix whose 64-row boxes are exactly those blocks.
     CUtensorMap w_map, w2_map, x_map;
@@ -105,7 +131,7 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
         err = okc::bf16_rows_map(&w2_map, dual ? w2 : w, block_rows, okc::kTmaTileK, okc::kTmaTileRows);
     if (err == nullptr) err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
     if (err != nullptr) return err;
-    const okc::TmaGemvArgs a{out, ws, sem, M, N, K, S};
+    const okc::TmaGemvArgs a{out, ws, sem, M, N, K, S, cluster ? 1 : 0};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (NB) {
         case 1: return okc::tma_by_stages<1>(w_map, w2_map, x_map, a, STAGES, dual, s);

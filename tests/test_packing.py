@@ -170,3 +170,20 @@ def test_tma_accumulators_cover_the_tile_once():
 def test_pack_tma_rejects_unaligned_shapes():
     with pytest.raises(ValueError, match="N % 64"):
         pack_tma_tiles(torch.zeros(96, 64, dtype=torch.bfloat16))
+
+
+def test_tma_cluster_reduction_covers_the_tile_once():
+    """C = 1: rank r of an S-CTA cluster reduces idx = r*160 + thread, stepping S*160, over the 128 * 4NB partial
+    floats (thread-major), and writes idx as accumulator idx // 128 of consumer thread idx % 128."""
+    for nb in (1, 2, 4):
+        k_tile = 4 * nb * 128
+        for s_splits in (2, 3, 5, 16):
+            seen = [
+                idx
+                for rank in range(s_splits)
+                for thread in range(160)
+                for idx in range(rank * 160 + thread, k_tile, s_splits * 160)
+            ]
+            assert sorted(seen) == list(range(k_tile)), (nb, s_splits)
+            cells = {tma_accumulator_coords(idx % 128, idx // 128) for idx in seen}
+            assert len(cells) == k_tile and max(c for _, c in cells) == 8 * nb - 1

@@ -22,6 +22,7 @@ FINALISTS = 4  # the fastest few of the coarse pass are timed again with more re
 # reduction cost that fewer of them per SM overlap.
 TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
 TMA_SWEEP_STAGES = (4, 6, 8, 12)
+TMA_SWEEP_C = (0, 1)
 
 
 def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
@@ -41,11 +42,11 @@ def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
     return out
 
 
-def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int]]:
-    """Every (S, STAGES) of the TMA GEMV worth timing for this shape."""
+def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int, int]]:
+    """Every (S, STAGES, C) of the TMA GEMV worth timing for this shape."""
     return [
         cfg
-        for cfg in itertools.product(TMA_SWEEP_S, TMA_SWEEP_STAGES)
+        for cfg in itertools.product(TMA_SWEEP_S, TMA_SWEEP_STAGES, TMA_SWEEP_C)
         if dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None
     ]
 
