@@ -10,72 +10,87 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
                                 int N, int K, int S, int NB, int STAGES, bool cluster, bool dual, long long stream);
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster);
 
-static void check_tensor(const torch::Tensor& t, const char* name, at::ScalarType dtype) {
-    TORCH_CHECK(t.is_cuda(), "gemv: ", name, " must be a CUDA tensor");
-    TORCH_CHECK(t.scalar_type() == dtype, "gemv: ", name, " must be ", c10::toString(dtype), ", got ",
+// Every entry point returns "" once its kernel is launched, else one line saying why not; runtime.py raises that
+// line as a RuntimeError. No C++ exception leaves this file: on the H200 image one thrown from the extension
+// (a failed TORCH_CHECK) ended the Python process instead of raising (notes/session3/throw_probe.py), so refusals
+// travel as strings, and only after every check that could make a torch accessor throw has passed.
+#define OKC_REQUIRE(cond, ...)                                 \
+    do {                                                       \
+        if (!(cond)) return c10::str(__VA_ARGS__);             \
+    } while (0)
+
+static std::string check_tensor(const char* fn, const torch::Tensor& t, const char* name, at::ScalarType dtype) {
+    OKC_REQUIRE(t.defined() && t.is_cuda(), fn, ": ", name, " must be a CUDA tensor");
+    OKC_REQUIRE(t.scalar_type() == dtype, fn, ": ", name, " must be ", c10::toString(dtype), ", got ",
                 c10::toString(t.scalar_type()));
-    TORCH_CHECK(t.is_contiguous(), "gemv: ", name, " must be contiguous");
-    TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "gemv: ", name, " must be 16-byte aligned");
+    OKC_REQUIRE(t.is_contiguous(), fn, ": ", name, " must be contiguous");
+    OKC_REQUIRE(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, fn, ": ", name, " must be 16-byte aligned");
+    return "";
+}
+
+// What both GEMVs ask of their operands: x [M, K] bf16 with 1 <= M <= 8 NB, weights holding at least N*K bf16
+// (w2 too in dual mode), out [M, N] (fp32 in dual mode), an fp32 workspace and int32 counters.
+static std::string check_operands(const char* fn, const torch::Tensor& x, const torch::Tensor& w,
+                                  const torch::Tensor& w2, const torch::Tensor& out, const torch::Tensor& ws,
+                                  const torch::Tensor& sem, int64_t N, int64_t K, int64_t NB, bool dual) {
+    std::string bad;
+    if (!(bad = check_tensor(fn, x, "x", at::kBFloat16)).empty()) return bad;
+    if (!(bad = check_tensor(fn, w, "w", at::kBFloat16)).empty()) return bad;
+    if (dual && !(bad = check_tensor(fn, w2, "w2 (lo weights)", at::kBFloat16)).empty()) return bad;
+    if (!(bad = check_tensor(fn, out, "out", dual ? at::kFloat : at::kBFloat16)).empty()) return bad;
+    if (!(bad = check_tensor(fn, ws, "ws", at::kFloat)).empty()) return bad;
+    if (!(bad = check_tensor(fn, sem, "sem", at::kInt)).empty()) return bad;
+    OKC_REQUIRE(x.dim() == 2 && x.size(1) == K, fn, ": x must be [M, ", K, "], got ", x.sizes());
+    const int64_t M = x.size(0);
+    OKC_REQUIRE(M >= 1 && M <= 8 * NB, fn, ": M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
+    OKC_REQUIRE(w.numel() >= N * K, fn, ": packed w holds ", w.numel(), " weights, fewer than N*K=", N * K);
+    OKC_REQUIRE(!dual || w2.numel() >= N * K, fn, ": packed w2 holds fewer than N*K weights");
+    OKC_REQUIRE(out.dim() == 2 && out.size(0) == M && out.size(1) == N, fn, ": out must be [", M, ", ", N, "]");
+    return "";
 }
 
 // out[M, N] = x[M, K] . W[:N]^T with W packed by packing.pack_mma_a (dual: W = hi + lo, both packed).
-void gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
-          torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S, int64_t U, int64_t NB, int64_t R,
-          bool cluster, bool dual, int64_t P, int64_t stream) {
-    check_tensor(x, "x", at::kBFloat16);
-    check_tensor(w, "w", at::kBFloat16);
-    if (dual) check_tensor(w2, "w2 (lo weights)", at::kBFloat16);
-    check_tensor(out, "out", dual ? at::kFloat : at::kBFloat16);
-    check_tensor(ws, "ws", at::kFloat);
-    check_tensor(sem, "sem", at::kInt);
-    TORCH_CHECK(x.dim() == 2 && x.size(1) == K, "gemv: x must be [M, ", K, "], got ", x.sizes());
-    const int64_t M = x.size(0);
-    TORCH_CHECK(M >= 1 && M <= 8 * NB, "gemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
-    TORCH_CHECK(N % 16 == 0 && K % 32 == 0, "gemv: need N % 16 == 0 and K % 32 == 0, got N=", N, " K=", K);
-    TORCH_CHECK(R >= 1 && (N / 16) % R == 0, "gemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
-    TORCH_CHECK(w.numel() >= N * K, "gemv: packed w holds ", w.numel(), " weights, fewer than N*K=", N * K);
-    TORCH_CHECK(!dual || w2.numel() >= N * K, "gemv: packed w2 holds fewer than N*K weights");
-    TORCH_CHECK(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "gemv: out must be [", M, ", ", N, "]");
-    TORCH_CHECK(NW >= 1 && NW <= 16, "gemv: NW must be 1..16, got ", NW);
-    TORCH_CHECK(S >= 1 && (K / 32) % S == 0, "gemv: S=", S, " must divide the ", K / 32, " K blocks");
-    TORCH_CHECK(!cluster || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
-    TORCH_CHECK(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "gemv: workspace too small for S=", S);
-    TORCH_CHECK(S == 1 || sem.numel() >= N / (16 * R), "gemv: need one semaphore per CTA row group (", N / (16 * R),
+std::string gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
+                 torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S, int64_t U, int64_t NB, int64_t R,
+                 bool cluster, bool dual, int64_t P, int64_t stream) {
+    const std::string bad = check_operands("gemv", x, w, w2, out, ws, sem, N, K, NB, dual);
+    if (!bad.empty()) return bad;
+    OKC_REQUIRE(N % 16 == 0 && K % 32 == 0, "gemv: need N % 16 == 0 and K % 32 == 0, got N=", N, " K=", K);
+    OKC_REQUIRE(R >= 1 && (N / 16) % R == 0, "gemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
+    OKC_REQUIRE(NW >= 1 && NW <= 16, "gemv: NW must be 1..16, got ", NW);
+    OKC_REQUIRE(S >= 1 && (K / 32) % S == 0, "gemv: S=", S, " must divide the ", K / 32, " K blocks");
+    OKC_REQUIRE(!cluster || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
+    OKC_REQUIRE(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "gemv: workspace too small for S=", S);
+    OKC_REQUIRE(S == 1 || sem.numel() >= N / (16 * R), "gemv: need one semaphore per CTA row group (", N / (16 * R),
                 ")");
     const char* err = okc_launch_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr, out.data_ptr(),
-                                      ws.data_ptr<float>(), sem.data_ptr<int>(), (int)M, (int)N, (int)K, (int)NW,
-                                      (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, dual,
+                                      ws.data_ptr<float>(), sem.data_ptr<int>(), (int)x.size(0), (int)N, (int)K,
+                                      (int)NW, (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, dual,
                                       (long long)stream);
-    TORCH_CHECK(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " C=", cluster,
-                " dual=", dual, "): ", err ? err : "");
+    OKC_REQUIRE(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " C=", cluster,
+                " dual=", dual, "): ", err);
+    return "";
 }
 
-// out[M, N] = x[M, K] . W[:N]^T through the bulk-copy + wgmma kernel (tma_gemv.cuh): W in its natural [n, k]
-// row-major layout (dual: the router's hi and lo halves), no packing.
-void tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
-              torch::Tensor sem, int64_t N, int64_t K, int64_t S, int64_t NB, int64_t STAGES, bool cluster,
-              bool dual, int64_t stream) {
-    check_tensor(x, "x", at::kBFloat16);
-    check_tensor(w, "w", at::kBFloat16);
-    if (dual) check_tensor(w2, "w2 (lo weights)", at::kBFloat16);
-    check_tensor(out, "out", dual ? at::kFloat : at::kBFloat16);
-    check_tensor(ws, "ws", at::kFloat);
-    check_tensor(sem, "sem", at::kInt);
-    TORCH_CHECK(x.dim() == 2 && x.size(1) == K, "tma_gemv: x must be [M, ", K, "], got ", x.sizes());
-    const int64_t M = x.size(0);
-    const char* bad = okc_tma_config_error((int)NB, (int)STAGES, dual, (int)S, cluster);
-    TORCH_CHECK(bad == nullptr, "tma_gemv (NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ", bad ? bad : "");
-    TORCH_CHECK(M >= 1 && M <= 8 * NB, "tma_gemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
-    TORCH_CHECK(N % 64 == 0 && K % 64 == 0, "tma_gemv: need N % 64 == 0 and K % 64 == 0, got N=", N, " K=", K);
-    TORCH_CHECK(w.numel() >= N * K, "tma_gemv: packed w holds ", w.numel(), " weights, fewer than N*K=", N * K);
-    TORCH_CHECK(!dual || w2.numel() >= N * K, "tma_gemv: packed w2 holds fewer than N*K weights");
-    TORCH_CHECK(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "tma_gemv: out must be [", M, ", ", N, "]");
-    TORCH_CHECK(S >= 1 && S <= K / 64, "tma_gemv: S=", S, " must be 1..", K / 64, " (the 64-wide K tiles)");
-    TORCH_CHECK(S == 1 || ws.numel() >= (N / 64) * S * 64 * 8 * NB, "tma_gemv: workspace too small for S=", S);
-    TORCH_CHECK(S == 1 || sem.numel() >= N / 64, "tma_gemv: need one semaphore per 64-row tile (", N / 64, ")");
+// out[M, N] = x[M, K] . W[:N]^T through the bulk-copy + wgmma kernel (tma_gemv.cuh), W packed by
+// packing.pack_tma_tiles (dual: the router's hi and lo halves).
+std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
+                     torch::Tensor sem, int64_t N, int64_t K, int64_t S, int64_t NB, int64_t STAGES, bool cluster,
+                     bool dual, int64_t stream) {
+    const std::string bad = check_operands("tma_gemv", x, w, w2, out, ws, sem, N, K, NB, dual);
+    if (!bad.empty()) return bad;
+    const char* refused = okc_tma_config_error((int)NB, (int)STAGES, dual, (int)S, cluster);
+    OKC_REQUIRE(refused == nullptr, "tma_gemv (NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ", refused);
+    OKC_REQUIRE(N % 64 == 0 && K % 64 == 0, "tma_gemv: need N % 64 == 0 and K % 64 == 0, got N=", N, " K=", K);
+    OKC_REQUIRE(S >= 1 && S <= K / 64, "tma_gemv: S=", S, " must be 1..", K / 64, " (the 64-wide K tiles)");
+    OKC_REQUIRE(S == 1 || ws.numel() >= (N / 64) * S * 64 * 8 * NB, "tma_gemv: workspace too small for S=", S);
+    OKC_REQUIRE(S == 1 || sem.numel() >= N / 64, "tma_gemv: need one semaphore per 64-row tile (", N / 64, ")");
     const char* err = okc_launch_tma_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr,
-                                          out.data_ptr(), ws.data_ptr<float>(), sem.data_ptr<int>(), (int)M, (int)N,
-                                          (int)K, (int)S, (int)NB, (int)STAGES, cluster, dual, (long long)stream);
-    TORCH_CHECK(err == nullptr, "tma_gemv (S=", S, " NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ",
-                err ? err : "");
+                                          out.data_ptr(), ws.data_ptr<float>(), sem.data_ptr<int>(), (int)x.size(0),
+                                          (int)N, (int)K, (int)S, (int)NB, (int)STAGES, cluster, dual,
+                                          (long long)stream);
+    OKC_REQUIRE(err == nullptr, "tma_gemv (S=", S, " NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ", err);
+    return "";
 }
+
+#undef OKC_REQUIRE

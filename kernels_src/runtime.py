@@ -84,6 +84,14 @@ def prepare(weights):
     return state
 
 
+def _launch(entry, *args):
+    """Call an extension entry point. It returns "" once the kernel is launched, else one line saying why not,
+    raised here: no C++ exception crosses into Python (binding.cpp says why)."""
+    refused = getattr(_extension(), entry)(*args)
+    if refused:
+        raise RuntimeError(refused)
+
+
 def _gemv(x, layer, n, cfg, state):
     nw, s, u, p, r, c = cfg
     m, k = x.shape
@@ -92,7 +100,8 @@ def _gemv(x, layer, n, cfg, state):
     packed = state["packed:" + layer]
     w, w2 = packed[0], packed[-1]  # dual: hi, lo; plain: the one matrix twice (w2 unused)
     stream = torch.cuda.current_stream(x.device).cuda_stream  # the capture stream inside torch.cuda.graph
-    _extension().gemv(
+    _launch(
+        "gemv",
         x,
         w,
         w2,
@@ -121,7 +130,8 @@ def _tma_gemv(x, layer, n, cfg, state):
     out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
     tiles = state["tiles:" + layer]
     stream = torch.cuda.current_stream(x.device).cuda_stream
-    _extension().tma_gemv(
+    _launch(
+        "tma_gemv",
         x,
         tiles[0],
         tiles[-1],
@@ -153,9 +163,7 @@ def kernel_fn(data, state):
     config = data["config"]
     layer, n = config["layer"], config["n"]
     engine, cfg = _engine(layer, x.shape[0])
-    # The GEMVs take contiguous, 16-byte aligned bf16 x; anything else goes to cuBLAS (which accepts it or raises
-    # a plain error), never to a launcher check: on the H200 image a C++ exception from the extension was seen
-    # to end the process instead of raising (notes/session3).
+    # The GEMVs take contiguous, 16-byte aligned bf16 x; any other valid x goes to cuBLAS, which accepts it.
     aligned = x.dtype == torch.bfloat16 and x.is_contiguous() and x.data_ptr() % 16 == 0
     if engine == "tma" and aligned and n % 64 == 0:
         return _tma_gemv(x, layer, n, cfg, state)
