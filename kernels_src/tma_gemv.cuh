@@ -218,44 +218,26 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         __syncwarp();
         if (!a.cluster) return;  // a cluster barrier counts every thread of the cluster: stay for the reduction
     } else {
-        // Two accumulator sets, even and odd K tiles: a wgmma chain on one set must finish before the next one on
-        // the same registers can start, so with one set the consumer streamed at most one K tile per chain
-        // latency (S = 1 capped near 55 GB/s per CTA whatever the ring depth, notes/session4). Alternating sets
-        // lets tile i's chain run while tile i-1's drains; wait<1> below still retires tile i-1 before its slot
-        // goes back to the producer.
-        float odd[kAcc];
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) odd[e] = 0.f;
-        auto consume = [&](float(&d)[kAcc], int i) {
+        for (int i = 0; i < n_k; ++i) {
             const int s = i % STAGES;
             mbar_wait(&full[s], (i / STAGES) & 1);
             const uint32_t slot = smem_addr(ring + s * kStage);
-            fence_regs(d);
+            fence_regs(acc);
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
                 const uint64_t b = sw128_desc(slot + kXOffset + kk * 32);
-                wgmma_bf16<NB>(d, sw128_desc(slot + kk * 32), b);
-                if constexpr (DUAL) wgmma_bf16<NB>(d, sw128_desc(slot + kTmaWBytes + kk * 32), b);
+                wgmma_bf16<NB>(acc, sw128_desc(slot + kk * 32), b);
+                if constexpr (DUAL) wgmma_bf16<NB>(acc, sw128_desc(slot + kTmaWBytes + kk * 32), b);
             }
             wgmma_commit();
-            fence_regs(d);
-            wgmma_wait<1>();  // tile i-1's wgmmas (the other set) have retired: hand that slot back to the producer
             fence_regs(acc);
-            fence_regs(odd);
+            wgmma_wait<1>();  // the previous slot's wgmmas have retired: hand that slot back to the producer
+            fence_regs(acc);
             if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
-        };
-        int i = 0;
-        for (; i + 1 < n_k; i += 2) {
-            consume(acc, i);
-            consume(odd, i + 1);
         }
-        if (i < n_k) consume(acc, i);
         wgmma_wait<0>();
         fence_regs(acc);
-        fence_regs(odd);
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) acc[e] += odd[e];
     }
 
     const int t = threadIdx.x;
