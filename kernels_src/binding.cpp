@@ -11,9 +11,11 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster);
 
 // Every entry point returns "" once its kernel is launched, else one line saying why not; runtime.py raises that
-// line as a RuntimeError. No C++ exception leaves this file: on the H200 image one thrown from the extension
-// (a failed TORCH_CHECK) ended the Python process instead of raising (notes/session3/throw_probe.py), so refusals
-// travel as strings, and only after every check that could make a torch accessor throw has passed.
+// line as a RuntimeError. Known defect: on the H200 image a refusal whose line carries a number (NW=0, U=3, ...)
+// ends the process with a segfault, while a string-only line comes back fine and the launchers' own messages are
+// intact (notes/session4/segv_probe_output.txt); the suspect is number formatting through std::ostream. kernel_fn
+// only sends configurations the tables' rules admit, so it never builds such a line; branch binding-text builds
+// them without iostreams, not yet run on a GPU.
 #define OKC_REQUIRE(cond, ...)                                 \
     do {                                                       \
         if (!(cond)) return c10::str(__VA_ARGS__);             \
