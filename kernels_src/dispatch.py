@@ -26,10 +26,8 @@ GEMV_DOUBLE_DATA_REGS = 100
 # hi + lo) and one x tile each. Values it is instantiated for:
 TMA_TILE = 64
 TMA_STAGES = (2, 4, 6, 8, 12, 16)
-TMA_C = (
-    0,
-    1,
-)  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
+# How S > 1 splits reduce: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory).
+TMA_C = (0, 1)
 TMA_SMEM_LIMIT = 227 * 1024  # Hopper's per-block shared memory (opt-in)
 # Split-K partial tiles of either GEMV live in one fp32 workspace of this many floats (runtime.py allocates it).
 WORKSPACE_FLOATS = 8 * 1024 * 1024

@@ -86,7 +86,7 @@ def prepare(weights):
 
 def _launch(entry, *args):
     """Call an extension entry point. It returns "" once the kernel is launched, else one line saying why not,
-    raised here: no C++ exception crosses into Python (binding.cpp says why)."""
+    raised here as a RuntimeError (binding.cpp builds the line; it throws nothing itself)."""
     refused = getattr(_extension(), entry)(*args)
     if refused:
         raise RuntimeError(refused)
