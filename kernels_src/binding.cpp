@@ -11,14 +11,33 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster);
 
 // Every entry point returns "" once its kernel is launched, else one line saying why not; runtime.py raises that
-// line as a RuntimeError. Known defect: on the H200 image a refusal whose line carries a number (NW=0, U=3, ...)
-// ends the process with a segfault, while a string-only line comes back fine and the launchers' own messages are
-// intact (notes/session4/segv_probe_output.txt); the suspect is number formatting through std::ostream. kernel_fn
-// only sends configurations the tables' rules admit, so it never builds such a line; branch binding-text builds
-// them without iostreams, not yet run on a GPU.
+// line as a RuntimeError.
+//
+// The line is built without iostreams. On the H200 image, building a refusal that formats a number through
+// std::ostream (c10::str, TORCH_CHECK) ended the process with a segfault, while one made of strings only came
+// back fine, and the launchers' own messages read through ctypes were intact (notes/session4/segv_probe*): the
+// suspect is number formatting through the stream (its locale). std::to_string does not go through one.
+static std::string text_of(const char* s) { return s == nullptr ? "" : s; }
+static std::string text_of(const std::string& s) { return s; }
+template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+static std::string text_of(T v) {
+    return std::to_string(v);  // bool prints as 0 / 1, as the stream did
+}
+static std::string text_of(at::IntArrayRef sizes) {
+    std::string out = "[";
+    for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+    return out + "]";
+}
+template <typename... Parts>
+static std::string cat(const Parts&... parts) {
+    std::string out;
+    ((out += text_of(parts)), ...);
+    return out;
+}
+
 #define OKC_REQUIRE(cond, ...)                                 \
     do {                                                       \
-        if (!(cond)) return c10::str(__VA_ARGS__);             \
+        if (!(cond)) return cat(__VA_ARGS__);                  \
     } while (0)
 
 static std::string check_tensor(const char* fn, const torch::Tensor& t, const char* name, at::ScalarType dtype) {

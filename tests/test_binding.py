@@ -17,6 +17,10 @@ const char* okc_launch_gemv(const void*, const void*, const void*, void*, float*
 const char* okc_launch_tma_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                                 int, bool, bool, long long) { return "stub launcher reached"; }
 const char* okc_tma_config_error(int, int, bool, int, bool) { return nullptr; }
+// load_inline joins the C++ sources into one file, so this sees binding.cpp's file-local message builder.
+std::string format_probe(int64_t n, bool b) {
+    return cat("n=", n, " b=", b, " sizes=", at::IntArrayRef({2, 8192}), " ", std::string("end"), " ", nullptr);
+}
 """
 
 
@@ -31,7 +35,7 @@ def binding(tmp_path_factory):
     return load_inline(
         name="okc_binding_cpu_test",
         cpp_sources=[source, STUB_LAUNCHERS],
-        functions=["gemv", "tma_gemv"],
+        functions=["gemv", "tma_gemv", "format_probe"],
         build_directory=str(build),
         verbose=False,
     )
@@ -52,6 +56,11 @@ def test_refusals_are_returned_not_thrown(binding):
     assert got == "gemv: x must be a CUDA tensor"
     got = binding.tma_gemv(x, w, w, out, ws, sem, 256, 8192, 1, 1, 8, False, False, 0)
     assert got == "tma_gemv: x must be a CUDA tensor"
+
+
+def test_refusal_text_formats_numbers_without_streams(binding):
+    # the refusals that carry numbers (the ones that crashed on the H200 when built through std::ostream)
+    assert binding.format_probe(-42, True) == "n=-42 b=1 sizes=[2, 8192] end "
 
 
 def test_runtime_raises_the_refusal_as_one_line(binding):
