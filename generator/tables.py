@@ -55,9 +55,9 @@ TABLES = (
     TableSpec(
         name="TTABLE",
         file="ttable.yaml",
-        fields=("S", "STAGES", "C", "G"),
-        doc="(layer, m) -> (S, STAGES, C, G) for the bulk-copy + wgmma GEMV; it takes precedence over CTABLE,"
-        " and None (or no entry) leaves the shape to CTABLE",
+        fields=("S", "STAGES", "C"),
+        doc="(layer, m) -> (S, STAGES, C) for the bulk-copy + wgmma GEMV; it takes precedence over CTABLE, and None"
+        " (or no entry) leaves the shape to CTABLE",
         **DECODE_M,
         check=_check_tma,
     ),

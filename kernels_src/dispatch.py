@@ -28,9 +28,6 @@ TMA_TILE = 64
 TMA_STAGES = (2, 4, 6, 8, 12, 16)
 # How S > 1 splits reduce: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory).
 TMA_C = (0, 1)
-# Consumer warpgroups per CTA, taking alternate K tiles; a group hands a slot back only once it holds its next
-# tile, so the ring needs more slots than there are groups.
-TMA_G = (1, 2)
 TMA_SMEM_LIMIT = 227 * 1024  # Hopper's per-block shared memory (opt-in)
 # Split-K partial tiles of either GEMV live in one fp32 workspace of this many floats (runtime.py allocates it).
 WORKSPACE_FLOATS = 8 * 1024 * 1024
@@ -82,18 +79,14 @@ def tma_smem_bytes(nb, stages, dual):
 
 
 def tma_config_error(cfg, m, dual, n, k):
-    """Why (S, STAGES, C, G) cannot run the TMA GEMV at m tokens on an [n, k] weight, or None if it can."""
-    if not (isinstance(cfg, tuple) and len(cfg) == 4 and all(type(v) is int for v in cfg)):
-        return f"expected 4 integers [S, STAGES, C, G], got {cfg!r}"
-    s, stages, c, g = cfg
+    """Why (S, STAGES, C) cannot run the TMA GEMV at m tokens on an [n, k] weight, or None if it can."""
+    if not (isinstance(cfg, tuple) and len(cfg) == 3 and all(type(v) is int for v in cfg)):
+        return f"expected 3 integers [S, STAGES, C], got {cfg!r}"
+    s, stages, c = cfg
     if stages not in TMA_STAGES:
         return f"STAGES={stages} is not one of {TMA_STAGES}"
     if c not in TMA_C:
         return f"C={c} is not one of {TMA_C}"
-    if g not in TMA_G:
-        return f"G={g} is not one of {TMA_G}"
-    if stages <= g:
-        return f"G={g} consumer warpgroups need STAGES > {g}, got STAGES={stages}"
     if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
     if not 1 <= m <= GEMV_MAX_M:
@@ -117,7 +110,7 @@ def table_m_for(m):
 
 
 def route(layer, m, dual, ctable, defaults, ttable=None):
-    """(engine, config) for a call: ("tma", (S, STAGES, C, G)), ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
+    """(engine, config) for a call: ("tma", (S, STAGES, C)), ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
 
     A TTABLE entry for (layer, m), or failing that for its column-block class (see table_m_for), sends the call
     to the TMA GEMV; None or no entry there means "not this engine" and CTABLE decides. A CTABLE entry for

@@ -124,7 +124,7 @@ def _gemv(x, layer, n, cfg, state):
 
 
 def _tma_gemv(x, layer, n, cfg, state):
-    s, stages, c, g = cfg
+    s, stages, c = cfg
     m, k = x.shape
     dual = _is_dual(layer)
     out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
@@ -143,7 +143,6 @@ def _tma_gemv(x, layer, n, cfg, state):
         s,
         column_blocks(m),
         stages,
-        g,
         bool(c),
         dual,
         stream,

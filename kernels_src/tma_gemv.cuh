@@ -13,12 +13,8 @@
 //    (NB*8 tokens x 64) into a STAGES-deep shared-memory ring with the bulk tensor copy engine (TMA). The
 //    tensor maps use the 128-byte swizzle that wgmma reads, and x's rows m..NB*8-1 are out of bounds, which
 //    TMA fills with zeros: no packing of W, no masking of x;
-//  * a consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens), weights as A, x as B,
-//    both straight from shared memory, keeping one K tile's wgmmas in flight while it waits for the next.
-//    G = 1 or 2 consumer warpgroups (the G of a TTABLE entry): with two, warpgroup g takes the K tiles i = g
-//    mod 2 into its own accumulators and the two are summed through shared memory at the end. Each tile's
-//    wgmmas accumulate into the same registers, so one warpgroup runs them back to back; a second one keeps
-//    another chain going (cuBLAS's own kernel for these shapes runs two consumer warpgroups, notes/session5);
+//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens), weights as A, x as B,
+//    both straight from shared memory, keeping one K tile's wgmmas in flight while it waits for the next;
 //  * full / empty mbarriers per stage: TMA completes `full` by its byte count; each consumer warp arrives
 //    on `empty` once its wgmmas that read the stage have retired;
 //  * S > 1, reduced one of two ways (C, as in gemv.cuh):
@@ -39,10 +35,8 @@ namespace okc {
 constexpr int kTmaTileRows = 64;                          // weight rows per CTA: the wgmma M
 constexpr int kTmaTileK = 64;                             // K per ring slot: 64 bf16 = one 128-byte swizzle row
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
-constexpr int kTmaConsumers = 128;                        // threads of one consumer warpgroup
-constexpr int kTmaMaxGroups = 2;                          // consumer warpgroups per CTA: 1 or 2 (G)
-// Consumer warpgroups 0..G-1 are warps 0..4G-1; the producer warp follows them.
-__host__ __device__ constexpr int tma_threads(int groups) { return groups * kTmaConsumers + 32; }
+constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
+constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
 constexpr int kTmaSmemLimit = 227 * 1024;                 // Hopper's per-block opt-in maximum
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
@@ -159,14 +153,9 @@ __device__ __forceinline__ void wgmma_bf16<4>(float (&d)[16], uint64_t a, uint64
         : "l"(a), "l"(b));
 }
 
-// bar.sync on named barriers that leave the producer warp out (it may have left already): barrier 1 for every
-// consumer warpgroup, barrier 2 for warpgroup 0 alone (the one that finishes the tile).
-template <int G>
+// bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
 __device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;" ::"n"(G * kTmaConsumers) : "memory");
-}
-__device__ __forceinline__ void group0_sync() {
-    asm volatile("bar.sync 2, %0;" ::"n"(kTmaConsumers) : "memory");
+    asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
 }
 
 // Accumulator element e of consumer thread t (the wgmma D layout: warp w owns rows 16w..16w+15, like mma.sync's
@@ -179,8 +168,8 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int tile, int t,
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-template <int NB, int STAGES, int G, bool DUAL, typename OutT>
-__global__ void __launch_bounds__(tma_threads(G), 1)
+template <int NB, int STAGES, bool DUAL, typename OutT>
+__global__ void __launch_bounds__(kTmaThreads, 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap w2_map,
                     const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
     constexpr int kAcc = 4 * NB;                          // fp32 accumulators per consumer thread
@@ -196,9 +185,8 @@ __global__ void __launch_bounds__(tma_threads(G), 1)
     const int kt0 = (int)((long long)split * k_tiles / a.S);  // uneven splits differ by at most one K tile
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    constexpr int kProducer = G * kTmaConsumers;  // the producer warp's first thread
 
-    if (threadIdx.x == kProducer) {  // the producer's lane: fetch the tensor maps while barriers initialise
+    if (threadIdx.x == kTmaConsumers) {  // the producer's lane: fetch the tensor maps while barriers initialise
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&w_map)) : "memory");
         if constexpr (DUAL) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&w2_map)) : "memory");
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
@@ -213,7 +201,7 @@ __global__ void __launch_bounds__(tma_threads(G), 1)
     float acc[kAcc];
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
-    if (threadIdx.x >= kProducer) {  // producer warp: one lane issues every copy
+    if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
             for (int i = 0; i < n_k; ++i) {
                 const int s = i % STAGES;
@@ -230,8 +218,7 @@ __global__ void __launch_bounds__(tma_threads(G), 1)
         __syncwarp();
         if (!a.cluster) return;  // a cluster barrier counts every thread of the cluster: stay for the reduction
     } else {
-        const int group = threadIdx.x / kTmaConsumers;
-        for (int i = group; i < n_k; i += G) {  // this warpgroup's K tiles
+        for (int i = 0; i < n_k; ++i) {
             const int s = i % STAGES;
             mbar_wait(&full[s], (i / STAGES) & 1);
             const uint32_t slot = smem_addr(ring + s * kStage);
@@ -245,9 +232,9 @@ __global__ void __launch_bounds__(tma_threads(G), 1)
             }
             wgmma_commit();
             fence_regs(acc);
-            wgmma_wait<1>();  // this group's previous tile's wgmmas have retired: hand its slot back
+            wgmma_wait<1>();  // the previous slot's wgmmas have retired: hand that slot back to the producer
             fence_regs(acc);
-            if (i >= G && lane == 0) mbar_arrive(&empty[(i - G) % STAGES]);
+            if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
         }
         wgmma_wait<0>();
         fence_regs(acc);
@@ -255,24 +242,6 @@ __global__ void __launch_bounds__(tma_threads(G), 1)
 
     const int t = threadIdx.x;
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
-    if constexpr (G == 2) {
-        // Fold warpgroup 1's accumulators into warpgroup 0's (same D layout). Once both groups pass the first
-        // barrier every copy has landed and every wgmma retired, so the ring's second tile-sized area is free
-        // (the cluster path below puts the CTA's partial in the first).
-        float* fold = reinterpret_cast<float*>(ring) + kTile;
-        if (t < 2 * kTmaConsumers) {
-            consumers_sync<G>();
-            if (t >= kTmaConsumers) {
-#pragma unroll
-                for (int e = 0; e < kAcc; ++e) fold[e * kTmaConsumers + t - kTmaConsumers] = acc[e];
-            }
-            consumers_sync<G>();
-            if (t < kTmaConsumers) {
-#pragma unroll
-                for (int e = 0; e < kAcc; ++e) acc[e] += fold[e * kTmaConsumers + t];
-            }
-        }
-    }
     if (a.cluster) {
         // Every copy has landed and every wgmma retired (the consumers waited on them all), so the ring is idle:
         // this CTA's partial goes to its start, visible to the whole cluster after the barrier.
@@ -284,7 +253,7 @@ __global__ void __launch_bounds__(tma_threads(G), 1)
         cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
         cluster.sync();
         const int rank = (int)cluster.block_rank();
-        for (int idx = rank * tma_threads(G) + t; idx < kTile; idx += a.S * tma_threads(G)) {
+        for (int idx = rank * kTmaThreads + t; idx < kTile; idx += a.S * kTmaThreads) {
             float v = 0.f;
             for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(part, s)[idx];  // split order
             tma_write<OutT>(a, tile, idx % kTmaConsumers, idx / kTmaConsumers, v);
@@ -292,7 +261,6 @@ __global__ void __launch_bounds__(tma_threads(G), 1)
         cluster.sync();  // no CTA may leave (and free its shared memory) while a peer still reads it
         return;
     }
-    if (t >= kTmaConsumers) return;  // warpgroup 1 (its sum is in warpgroup 0's accumulators now)
     if (a.S == 1) {
 #pragma unroll
         for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile, t, e, acc[e]);
@@ -305,9 +273,9 @@ __global__ void __launch_bounds__(tma_threads(G), 1)
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) __stcg(mine + e * kTmaConsumers + t, acc[e]);
     __threadfence();  // the partial is visible device-wide before this CTA counts itself in
-    group0_sync();
+    consumers_sync();
     if (t == 0) is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
-    group0_sync();
+    consumers_sync();
     if (!is_last) return;
     __threadfence();  // acquire: the other CTAs' partials
     const float* parts = a.ws + (size_t)tile * a.S * kTile + t;

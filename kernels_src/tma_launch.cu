@@ -41,14 +41,14 @@ static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-template <int NB, int STAGES, int G, bool DUAL>
+template <int NB, int STAGES, bool DUAL>
 const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, const CUtensorMap& x,
                                const TmaGemvArgs& a, cudaStream_t stream) {
-    if constexpr (!tma_fits(NB, STAGES, DUAL) || STAGES <= G) {
-        return "this (NB, STAGES, G, dual) variant cannot run and is not compiled in";
+    if constexpr (!tma_fits(NB, STAGES, DUAL)) {
+        return "this (NB, STAGES, dual) ring does not fit in shared memory and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        auto kernel = tma_gemv_kernel<NB, STAGES, G, DUAL, OutT>;
+        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, OutT>;
         constexpr int smem = tma_smem_bytes(NB, STAGES, DUAL);
         static bool opted_in = false;  // per instantiation; not a stream operation, so capture-safe
         if (!opted_in) {
@@ -58,7 +58,7 @@ const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, cons
         }
         const dim3 grid(a.N / kTmaTileRows, a.S);
         if (!a.cluster) {
-            kernel<<<grid, tma_threads(G), smem, stream>>>(w, w2, x, a);
+            kernel<<<grid, kTmaThreads, smem, stream>>>(w, w2, x, a);
         } else {
             static bool non_portable = false;  // 9..16-CTA clusters: Hopper allows them on request
             if (a.S > 8 && !non_portable) {
@@ -68,7 +68,7 @@ const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, cons
             }
             cudaLaunchConfig_t config = {};
             config.gridDim = grid;
-            config.blockDim = dim3(tma_threads(G));
+            config.blockDim = dim3(kTmaThreads);
             config.dynamicSmemBytes = smem;
             config.stream = stream;
             cudaLaunchAttribute cluster_dim;
@@ -86,13 +86,13 @@ const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, cons
     }
 }
 
-template <int NB, int G>
+template <int NB>
 const char* tma_by_stages(const CUtensorMap& w, const CUtensorMap& w2, const CUtensorMap& x, const TmaGemvArgs& a,
                           int stages, bool dual, cudaStream_t s) {
 #define OKC_TMA_STAGES(N)                                                                         \
     case N:                                                                                       \
-        return dual ? launch_tma_variant<NB, N, G, true>(w, w2, x, a, s)                           \
-                    : launch_tma_variant<NB, N, G, false>(w, w2, x, a, s);
+        return dual ? launch_tma_variant<NB, N, true>(w, w2, x, a, s)                              \
+                    : launch_tma_variant<NB, N, false>(w, w2, x, a, s);
     switch (stages) {
         OKC_TMA_STAGES(2)
         OKC_TMA_STAGES(4)
@@ -105,24 +105,14 @@ const char* tma_by_stages(const CUtensorMap& w, const CUtensorMap& w2, const CUt
     return "STAGES must be 2, 4, 6, 8, 12 or 16";
 }
 
-template <int NB>
-const char* tma_by_groups(const CUtensorMap& w, const CUtensorMap& w2, const CUtensorMap& x, const TmaGemvArgs& a,
-                          int stages, int groups, bool dual, cudaStream_t s) {
-    return groups == 2 ? tma_by_stages<NB, 2>(w, w2, x, a, stages, dual, s)
-                       : tma_by_stages<NB, 1>(w, w2, x, a, stages, dual, s);
-}
-
 }  // namespace okc
 
-// Why (NB, STAGES, G, dual) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
-const char* okc_tma_config_error(int NB, int STAGES, int G, bool dual, int S, bool cluster) {
+// Why (NB, STAGES, dual) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
+const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster) {
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
     if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
         return "STAGES must be 2, 4, 6, 8, 12 or 16";
     if (!okc::tma_fits(NB, STAGES, dual)) return "the ring (STAGES x (weights + x)) exceeds 227 KB of shared memory";
-    if (G != 1 && G != 2) return "G (consumer warpgroups) must be 1 or 2";
-    // A warpgroup hands a slot back only once it holds its next tile, so the ring must hold more than G tiles.
-    if (STAGES <= G) return "two consumer warpgroups need STAGES >= 4";
     if (cluster && (S < 2 || S > 16)) return "a cluster split needs 2 <= S <= 16";
     return nullptr;
 }
@@ -130,7 +120,7 @@ const char* okc_tma_config_error(int NB, int STAGES, int G, bool dual, int S, bo
 // Called by binding.cpp; every argument has been checked there. w, w2: [>= N, K] bf16 row-major (w2: the router's
 // lo half, dual only); x: [M, K] bf16.
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                                int N, int K, int S, int NB, int STAGES, int G, bool cluster, bool dual,
+                                int N, int K, int S, int NB, int STAGES, bool cluster, bool dual,
                                 long long stream) {
     // Packed weights (packing.pack_tma_tiles): [N/64][K/64][64 rows][64 k], each 8 KB block contiguous, seen as
     // a [N*K/64, 64] matrix whose 64-row boxes are exactly those blocks.
@@ -144,9 +134,9 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
     const okc::TmaGemvArgs a{out, ws, sem, M, N, K, S, cluster ? 1 : 0};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (NB) {
-        case 1: return okc::tma_by_groups<1>(w_map, w2_map, x_map, a, STAGES, G, dual, s);
-        case 2: return okc::tma_by_groups<2>(w_map, w2_map, x_map, a, STAGES, G, dual, s);
-        case 4: return okc::tma_by_groups<4>(w_map, w2_map, x_map, a, STAGES, G, dual, s);
+        case 1: return okc::tma_by_stages<1>(w_map, w2_map, x_map, a, STAGES, dual, s);
+        case 2: return okc::tma_by_stages<2>(w_map, w2_map, x_map, a, STAGES, dual, s);
+        case 4: return okc::tma_by_stages<4>(w_map, w2_map, x_map, a, STAGES, dual, s);
     }
     return "NB must be 1, 2 or 4";
 }

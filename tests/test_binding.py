@@ -15,8 +15,8 @@ STUB_LAUNCHERS = r"""
 const char* okc_launch_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                             int, int, int, int, bool, bool, long long) { return "stub launcher reached"; }
 const char* okc_launch_tma_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
-                                int, int, bool, bool, long long) { return "stub launcher reached"; }
-const char* okc_tma_config_error(int, int, int, bool, int, bool) { return nullptr; }
+                                int, bool, bool, long long) { return "stub launcher reached"; }
+const char* okc_tma_config_error(int, int, bool, int, bool) { return nullptr; }
 // load_inline joins the C++ sources into one file, so this sees binding.cpp's file-local message builder.
 std::string format_probe(int64_t n, bool b) {
     return cat("n=", n, " b=", b, " sizes=", at::IntArrayRef({2, 8192}), " ", std::string("end"), " ", nullptr);
@@ -54,7 +54,7 @@ def test_refusals_are_returned_not_thrown(binding):
     x, w, out, ws, sem = _operands()
     got = binding.gemv(x, w, w, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, False, False, 0, 0)
     assert got == "gemv: x must be a CUDA tensor"
-    got = binding.tma_gemv(x, w, w, out, ws, sem, 256, 8192, 1, 1, 8, 1, False, False, 0)
+    got = binding.tma_gemv(x, w, w, out, ws, sem, 256, 8192, 1, 1, 8, False, False, 0)
     assert got == "tma_gemv: x must be a CUDA tensor"
 
 

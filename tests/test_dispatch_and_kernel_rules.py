@@ -31,21 +31,21 @@ def test_route(layer, m, dual, expected):
     assert dispatch.route(layer, m, dual, CTABLE, DEFAULTS) == expected
 
 
-TTABLE = {("o", 32): (1, 8, 0, 1), ("o", 16): None, ("router", 8): (16, 6, 1, 2)}
+TTABLE = {("o", 32): (1, 8, 0), ("o", 16): None, ("router", 8): (16, 6, 1)}
 
 
 @pytest.mark.parametrize(
     "layer, m, dual, expected",
     [
-        ("o", 32, False, ("tma", (1, 8, 0, 1))),
-        ("o", 17, False, ("tma", (1, 8, 0, 1))),  # borrows ("o", 32)
+        ("o", 32, False, ("tma", (1, 8, 0))),
+        ("o", 17, False, ("tma", (1, 8, 0))),  # borrows ("o", 32)
         ("o", 16, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # None in TTABLE: CTABLE decides
         ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0))),  # no TTABLE row for its class
         (
             "router",
             5,
             True,
-            ("tma", (16, 6, 1, 2)),
+            ("tma", (16, 6, 1)),
         ),  # a TTABLE entry beats CTABLE's dual default (None = cuBLAS)
         ("o", 64, False, ("cublas", None)),
     ],
@@ -55,23 +55,18 @@ def test_route_with_ttable(layer, m, dual, expected):
 
 
 def test_tma_config_errors_name_the_field():
-    assert "expected 4 integers" in dispatch.tma_config_error((1, 8, 0), 1, False, 1024, 1024)
-    assert "STAGES=5" in dispatch.tma_config_error((1, 5, 0, 1), 1, False, 1024, 1024)
-    assert "C=2" in dispatch.tma_config_error((1, 4, 2, 1), 1, False, 1024, 1024)
-    assert "G=3" in dispatch.tma_config_error((1, 4, 0, 3), 1, False, 1024, 1024)
-    assert "need STAGES > 2" in dispatch.tma_config_error(
-        (1, 2, 0, 2), 1, False, 1024, 1024
-    )  # would deadlock
-    assert dispatch.tma_config_error((1, 2, 0, 1), 1, False, 1024, 1024) is None
-    assert "S=17 must be 1..16" in dispatch.tma_config_error((17, 4, 0, 1), 1, False, 8192, 1024)
-    assert "divisible by 64" in dispatch.tma_config_error((1, 4, 0, 1), 1, False, 1000, 1024)
-    assert "shared memory" in dispatch.tma_config_error((4, 12, 0, 1), 32, True, 256, 8192)  # 12 x 20 KB
-    assert dispatch.tma_config_error((4, 8, 0, 2), 32, True, 256, 8192) is None
-    assert "workspace" in dispatch.tma_config_error((64, 4, 0, 1), 32, False, 8192, 4096)
-    assert dispatch.tma_config_error((3, 8, 0, 2), 32, False, 2304, 8192) is None
-    assert "cluster" in dispatch.tma_config_error((1, 8, 1, 1), 32, False, 2304, 8192)  # nothing to reduce
-    assert "cluster" in dispatch.tma_config_error((32, 8, 1, 1), 32, False, 2304, 8192)  # past 16 CTAs
-    assert dispatch.tma_config_error((16, 8, 1, 2), 32, False, 2304, 8192) is None
+    assert "expected 3 integers" in dispatch.tma_config_error((1, 8), 1, False, 1024, 1024)
+    assert "STAGES=5" in dispatch.tma_config_error((1, 5, 0), 1, False, 1024, 1024)
+    assert "C=2" in dispatch.tma_config_error((1, 4, 2), 1, False, 1024, 1024)
+    assert "S=17 must be 1..16" in dispatch.tma_config_error((17, 4, 0), 1, False, 8192, 1024)
+    assert "divisible by 64" in dispatch.tma_config_error((1, 4, 0), 1, False, 1000, 1024)
+    assert "shared memory" in dispatch.tma_config_error((4, 12, 0), 32, True, 256, 8192)  # 12 x 20 KB
+    assert dispatch.tma_config_error((4, 8, 0), 32, True, 256, 8192) is None
+    assert "workspace" in dispatch.tma_config_error((64, 4, 0), 32, False, 8192, 4096)
+    assert dispatch.tma_config_error((3, 8, 0), 32, False, 2304, 8192) is None
+    assert "cluster" in dispatch.tma_config_error((1, 8, 1), 32, False, 2304, 8192)  # nothing to reduce
+    assert "cluster" in dispatch.tma_config_error((32, 8, 1), 32, False, 2304, 8192)  # past 16 CTAs
+    assert dispatch.tma_config_error((16, 8, 1), 32, False, 2304, 8192) is None
 
 
 def test_column_blocks():
@@ -142,5 +137,5 @@ def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
     assert len(cpp) == 3 * len(dispatch.TMA_STAGES) * 2
     for (nb, stages, dual), (fits, smem) in cpp.items():
         assert dispatch.tma_smem_bytes(nb, stages, bool(dual)) == smem
-        error = dispatch.tma_config_error((1, stages, 0, 1), m_of_nb[nb], bool(dual), 256, 8192)
+        error = dispatch.tma_config_error((1, stages, 0), m_of_nb[nb], bool(dual), 256, 8192)
         assert (error is None) == bool(fits), (nb, stages, dual, error)

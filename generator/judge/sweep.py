@@ -23,7 +23,6 @@ FINALISTS = 4  # the fastest few of the coarse pass are timed again with more re
 TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
 TMA_SWEEP_STAGES = (4, 6, 8, 12)
 TMA_SWEEP_C = (0, 1)
-TMA_SWEEP_G = dispatch.TMA_G
 
 
 def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
@@ -43,11 +42,11 @@ def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
     return out
 
 
-def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int, int, int]]:
-    """Every (S, STAGES, C, G) of the TMA GEMV worth timing for this shape."""
+def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int, int]]:
+    """Every (S, STAGES, C) of the TMA GEMV worth timing for this shape."""
     return [
         cfg
-        for cfg in itertools.product(TMA_SWEEP_S, TMA_SWEEP_STAGES, TMA_SWEEP_C, TMA_SWEEP_G)
+        for cfg in itertools.product(TMA_SWEEP_S, TMA_SWEEP_STAGES, TMA_SWEEP_C)
         if dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None
     ]
 
