@@ -20,10 +20,6 @@ GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 # (both live trips for the double-buffered P = 1, 3) plus the accumulators.
 GEMV_BATCH_DATA_REGS = 112
 GEMV_DOUBLE_DATA_REGS = 100
-# The wide kernel (at most 8 warps, so up to 255 registers a thread) takes what the budgets above refuse.
-GEMV_WIDE_BATCH_DATA_REGS = 224
-GEMV_WIDE_DOUBLE_DATA_REGS = 208
-GEMV_WIDE_MAX_NW = 8
 
 # The bulk-copy + wgmma GEMV (kernels_src/tma_gemv.cuh): a CTA takes a 64-row weight tile and a run of 64-wide
 # K tiles; S CTAs split K (any S up to K/64); STAGES ring slots of one weight tile (two for the router's
@@ -69,11 +65,10 @@ def gemv_config_error(cfg, m, dual, n, k):
     double = p in (1, 3)
     regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
     budget = GEMV_DOUBLE_DATA_REGS if double else GEMV_BATCH_DATA_REGS
-    wide = GEMV_WIDE_DOUBLE_DATA_REGS if double else GEMV_WIDE_BATCH_DATA_REGS
-    if regs > budget and not (nw <= GEMV_WIDE_MAX_NW and regs <= wide):
+    if regs > budget:
         return (
             f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
-            f" over the kernel's {budget} (or {wide} with NW <= {GEMV_WIDE_MAX_NW})"
+            f" over the kernel's {budget}"
         )
     return None
 

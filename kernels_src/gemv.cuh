@@ -33,33 +33,17 @@ __host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3;
 __host__ __device__ constexpr bool pipe_l2_hint(int p) { return p >= 2; }
 
 // Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
-// times 2 if double buffered; plus the 4*R*NB accumulators. The weight bytes a warp keeps in flight are these
-// registers, so they bound how close an SM gets to its share of HBM bandwidth.
-//  * narrow kernel (up to 512 threads, so at most 128 registers): budgets that compile without spilling, as
-//    ptxas reports them: a single set may take 112 (U=2, NB=4, R=4 at 160 spilled); two live sets leave less
-//    room for addresses, so 100 (U=2, NB=4 double-buffered at 112 spilled);
-//  * wide kernel (up to 256 threads, NW <= 8, so up to 255 registers): the same idea with twice the file per
-//    thread. At m = 16..32 the x fragments and accumulators take a third to a half of the narrow budget, which
-//    leaves a 16-warp CTA half the weight bytes in flight it has at m = 1; 8 warps with twice the registers
-//    each get them back. Compiled only for the (U, NB, R, P) the narrow budget refuses.
-// kernels_src/dispatch.py (gemv_config_error) applies the same rules to the tables.
+// times 2 if double buffered; plus the 4*R*NB accumulators. Budgets keep the kernel under 128 registers
+// (512-thread CTAs) without spilling, as ptxas reports them: a single set may take 112 (U=2, NB=4, R=4 at 160
+// spilled); two live sets leave less room for addresses, so 100 (U=2, NB=4 double-buffered at 112 spilled).
+// kernels_src/dispatch.py (gemv_config_error) applies the same rule to the tables.
 constexpr int kBatchDataRegs = 112;
 constexpr int kDoubleDataRegs = 100;
-constexpr int kWideBatchDataRegs = 224;
-constexpr int kWideDoubleDataRegs = 208;
-constexpr int kWideMaxWarps = 8;
 __host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bool dual) {
     return (pipe_double(p) ? 2 : 1) * u * (8 * r * (dual ? 2 : 1) + 4 * nb) + 4 * r * nb;
 }
-__host__ __device__ constexpr bool gemv_fits_narrow(int u, int nb, int r, int p, bool dual) {
+__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual) {
     return gemv_data_regs(u, nb, r, p, dual) <= (pipe_double(p) ? kDoubleDataRegs : kBatchDataRegs);
-}
-__host__ __device__ constexpr bool gemv_fits_wide(int u, int nb, int r, int p, bool dual) {
-    return gemv_data_regs(u, nb, r, p, dual) <= (pipe_double(p) ? kWideDoubleDataRegs : kWideBatchDataRegs);
-}
-// Whether NW warps can run (U, NB, R, P): in the narrow kernel, or in the wide one when NW <= 8.
-__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual, int nw) {
-    return gemv_fits_narrow(u, nb, r, p, dual) || (nw <= kWideMaxWarps && gemv_fits_wide(u, nb, r, p, dual));
 }
 
 struct GemvArgs {
@@ -136,8 +120,8 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-template <int U, int NB, int R, int P, bool DUAL, typename OutT, bool WIDE>
-__global__ void __launch_bounds__(WIDE ? 32 * kWideMaxWarps : 512, 1) gemv_kernel(const GemvArgs a) {
+template <int U, int NB, int R, int P, bool DUAL, typename OutT>
+__global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;

@@ -9,14 +9,12 @@ namespace okc {
 
 template <int U, int NB, int R, int P, bool DUAL>
 const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) {
-    constexpr bool kNarrow = gemv_fits_narrow(U, NB, R, P, DUAL);
-    if constexpr (!kNarrow && !gemv_fits_wide(U, NB, R, P, DUAL)) {
+    if constexpr (!gemv_fits(U, NB, R, P, DUAL)) {
         return "this (U, NB, R, P, dual) holds too many fragment registers and is not compiled in";
     } else {
-        if (!kNarrow && nw > kWideMaxWarps) return "this (U, NB, R, P, dual) needs the wide kernel: NW <= 8";
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
         const size_t smem = (size_t)nw * R * NB * 4 * 32 * sizeof(float);  // up to 128 KB at NW=16, R=NB=4
-        auto kernel = gemv_kernel<U, NB, R, P, DUAL, OutT, !kNarrow>;
+        auto kernel = gemv_kernel<U, NB, R, P, DUAL, OutT>;
         if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
             if (err != cudaSuccess) return cudaGetErrorString(err);

@@ -110,9 +110,9 @@ def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
         ("pooler", 1): (8, 1, 4, 1, 1, 0),
     }
     assert "# kept from an earlier sweep" in text
-    # a default must run at every m of its kind: (16, 1, 2, 1, 2, 0) alone would not fit m = 32
+    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0) alone would not fit m = 32
     assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0), "dual": (16, 8, 1, 1, 1, 0)}
-    lone = pick_defaults({("o", 1): (16, 1, 2, 1, 2, 0)}, problem)
+    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0)}, problem)
     assert lone["plain"] is None
     assert text.startswith("# Written by `python -m generator sweep`")
 

@@ -85,17 +85,17 @@ def test_config_errors_name_the_field():
 
 
 def _cpp_rule_table(tmp_path):
-    """gemv_fits() as the CUDA header computes it, for every (U, NB, R, P, dual, NW), via a host-only program."""
+    """gemv_fits() as the CUDA header computes it, for every (U, NB, R, P, dual), via a host-only program."""
     program = tmp_path / "rule.cu"
     program.write_text(
         f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
-        " for (int p = 0; p < 4; ++p) for (int d = 0; d < 2; ++d) for (int nw : {4, 8, 16})"
-        ' printf("%d %d %d %d %d %d %d\\n", u, nb, r, p, d, nw, (int)okc::gemv_fits(u, nb, r, p, d, nw)); }\n'
+        " for (int p = 0; p < 4; ++p) for (int d = 0; d < 2; ++d)"
+        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n'
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "rule")], check=True)
     out = subprocess.run([str(tmp_path / "rule")], capture_output=True, text=True, check=True).stdout
-    return {tuple(map(int, line.split()[:6])): bool(int(line.split()[6])) for line in out.splitlines()}
+    return {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
 
 
 @pytest.mark.nvcc
@@ -103,10 +103,9 @@ def _cpp_rule_table(tmp_path):
 def test_python_and_cuda_agree_on_which_configs_exist(tmp_path):
     cpp = _cpp_rule_table(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
-    for u, nb, r, p, d, nw in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(4), (0, 1), (4, 8, 16)):
-        error = dispatch.gemv_config_error((nw, 1, u, p, r, 0), m_of_nb[nb], bool(d), 4096, 8192)
-        assert (error is None) == cpp[(u, nb, r, p, d, nw)], (u, nb, r, p, d, nw, error)
-    assert any(cpp[key] != cpp[key[:5] + (16,)] for key in cpp if key[5] == 8)  # the wide kernel exists
+    for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(4), (0, 1)):
+        error = dispatch.gemv_config_error((4, 1, u, p, r, 0), m_of_nb[nb], bool(d), 4096, 8192)
+        assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
 
 
 @pytest.mark.nvcc
