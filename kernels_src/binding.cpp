@@ -15,8 +15,9 @@ const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool clus
 //
 // The line is built without iostreams. On the H200 image, building a refusal that formats a number through
 // std::ostream (c10::str, TORCH_CHECK) ended the process with a segfault, while one made of strings only came
-// back fine, and the launchers' own messages read through ctypes were intact (notes/session4/segv_probe*): the
-// suspect is number formatting through the stream (its locale). std::to_string does not go through one.
+// back fine, and the launchers' own messages read through ctypes were intact (notes/session4/segv_probe*).
+// Built with std::to_string instead, the same refusal ("gemv: NW must be 1..16, got 0") comes back as its line
+// on the H200 (notes/session5/segv_run1.txt).
 static std::string text_of(const char* s) { return s == nullptr ? "" : s; }
 static std::string text_of(const std::string& s) { return s; }
 template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
