@@ -1,0 +1,202 @@
+"""12-bit lossless weights for the compressed GEMV (ZTABLE): the format, the compressor, and a bit-level model of
+the decoder the CUDA kernel will run. Not inlined into dist/ yet: no kernel reads this format so far.
+
+Why: for m <= 32 a GEMV's time is the weight bytes over HBM bandwidth, and the tensor-core GEMVs already stream
+near that floor at m = 1 (notes/). Fewer bytes is the remaining lever: 12 bits per weight is 25 % fewer.
+
+The format. A bf16 weight is two bytes: hi = sign + top 7 exponent bits, lo = lowest exponent bit + 7 mantissa
+bits. A weight matrix uses few distinct hi bytes (its magnitudes span a few powers of 4), so each weight is
+stored as its lo byte plus a 4-bit code: an index into a per-matrix table T of 16 hi bytes.
+  * T[0] = 0x00 always; T[1..15] are the 15 most frequent other hi bytes (ties: the smaller byte first).
+  * A weight whose hi byte is not in T is an exception: its stream slot holds code 0 and lo 0, which decodes to
+    +0.0 exactly (it adds nothing), and its own bits go to the exception table. The kernel's exception warp adds
+    x[t, k] * w to out[t, row] in fp32: a bf16 x bf16 product is exact in fp32, as inside the mma.
+  * Decoding is exact by construction: every stream weight decodes to its own 16 bits, every exception to +0.0
+    plus its entry. tests/test_compress.py proves it on adversarial inputs (every bf16 bit pattern, NaN, inf,
+    -0.0, more than 16 hi bytes, all-exception blocks).
+
+Stream layout (what a warp loads), built on packing.pack_mma_a's fragment order (8 bf16 per lane per fragment):
+per 16-row block and 64-wide K group (two 32-wide K blocks = four fragments f = 2 kb + step),
+  [row block][K group][part][lane][16 bytes]
+    part 0: lo bytes of fragments 0, 1 (8 each, in the fragment's element order)
+    part 1: lo bytes of fragments 2, 3
+    part 2: the four fragments' code words (uint32; nibble e is element e's code)
+so a lane issues three 16-byte loads per K group and every warp-wide load is 512 contiguous bytes (1536 bytes
+per 16 x 64 weights, against 2048 in bf16).
+
+Decode (per lane and fragment; lo words L0 = elements 0..3, L1 = 4..7; code word C; table words T0..T3 = T's
+bytes 0..3, 4..7, 8..11, 12..15), with PTX prmt.b32 (byte permute, default mode):
+  for half h in (0, 1): c = (C >> 16 h) & 0xFFFF       four 4-bit codes, elements 4h .. 4h+3
+      lo8 = prmt(T0, T1, c & 0x7777)                   hi bytes for codes 0..7
+      hi8 = prmt(T2, T3, c & 0x7777)                   hi bytes for codes 8..15
+      m   = prmt(0x0000FF00, 0, (c >> 3) & 0x1111)     0xFF where the code's bit 3 is set
+      H_h = (lo8 & ~m) | (hi8 & m)                     one lop3
+  reg 2h   = prmt(L_h, H_h, 0x5140)                    elements 4h, 4h+1: lo, hi, lo, hi bytes
+  reg 2h+1 = prmt(L_h, H_h, 0x7362)                    elements 4h+2, 4h+3
+decode_stream() below runs exactly this recipe on integers, so the tests check the recipe, not just the format.
+
+Exceptions: int32 [N/16, capr, 2] per 16-row block, padded to the longest block (capr): entry = (k | (row in
+block) << 16, the bf16 bits). Padding entries have bits 0 (+0.0 is never an exception: its hi byte is T[0])
+and are skipped. A matrix with more than MAX_EXCEPTIONS_PER_BLOCK in some row block cannot be compressed
+usefully: compress() refuses it with a one-line CompressionError, and the layer stays on the plain GEMV.
+"""
+
+import torch
+
+from kernels_src.packing import pack_mma_a
+
+TABLE_SIZE = 16
+K_GROUP = 64  # weights per row per K group: two 32-wide K blocks
+# The exception warp adds its block's entries one by one (per entry: one x load and one fp32 product per token),
+# while the other warps stream the block's 16 x K weights. Past this many entries per 16-row block its serial
+# work would rival that streaming time, and the plain GEMV serves the layer better.
+MAX_EXCEPTIONS_PER_BLOCK = 512
+
+
+class CompressionError(ValueError):
+    """A weight matrix the 12-bit format cannot serve usefully (too many exceptions), or a wrong input."""
+
+
+def hi_byte_table(bits: torch.Tensor) -> torch.Tensor:
+    """The 16 hi bytes of the format's table for int16-viewed bf16 `bits`: 0x00 first, then the 15 most frequent
+    others (ties: smaller byte first). Fewer distinct bytes than 16: the unused entries repeat 0x00."""
+    hi = (bits.to(torch.int32) >> 8) & 0xFF
+    counts = torch.bincount(hi.reshape(-1), minlength=256).cpu()
+    counts[0] = -1  # 0x00 has its fixed slot
+    # stable sort on -count keeps byte order among equal counts
+    order = torch.sort(-counts, stable=True).indices
+    chosen = [int(b) for b in order[: TABLE_SIZE - 1] if counts[int(b)] > 0]
+    return torch.tensor([0] + chosen + [0] * (TABLE_SIZE - 1 - len(chosen)), dtype=torch.int32)
+
+
+def _fragments(bits: torch.Tensor) -> torch.Tensor:
+    """int32 bf16 bits [N, K] -> [N/16, K/64, 4 fragments, 32 lanes, 8 elements] in pack_mma_a's order."""
+    n, k = bits.shape
+    flat = pack_mma_a(bits.to(torch.int16)).to(torch.int32) & 0xFFFF
+    return flat.reshape(n // 16, k // K_GROUP, 4, 32, 8)
+
+
+def compress(w: torch.Tensor, name: str = "weight") -> dict:
+    """bf16 [N, K] (N % 16 == 0, K % 64 == 0) -> {"stream": uint8 [N/16, K/64, 3, 32, 16], "table": int32 [16]
+    hi bytes, "table_words": int32 [4] (T0..T3 for prmt), "exceptions": int32 [N/16, capr, 2], "count": int}.
+    Raises CompressionError (one line, naming `name`) when the matrix cannot be served by the format."""
+    if w.dtype != torch.bfloat16 or w.dim() != 2:
+        raise CompressionError(f"{name}: expected a 2-D bfloat16 matrix, got {w.dtype} {tuple(w.shape)}")
+    n, k = w.shape
+    if n % 16 or k % K_GROUP:
+        raise CompressionError(f"{name}: [{n}, {k}] needs N % 16 == 0 and K % {K_GROUP} == 0")
+    bits = w.contiguous().view(torch.int16).to(torch.int32) & 0xFFFF
+    device = w.device
+    table = hi_byte_table(bits).to(device)
+    code_of = torch.full((256,), -1, dtype=torch.int32, device=device)
+    for code in range(TABLE_SIZE - 1, -1, -1):  # a repeated 0x00 keeps code 0
+        code_of[int(table[code])] = code
+
+    hi, lo = bits >> 8, bits & 0xFF
+    codes = code_of[hi.reshape(-1).long()].reshape(n, k)
+    is_exc = codes < 0
+    per_block = is_exc.reshape(n // 16, 16 * k).sum(dim=1)
+    capr = int(per_block.max()) if n else 0
+    if capr > MAX_EXCEPTIONS_PER_BLOCK:
+        total = int(is_exc.sum())
+        worst = int(per_block.argmax())
+        raise CompressionError(
+            f"{name}: {total} of {n * k} weights have a sign/exponent byte outside the 16 most common ones;"
+            f" row block {worst} (rows {16 * worst}..{16 * worst + 15}) has {capr}, over the limit of"
+            f" {MAX_EXCEPTIONS_PER_BLOCK}: serve this layer with the plain GEMV"
+        )
+
+    exceptions = torch.zeros(n // 16, max(capr, 1), 2, dtype=torch.int32, device=device)
+    rows, cols = torch.nonzero(is_exc, as_tuple=True)
+    if rows.numel():
+        block = rows // 16
+        # position of each exception within its block: rank among the block's exceptions (nonzero is row-major)
+        first = torch.searchsorted(block, block, right=False)
+        slot = torch.arange(block.numel(), device=device) - first
+        exceptions[block, slot, 0] = (cols | ((rows % 16) << 16)).to(torch.int32)
+        exceptions[block, slot, 1] = bits[rows, cols]
+    codes = torch.where(is_exc, torch.zeros_like(codes), codes)
+    lo = torch.where(is_exc, torch.zeros_like(lo), lo)
+
+    lo_f = _fragments(lo)  # [RB, G, 4, 32, 8]
+    code_f = _fragments(codes)
+    rb, groups = n // 16, k // K_GROUP
+    stream = torch.empty(rb, groups, 3, 32, 16, dtype=torch.uint8, device=device)
+    stream[:, :, 0] = torch.cat([lo_f[:, :, 0], lo_f[:, :, 1]], dim=-1).to(torch.uint8)
+    stream[:, :, 1] = torch.cat([lo_f[:, :, 2], lo_f[:, :, 3]], dim=-1).to(torch.uint8)
+    shifts = torch.arange(8, dtype=torch.int64, device=device) * 4
+    words = (code_f.to(torch.int64) << shifts).sum(dim=-1)  # [RB, G, 4, 32]: nibble e = element e
+    word_bytes = torch.stack([(words >> (8 * b)) & 0xFF for b in range(4)], dim=-1)  # little-endian
+    stream[:, :, 2] = word_bytes.permute(0, 1, 3, 2, 4).reshape(rb, groups, 32, 16).to(torch.uint8)
+    words32 = [sum(int(table[4 * i + b]) << (8 * b) for b in range(4)) for i in range(4)]
+    return {
+        "stream": stream,
+        "table": table,
+        "table_words": torch.tensor([v - 2**32 if v >= 2**31 else v for v in words32], dtype=torch.int32),
+        "exceptions": exceptions,
+        "count": int(is_exc.sum()),
+    }
+
+
+# ---- the decoder, as the kernel will run it (integer model of PTX prmt.b32, default mode) ----
+
+
+def prmt(a: torch.Tensor, b: torch.Tensor, sel: torch.Tensor) -> torch.Tensor:
+    """PTX prmt.b32 d, a, b, sel (default mode) on int64 tensors holding uint32: byte i of d is byte (nibble i of
+    sel) & 7 of the 8-byte value {b, a}; when the nibble's bit 3 is set, that byte's sign bit fills all 8 bits.
+    """
+    src = (b.to(torch.int64) << 32) | (a.to(torch.int64) & 0xFFFFFFFF)
+    out = torch.zeros(torch.broadcast_shapes(src.shape, sel.shape), dtype=torch.int64)
+    for i in range(4):
+        nib = (sel.to(torch.int64) >> (4 * i)) & 0xF
+        byte = (src >> (8 * (nib & 7))) & 0xFF
+        byte = torch.where((nib & 8) != 0, torch.where((byte & 0x80) != 0, 0xFF, 0x00), byte)
+        out |= byte << (8 * i)
+    return out
+
+
+def decode_stream(stream: torch.Tensor, table_words: torch.Tensor) -> torch.Tensor:
+    """The kernel's decode of a stream: [N/16, K/64, 3, 32, 16] uint8 -> the lanes' bf16 registers as int64
+    [N/16, K/64, 4 fragments, 32 lanes, 4 regs] (uint32 each: element 2j in the low half, 2j + 1 in the high).
+    """
+    s = stream.to(torch.int64)
+    word = (
+        (s[..., 0::4]) | (s[..., 1::4] << 8) | (s[..., 2::4] << 16) | (s[..., 3::4] << 24)
+    )  # [..., 3, 32, 4]
+    t = table_words.to(torch.int64) & 0xFFFFFFFF
+    regs = []
+    for f in range(4):
+        lo_part = word[:, :, f // 2]  # [RB, G, 32, 4 words]: fragment f's lo bytes are words 2(f%2), 2(f%2)+1
+        L = (lo_part[..., 2 * (f % 2)], lo_part[..., 2 * (f % 2) + 1])
+        C = word[:, :, 2, :, f]
+        frag = []
+        for h in range(2):
+            c = (C >> (16 * h)) & 0xFFFF
+            lo8 = prmt(t[0], t[1], c & 0x7777)
+            hi8 = prmt(t[2], t[3], c & 0x7777)
+            m = prmt(torch.tensor(0x0000FF00), torch.tensor(0), (c >> 3) & 0x1111)
+            H = (lo8 & ~m) | (hi8 & m)
+            frag.append(prmt(L[h], H, torch.tensor(0x5140)))
+            frag.append(prmt(L[h], H, torch.tensor(0x7362)))
+        regs.append(torch.stack(frag, dim=-1))
+    return torch.stack(regs, dim=2)
+
+
+def decompress(z: dict, n: int, k: int) -> torch.Tensor:
+    """The exact bf16 [N, K] a compressed matrix stands for: the decoded stream (exceptions read +0.0 there)
+    with each exception's bits put back. What the kernel computes is x . decompress(z)^T."""
+    regs = decode_stream(z["stream"], z["table_words"])  # [RB, G, 4, 32, 4]
+    elems = torch.stack([regs & 0xFFFF, (regs >> 16) & 0xFFFF], dim=-1).reshape(
+        n // 16, k // K_GROUP, 4, 32, 8
+    )
+    # undo pack_mma_a: fragments f = 2 kb_local + step -> [rb][kb][step][lane][8] flat order
+    flat = elems.reshape(-1)
+    blocks = flat.reshape(n // 16, k // 32, 2, 8, 4, 2, 2, 2)  # rb, kb, y, g, t, z, a, e
+    bits = blocks.permute(0, 6, 3, 1, 4, 2, 5, 7).reshape(n, k).clone()
+    exc = z["exceptions"]
+    for rb in range(exc.shape[0]):
+        for key, value in exc[rb].tolist():
+            if value == 0:
+                continue
+            bits[16 * rb + (key >> 16), key & 0xFFFF] = value
+    return (bits.to(torch.int32).to(torch.int16)).view(torch.bfloat16)
