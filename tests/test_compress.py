@@ -5,8 +5,9 @@ import pytest
 import torch
 
 import kernels_src.compress as compress_mod
-from kernels_src.compress import CompressionError, compress, decode_stream, decompress, hi_byte_table, prmt
+from kernels_src.compress import CompressionError, compress, hi_byte_table
 from kernels_src.packing import pack_mma_a
+from zdecode_model import decode_stream, decompress, prmt
 
 
 def bits_of(w):
