@@ -70,12 +70,7 @@ CONFIG_FIELDS = {"gemv": ("NW", "S", "U", "P", "R", "C"), "tma": ("S", "STAGES",
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
 def dispatch(file: Path) -> None:
     """Which engine and configuration serves every (layer, m), read from FILE's own tables and router."""
-    from generator.judge.loader import SubmissionLoadError, load_submission
-
-    try:
-        sub = load_submission(file)
-    except SubmissionLoadError as exc:
-        _fail(str(exc))
+    sub = _load(file)
     click.echo(f"{'layer':<10} {'m':>4}  {'n':>5}  engine   config")
     for layer in sub.LAYERS:
         for m in sub.WARMUP_M:
@@ -124,10 +119,20 @@ def compile_cmd(root: Path, nvcc: str) -> None:
 def _load(file: Path):
     from generator.judge.loader import SubmissionLoadError, load_submission
 
+    from generator.judge.loader import stale_build_lock
+
     try:
-        return load_submission(file)
+        module = load_submission(file)
     except SubmissionLoadError as exc:
         _fail(str(exc))
+    lock = stale_build_lock()
+    if lock is not None:
+        click.echo(
+            f"warning: {lock} exists: torch waits for it before it builds or loads the CUDA extension; if no build"
+            " is running, a killed one left it behind: delete it",
+            err=True,
+        )
+    return module
 
 
 def _problem(shrink: int = 1):

@@ -7,6 +7,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from generator import REPO_ROOT
 from generator.cli import main
 from generator.judge.loader import SubmissionLoadError, load_submission
 from generator.judge.reference import compare, reference
@@ -140,3 +141,21 @@ def test_tolerances_separate_hi_lo_from_bf16():
     hi_lo = x.float() @ hi.float().t() + x.float() @ lo.float().t()
     assert compare(hi_lo, ref, scale, fp32_out=True).ok
     assert not compare(x.float() @ hi.float().t(), ref, scale, fp32_out=True).ok
+
+
+def test_a_leftover_jit_build_lock_is_reported(tmp_path, monkeypatch):
+    """A build lock left by a killed process would make every later load wait forever: the CLI says so first."""
+    from generator.judge.loader import EXTENSION_NAME, stale_build_lock
+
+    assert f'name="{EXTENSION_NAME}"' in (REPO_ROOT / "kernels_src" / "runtime.py").read_text()
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    assert stale_build_lock() is None
+    lock = tmp_path / EXTENSION_NAME / "lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    assert stale_build_lock() == lock
+    result = CliRunner().invoke(main, ["dispatch", str(REPO_ROOT / "dist" / "submission.py")])
+    assert result.exit_code == 0
+    assert f"warning: {lock} exists" in result.output + (
+        result.stderr if result.stderr_bytes is not None else ""
+    )

@@ -10,10 +10,25 @@ from types import ModuleType
 from generator.contract import contract_violations
 
 REQUIRED = ("prepare", "kernel_fn")
+# The name kernels_src/runtime.py gives load_inline for the CUDA extension (a test keeps the two in step).
+EXTENSION_NAME = "okc_muse_proj"
 
 
 class SubmissionLoadError(Exception):
     pass
+
+
+def stale_build_lock(name: str = EXTENSION_NAME) -> Path | None:
+    """torch's JIT build lock for the extension, if one exists now. Every load_inline takes it, even to load a
+    cached build, and a process killed by SIGTERM or SIGKILL while holding it (Python runs no `finally` then)
+    leaves the file behind: every later load waits on it forever, silently. Seen on the H200 (notes/session5):
+    a probe ended by `timeout` left one, and verify, the GPU tests and bench all hung after it."""
+    try:
+        from torch.utils.cpp_extension import _get_build_directory
+    except ImportError:  # a torch without it: nothing to check
+        return None
+    path = Path(_get_build_directory(name, verbose=False)) / "lock"
+    return path if path.exists() else None
 
 
 def load_submission(path: str | Path, module_name: str = "okc_submission_under_test") -> ModuleType:
