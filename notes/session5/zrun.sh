@@ -7,7 +7,7 @@ export PYTHONPATH=.:/tmp/site PYTHONUNBUFFERED=1
 S=$(date +%s)
 timeout -s INT 240 python3 -m pytest -x -q tests/test_gpu.py -k compressed > $OUT/ztest.txt 2>&1; rc=$?
 echo "ztest rc=$rc t=$(( $(date +%s)-S ))"; tail -15 $OUT/ztest.txt | cut -c1-300
-[ $rc -ne 0 ] && exit 0
+if [ $rc -ne 0 ]; then timeout -s INT 120 python3 notes/session5/zdiag.py dist/submission.py; exit 0; fi
 timeout -s INT 220 python3 -m generator sweep --engine z --layers qkv_gate --layers o --layers pooler --layers unpooler \
     --json $OUT/sweep_z.json > $OUT/sweep_z.txt 2>&1; echo "sweep rc=$? t=$(( $(date +%s)-S ))"; tail -20 $OUT/sweep_z.txt
 cp tables/ztable.yaml $OUT/ztable.yaml
