@@ -117,9 +117,7 @@ def compile_cmd(root: Path, nvcc: str) -> None:
 
 
 def _load(file: Path):
-    from generator.judge.loader import SubmissionLoadError, load_submission
-
-    from generator.judge.loader import stale_build_lock
+    from generator.judge.loader import SubmissionLoadError, load_submission, stale_build_lock
 
     try:
         module = load_submission(file)

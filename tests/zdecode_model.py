@@ -21,7 +21,7 @@ def prmt(a: torch.Tensor, b: torch.Tensor, sel: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def decode_stream(stream: torch.Tensor, table_words: torch.Tensor) -> torch.Tensor:
+def decode_stream(stream: torch.Tensor, table_words: tuple[int, int, int, int]) -> torch.Tensor:
     """The kernel's decode of a stream: [N/16, K/64, 3, 32, 16] uint8 -> the lanes' bf16 registers as int64
     [N/16, K/64, 4 fragments, 32 lanes, 4 regs] (uint32 each: element 2j in the low half, 2j + 1 in the high).
     """
@@ -29,7 +29,7 @@ def decode_stream(stream: torch.Tensor, table_words: torch.Tensor) -> torch.Tens
     word = (
         (s[..., 0::4]) | (s[..., 1::4] << 8) | (s[..., 2::4] << 16) | (s[..., 3::4] << 24)
     )  # [..., 3, 32, 4]
-    t = table_words.to(torch.int64) & 0xFFFFFFFF
+    t = torch.tensor(table_words, dtype=torch.int64)
     regs = []
     for f in range(4):
         lo_part = word[:, :, f // 2]  # [RB, G, 32, 4 words]: fragment f's lo bytes are words 2(f%2), 2(f%2)+1

@@ -21,8 +21,10 @@ class SubmissionLoadError(Exception):
 def stale_build_lock(name: str = EXTENSION_NAME) -> Path | None:
     """torch's JIT build lock for the extension, if one exists now. Every load_inline takes it, even to load a
     cached build, and a process killed by SIGTERM or SIGKILL while holding it (Python runs no `finally` then)
-    leaves the file behind: every later load waits on it forever, silently. Seen on the H200 (notes/session5):
-    a probe ended by `timeout` left one, and verify, the GPU tests and bench all hung after it."""
+    leaves the file behind: every later load waits on it forever, silently. The likely cause, not yet confirmed
+    there, of the hangs on the H200 in session 5 (notes/README.md): after a probe was ended by `timeout`, verify,
+    the GPU tests and bench all hung. (torch's _get_build_directory creates the directory if it is missing.)
+    """
     try:
         from torch.utils.cpp_extension import _get_build_directory
     except ImportError:  # a torch without it: nothing to check
