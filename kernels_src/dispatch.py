@@ -42,29 +42,45 @@ def column_blocks(m):
     return 1 if m <= 8 else 2 if m <= 16 else 4
 
 
-def gemv_config_error(cfg, m, dual, n, k):
-    """Why (NW, S, U, P, R, C) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
+def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
+    """What the two mma.sync GEMVs (plain and compressed) share: a 6-field (NW, S, U|UG, P, R, C) tuple of allowed
+    values, m in range, S dividing the K units (k_unit wide), the cluster size rule, R dividing the row blocks.
+    """
+    names = "[" + ", ".join(name for name, _ in fields) + "]"
     if not (isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg)):
-        return f"expected 6 integers [NW, S, U, P, R, C], got {cfg!r}"
-    nw, s, u, p, r, c = cfg
-    for name, value, allowed in (
-        ("NW", nw, GEMV_NW),
-        ("S", s, GEMV_S),
-        ("U", u, GEMV_U),
-        ("P", p, GEMV_P),
-        ("R", r, GEMV_R),
-        ("C", c, GEMV_C),
-    ):
+        return f"expected 6 integers {names}, got {cfg!r}"
+    for (name, allowed), value in zip(fields, cfg):
         if value not in allowed:
             return f"{name}={value} is not one of {allowed}"
+    _, s, _, _, r, c = cfg
     if not 1 <= m <= GEMV_MAX_M:
         return f"the GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
-    if (k // 32) % s:
-        return f"S={s} does not divide the {k // 32} K blocks of K={k}"
+    if k % k_unit or (k // k_unit) % s:
+        return f"S={s} does not divide the {k // k_unit} {unit_name} of K={k}"
     if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
     if (n // 16) % r:
         return f"R={r} does not divide the {n // 16} row blocks of N={n}"
+    return None
+
+
+GEMV_FIELDS = (("NW", GEMV_NW), ("S", GEMV_S), ("U", GEMV_U), ("P", GEMV_P), ("R", GEMV_R), ("C", GEMV_C))
+ZGEMV_FIELDS = (
+    ("NW", GEMV_NW),
+    ("S", GEMV_S),
+    ("UG", ZGEMV_UG),
+    ("P", ZGEMV_P),
+    ("R", GEMV_R),
+    ("C", GEMV_C),
+)
+
+
+def gemv_config_error(cfg, m, dual, n, k):
+    """Why (NW, S, U, P, R, C) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
+    error = _split_k_grid_error(cfg, GEMV_FIELDS, m, n, k, 32, "K blocks")
+    if error:
+        return error
+    nw, s, u, p, r, c = cfg
     nb = column_blocks(m)
     double = p in (1, 3)
     regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
@@ -110,29 +126,12 @@ def tma_config_error(cfg, m, dual, n, k):
 
 def zgemv_config_error(cfg, m, dual, n, k):
     """Why (NW, S, UG, P, R, C) cannot run the compressed GEMV at m tokens on an [n, k] weight, or None if it can."""
-    if not (isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg)):
-        return f"expected 6 integers [NW, S, UG, P, R, C], got {cfg!r}"
-    nw, s, ug, p, r, c = cfg
-    if dual:
+    if dual and isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg):
         return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
-    for name, value, allowed in (
-        ("NW", nw, GEMV_NW),
-        ("S", s, GEMV_S),
-        ("UG", ug, ZGEMV_UG),
-        ("P", p, ZGEMV_P),
-        ("R", r, GEMV_R),
-        ("C", c, GEMV_C),
-    ):
-        if value not in allowed:
-            return f"{name}={value} is not one of {allowed}"
-    if not 1 <= m <= GEMV_MAX_M:
-        return f"the GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
-    if k % 64 or (k // 64) % s:
-        return f"S={s} does not divide the {k // 64} 64-wide K groups of K={k}"
-    if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
-        return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
-    if (n // 16) % r:
-        return f"R={r} does not divide the {n // 16} row blocks of N={n}"
+    error = _split_k_grid_error(cfg, ZGEMV_FIELDS, m, n, k, 64, "64-wide K groups")
+    if error:
+        return error
+    nw, s, ug, p, r, c = cfg
     nb = column_blocks(m)
     regs = (2 if p else 1) * ug * (12 * r + 8 * nb) + 4 * r * nb
     budget = GEMV_DOUBLE_DATA_REGS if p else GEMV_BATCH_DATA_REGS

@@ -168,7 +168,7 @@ def _zgemv(x, layer, n, cfg, state):
     m, k = x.shape
     out = torch.empty((m, n), dtype=torch.bfloat16, device=x.device)
     z = state["z:" + layer]  # row blocks outermost in every part: the unpooler's slice is a prefix
-    t = z["table_words"].tolist()
+    t = z["table_words"]  # four ints, made once in prepare()
     stream = torch.cuda.current_stream(x.device).cuda_stream
     _launch(
         "zgemv",

@@ -26,38 +26,31 @@ TMA_SWEEP_STAGES = (4, 6, 8, 12)
 TMA_SWEEP_C = (0, 1)
 
 
-def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
-    """Every (NW, S, U, P, R, C) the kernel can run for this shape, with S bounded by the grid it makes."""
+def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error) -> list[tuple[int, ...]]:
+    """Every (NW, S, U|UG, P, R, C) an mma.sync GEMV can run for this shape, with S bounded by the grid it makes
+    and every warp given at least one trip (U units of k_unit K each)."""
     row_blocks = layer.n_for(m) // 16
+    values = [SWEEP_NW] + [allowed for _, allowed in fields[1:]]
     out = []
-    for cfg in itertools.product(
-        SWEEP_NW, dispatch.GEMV_S, dispatch.GEMV_U, dispatch.GEMV_P, dispatch.GEMV_R, dispatch.GEMV_C
-    ):
+    for cfg in itertools.product(*values):
         nw, s, u, _, r, _ = cfg
         if s > 1 and row_blocks // r * s > MAX_CTAS:
             continue
-        if (layer.k // 32) // s < nw * u:
-            continue  # fewer K blocks per CTA than one trip of all warps: some warps would idle
-        if dispatch.gemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None:
+        if (layer.k // k_unit) // s < nw * u:
+            continue  # fewer K units per CTA than one trip of all warps: some warps would idle
+        if config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None:
             out.append(cfg)
     return out
+
+
+def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
+    """Every (NW, S, U, P, R, C) of the plain GEMV worth timing for this shape."""
+    return _split_k_candidates(layer, m, dispatch.GEMV_FIELDS, 32, dispatch.gemv_config_error)
 
 
 def candidate_z_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
-    """Every (NW, S, UG, P, R, C) of the compressed GEMV for this shape, bounded like candidate_configs."""
-    row_blocks = layer.n_for(m) // 16
-    out = []
-    for cfg in itertools.product(
-        SWEEP_NW, dispatch.GEMV_S, dispatch.ZGEMV_UG, dispatch.ZGEMV_P, dispatch.GEMV_R, dispatch.GEMV_C
-    ):
-        nw, s, ug, _, r, _ = cfg
-        if s > 1 and row_blocks // r * s > MAX_CTAS:
-            continue
-        if (layer.k // 64) // s < nw * ug:
-            continue  # fewer K groups per CTA than one trip of all warps
-        if dispatch.zgemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None:
-            out.append(cfg)
-    return out
+    """Every (NW, S, UG, P, R, C) of the compressed GEMV worth timing for this shape."""
+    return _split_k_candidates(layer, m, dispatch.ZGEMV_FIELDS, 64, dispatch.zgemv_config_error)
 
 
 def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int, int]]:
