@@ -8,11 +8,14 @@
 //    bytes stream from HBM. UG groups per warp are in flight per loop trip;
 //  * each fragment is rebuilt in registers just before its mmas with byte permutes (prmt), exactly the recipe
 //    compress.py documents and tests on the CPU: 2 lookups + 1 mask + 1 select per 4 hi bytes, 4 interleaves;
-//  * exceptions (weights whose hi byte is not in the table) stream as +0.0; after the main loop one thread per
-//    (row, token) of the CTA adds its row's exact fp32 products x[t, k] * w in entry order (deterministic) to
-//    warp 0's partial tile, in split 0 only. Rows have a handful of them (compress() refuses a matrix with more
-//    than 512 in any 16-row block).
-// Not yet run on a GPU (prepared in session 5 on a CPU-only machine).
+//  * exceptions (weights whose hi byte is not in the table) stream as +0.0 and are added apart, off the
+//    streaming's critical path: every CTA copies its row blocks' exception entries into shared memory with
+//    cp.async before its main loop (they arrive while the weights stream); after it, one thread per (row,
+//    token) adds the exact fp32 products x[t, k] * w of its row's entries whose k lies in this CTA's K range, in
+//    entry order (deterministic), to warp 0's partial tile; the x gathers are issued kXGather at a time, so a
+//    row costs ~1 L2 round trip, not 2 dependent trips per entry. Session 6 measured the first version (split 0
+//    walking the entries straight from global memory after its loop) at several us on qkv_gate.
+//    compress() refuses a matrix with more than 512 exceptions in any 16-row block.
 #pragma once
 #include "common.cuh"
 
@@ -20,6 +23,7 @@
 
 namespace okc {
 
+constexpr int kXGather = 4;                         // exception x loads in flight per thread
 constexpr int kZParts = 3;                          // 16-byte parts per lane per row block and K group
 constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
 
@@ -49,6 +53,20 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
     uint32_t d;
     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
     return d;
+}
+
+// Asynchronous global -> shared copies (Ampere+ cp.async, L1-cached): the exception entries are staged while
+// the main loop streams; cp_async_wait_all() before they are read.
+template <int Bytes>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
+    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(gmem), "n"(Bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Shared memory of a zgemv CTA: the warps' partial tiles, then its row blocks' exception entries and row starts.
+__host__ __device__ constexpr size_t zgemv_smem_bytes(int nw, int r, int nb, int capr) {
+    return (size_t)nw * r * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4;
 }
 
 // Four hi bytes from four 4-bit codes (the low 16 bits of c).
@@ -142,7 +160,7 @@ __device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0,
 
 template <int UG, int NB, int R, int P>
 __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
-    extern __shared__ float red[];  // [NW][R * NB * 4][32]
+    extern __shared__ float red[];  // [NW][R * NB * 4][32], then exception entries [R][capr], row starts [R][17]
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -150,6 +168,13 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     const int groups = a.K >> 6;
     const int g_per_split = groups / a.S;
     const int g_begin = split * g_per_split, g_end = g_begin + g_per_split;
+
+    // Stage this CTA's exception entries (R blocks x capr, padding included) and row starts; nothing waits here.
+    int2* entries = reinterpret_cast<int2*>(red + nw * kTile);
+    int* starts = reinterpret_cast<int*>(entries + R * a.capr);
+    for (int e = threadIdx.x; e < R * a.capr; e += blockDim.x)
+        cp_async<8>(entries + e, a.exceptions + (size_t)rb0 * a.capr + e);
+    for (int e = threadIdx.x; e < R * 17; e += blockDim.x) cp_async<4>(starts + e, a.row_starts + rb0 * 17 + e);
 
     const Frag* xp[NB];
     bool xvalid[NB];
@@ -198,18 +223,31 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
             for (int j = 0; j < 4; ++j) red[(warp * R * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
     __syncthreads();
 
-    // Exceptions, split 0 only: one thread per (row block, row, token) walks its row's entries in order.
-    if (split == 0) {
+    // Exceptions whose k lies in this CTA's K range: one thread per (row block, row, token) walks its row's entries
+    // in order, kXGather x loads in flight at a time (zeros pad the last batch: 0 * 0 adds nothing, an
+    // inf or NaN weight only ever meets its own x).
+    cp_async_wait_all();
+    __syncthreads();
+    {
         const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(a.x);
+        const int k_begin = g_begin << 6, k_end = g_end << 6;
         for (int idx = threadIdx.x; idx < R * 16 * a.M; idx += blockDim.x) {
             const int token = idx % a.M, i = (idx / a.M) & 15, r = idx / (16 * a.M);
-            const int rb = rb0 + r;
-            const int* starts = a.row_starts + rb * 17;
+            const int2* row_entries = entries + r * a.capr;
+            const int e_end = starts[r * 17 + i + 1];
             float v = 0.f;
-            for (int e = starts[i]; e < starts[i + 1]; ++e) {
-                const int2 entry = a.exceptions[(size_t)rb * a.capr + e];
-                const float w = __uint_as_float((uint32_t)entry.y << 16);  // bf16 bits -> fp32, exact
-                v += __bfloat162float(x[(size_t)token * a.K + (entry.x & 0xFFFF)]) * w;
+            for (int e = starts[r * 17 + i]; e < e_end; e += kXGather) {
+                float xv[kXGather], wv[kXGather];
+#pragma unroll
+                for (int j = 0; j < kXGather; ++j) {
+                    const int2 entry = row_entries[min(e + j, e_end - 1)];
+                    const int k = entry.x & 0xFFFF;
+                    const bool use = e + j < e_end && k >= k_begin && k < k_end;
+                    xv[j] = use ? __bfloat162float(x[(size_t)token * a.K + k]) : 0.f;
+                    wv[j] = use ? __uint_as_float((uint32_t)entry.y << 16) : 0.f;  // bf16 bits -> fp32, exact
+                }
+#pragma unroll
+                for (int j = 0; j < kXGather; ++j) v += xv[j] * wv[j];  // exact products, summed in entry order
             }
             red[ztile_index<NB>(r, i, token)] += v;  // warp 0's tile; this element is this thread's alone
         }

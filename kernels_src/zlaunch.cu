@@ -9,7 +9,7 @@ const char* launch_zgemv_variant(const ZGemvArgs& a, int nw, cudaStream_t stream
     if constexpr (!zgemv_fits(UG, NB, R, P)) {
         return "this (UG, NB, R, P) holds too many fragment registers and is not compiled in";
     } else {
-        const size_t smem = (size_t)nw * R * NB * 4 * 32 * sizeof(float);
+        const size_t smem = zgemv_smem_bytes(nw, R, NB, a.capr);
         auto kernel = zgemv_kernel<UG, NB, R, P>;
         if (smem > 48 * 1024) {
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
