@@ -63,7 +63,17 @@ def build(check: bool, root: Path, out: Path | None) -> None:
 
 
 # What each engine's configuration tuple holds (the fields of its table, generator/tables.py).
-CONFIG_FIELDS = {"gemv": ("NW", "S", "U", "P", "R", "C"), "tma": ("S", "STAGES", "C")}
+# The table each engine's sweep writes.
+ENGINE_TABLES = {
+    "gemv": ("CTABLE", "ctable.yaml"),
+    "tma": ("TTABLE", "ttable.yaml"),
+    "z": ("ZTABLE", "ztable.yaml"),
+}
+CONFIG_FIELDS = {
+    "gemv": ("NW", "S", "U", "P", "R", "C"),
+    "tma": ("S", "STAGES", "C"),
+    "z": ("NW", "S", "UG", "P", "R", "C"),
+}
 
 
 @main.command()
@@ -259,13 +269,14 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     default="gemv",
     show_default=True,
     help="gemv: the mma.sync GEMV's (NW, S, U, P, R, C) into CTABLE; tma: the TMA + wgmma GEMV's (S, STAGES, C) into"
-    " TTABLE, kept only where it beats what CTABLE runs.",
+    " TTABLE, kept only where it beats what CTABLE runs; z: the compressed GEMV's (NW, S, UG, P, R, C) into ZTABLE,"
+    " kept only where it beats what TTABLE and CTABLE run.",
 )
 @click.option(
     "--write",
     "write_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the tuned table (then rebuild).  [default: tables/ctable.yaml or tables/ttable.yaml]",
+    help="Where to write the tuned table (then rebuild).  [default: the engine's tables/*.yaml]",
 )
 def sweep(
     file: Path, layers, ms, reps: int, engine: str, write_path: Path | None, json_path: Path | None
@@ -285,7 +296,7 @@ def sweep(
     module = _load(file)
     problem = _problem()
     shapes = _shape_filter(problem, layers, ms, SWEEP_M)
-    table_name, table_file = ("TTABLE", "ttable.yaml") if engine == "tma" else ("CTABLE", "ctable.yaml")
+    table_name, table_file = ENGINE_TABLES[engine]
     table_path = REPO_ROOT / "tables" / table_file
     write_path = write_path or table_path
     try:

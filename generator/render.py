@@ -35,7 +35,7 @@ def layers_literal(problem: Problem) -> str:
     return "{" + ", ".join(items) + "}"
 
 
-def served_lines(problem: Problem, ctable: Table, ttable: Table) -> list[str]:
+def served_lines(problem: Problem, ctable: Table, ttable: Table, ztable: Table) -> list[str]:
     """One line per layer: which m's each engine serves, as kernel_fn will route them."""
     ms = sorted(set(problem.verify_m) | set(problem.bench_m))
     lines = []
@@ -43,7 +43,7 @@ def served_lines(problem: Problem, ctable: Table, ttable: Table) -> list[str]:
         by_engine: dict[str, list[int]] = {}
         for m in ms:
             engine, _ = dispatch.route(
-                layer.name, m, layer.dual, ctable.entries, ctable.defaults, ttable.entries
+                layer.name, m, layer.dual, ctable.entries, ctable.defaults, ttable.entries, ztable.entries
             )
             by_engine.setdefault(engine, []).append(m)
         parts = [f"{engine} m={','.join(map(str, ms_))}" for engine, ms_ in by_engine.items()]
@@ -120,7 +120,7 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     context = {
         "problem": problem,
         "gemv_max_m": dispatch.GEMV_MAX_M,
-        "served": served_lines(problem, tables["CTABLE"], tables["TTABLE"]),
+        "served": served_lines(problem, tables["CTABLE"], tables["TTABLE"], tables["ZTABLE"]),
         "cuda_files": sources.cuda_files,
         "digest": input_digest(root, sources),
         "imports": imports,

@@ -39,6 +39,10 @@ def _check_tma(layer, m, cfg):
     return dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
 
 
+def _check_z(layer, m, cfg):
+    return dispatch.zgemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
+
+
 # The m range every GEMV table serves (decode batches); the Triton table serves the rest.
 DECODE_M = dict(m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M, m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}")
 
@@ -64,10 +68,11 @@ TABLES = (
     TableSpec(
         name="ZTABLE",
         file="ztable.yaml",
-        fields=("NW", "S", "UG", "P"),
-        doc="(layer, m) -> (NW, S, UG, P) for the compressed-weight GEMV (no engine yet: empty)",
+        fields=("NW", "S", "UG", "P", "R", "C"),
+        doc="(layer, m) -> (NW, S, UG, P, R, C) for the compressed (12-bit lossless) GEMV; it takes precedence"
+        " over TTABLE and CTABLE, and None (or no entry) leaves the shape to them",
         **DECODE_M,
-        implemented=False,
+        check=_check_z,
     ),
     TableSpec(
         name="TABLE",

@@ -9,6 +9,9 @@ const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* 
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
                                 int N, int K, int S, int NB, int STAGES, bool cluster, bool dual, long long stream);
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster);
+const char* okc_launch_zgemv(const void* x, const void* w, const void* exceptions, const int* row_starts, void* out,
+                             float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int capr,
+                             int NW, int S, int UG, int NB, int R, int P, bool cluster, long long stream);
 
 // Every entry point returns "" once its kernel is launched, else one line saying why not; runtime.py raises that
 // line as a RuntimeError.
@@ -112,6 +115,46 @@ std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::
                                           (int)N, (int)K, (int)S, (int)NB, (int)STAGES, cluster, dual,
                                           (long long)stream);
     OKC_REQUIRE(err == nullptr, "tma_gemv (S=", S, " NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ", err);
+    return "";
+}
+
+// out[M, N] = x[M, K] . W[:N]^T through the compressed GEMV (zgemv.cuh); zs, exceptions, row_starts and the table
+// words t0..t3 are kernels_src/compress.py's output.
+std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor exceptions, torch::Tensor row_starts,
+                  torch::Tensor out, torch::Tensor ws, torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S,
+                  int64_t UG, int64_t NB, int64_t R, bool cluster, int64_t P, int64_t t0, int64_t t1, int64_t t2,
+                  int64_t t3, int64_t stream) {
+    std::string bad;
+    if (!(bad = check_tensor("zgemv", x, "x", at::kBFloat16)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", zs, "compressed stream", at::kByte)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", exceptions, "exceptions", at::kInt)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", row_starts, "row_starts", at::kInt)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", out, "out", at::kBFloat16)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", ws, "ws", at::kFloat)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", sem, "sem", at::kInt)).empty()) return bad;
+    OKC_REQUIRE(x.dim() == 2 && x.size(1) == K, "zgemv: x must be [M, ", K, "], got ", x.sizes());
+    const int64_t M = x.size(0);
+    OKC_REQUIRE(M >= 1 && M <= 8 * NB, "zgemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
+    OKC_REQUIRE(N % 16 == 0 && K % 64 == 0, "zgemv: need N % 16 == 0 and K % 64 == 0, got N=", N, " K=", K);
+    OKC_REQUIRE(zs.numel() * 8 >= N * K * 12, "zgemv: the stream holds fewer than N*K 12-bit weights");
+    OKC_REQUIRE(exceptions.dim() == 3 && exceptions.size(0) >= N / 16 && exceptions.size(2) == 2,
+                "zgemv: exceptions must be [>= N/16, capr, 2], got ", exceptions.sizes());
+    OKC_REQUIRE(row_starts.dim() == 2 && row_starts.size(0) >= N / 16 && row_starts.size(1) == 17,
+                "zgemv: row_starts must be [>= N/16, 17], got ", row_starts.sizes());
+    OKC_REQUIRE(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "zgemv: out must be [", M, ", ", N, "]");
+    OKC_REQUIRE(R >= 1 && (N / 16) % R == 0, "zgemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
+    OKC_REQUIRE(NW >= 1 && NW <= 16, "zgemv: NW must be 1..16, got ", NW);
+    OKC_REQUIRE(S >= 1 && (K / 64) % S == 0, "zgemv: S=", S, " must divide the ", K / 64, " K groups");
+    OKC_REQUIRE(!cluster || (S >= 2 && S <= 16), "zgemv: a cluster split needs 2 <= S <= 16, got S=", S);
+    OKC_REQUIRE(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "zgemv: workspace too small for S=", S);
+    OKC_REQUIRE(S == 1 || sem.numel() >= N / (16 * R), "zgemv: need one semaphore per CTA row group (",
+                N / (16 * R), ")");
+    const char* err = okc_launch_zgemv(x.data_ptr(), zs.data_ptr(), exceptions.data_ptr(), row_starts.data_ptr<int>(),
+                                       out.data_ptr(), ws.data_ptr<float>(), sem.data_ptr<int>(), (int)t0, (int)t1,
+                                       (int)t2, (int)t3, (int)M, (int)N, (int)K, (int)exceptions.size(1), (int)NW,
+                                       (int)S, (int)UG, (int)NB, (int)R, (int)P, cluster, (long long)stream);
+    OKC_REQUIRE(err == nullptr, "zgemv (NW=", NW, " S=", S, " UG=", UG, " NB=", NB, " R=", R, " P=", P,
+                " C=", cluster, "): ", err);
     return "";
 }
 

@@ -47,6 +47,38 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float (&d)[4], const uint32_t 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Host side, shared by every GEMV launcher: launch `kernel` on a grid whose blockIdx.y is the K split, either
+// plainly or (cluster) with each column of grid.y CTAs as one thread-block cluster, so that the splits can reduce
+// through distributed shared memory. Returns nullptr, or the CUDA error's text.
+template <typename... Params, typename... Args>
+const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          bool cluster, Args... args) {
+    if (!cluster) {
+        kernel<<<grid, block, smem, stream>>>(args...);
+    } else {
+        if (grid.y > 8) {  // 9..16-CTA clusters are beyond the portable 8: Hopper allows them on request
+            const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+            if (err != cudaSuccess) return cudaGetErrorString(err);
+        }
+        cudaLaunchConfig_t config = {};
+        config.gridDim = grid;
+        config.blockDim = block;
+        config.dynamicSmemBytes = smem;
+        config.stream = stream;
+        cudaLaunchAttribute cluster_dim;
+        cluster_dim.id = cudaLaunchAttributeClusterDimension;
+        cluster_dim.val.clusterDim.x = 1;
+        cluster_dim.val.clusterDim.y = grid.y;  // the K splits of one row group
+        cluster_dim.val.clusterDim.z = 1;
+        config.attrs = &cluster_dim;
+        config.numAttrs = 1;
+        const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args...);
+        if (err != cudaSuccess) return cudaGetErrorString(err);
+    }
+    const cudaError_t err = cudaGetLastError();
+    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 

@@ -1,5 +1,5 @@
-"""12-bit lossless weights for the compressed GEMV (ZTABLE): the format and the compressor. Not in dist/ yet: the
-kernel that reads it (zgemv.cuh) is on branch zgemv until it has run on the H200.
+"""12-bit lossless weights for the compressed GEMV (ZTABLE, kernels_src/zgemv.cuh): the format and the compressor
+prepare() runs on every layer ZTABLE routes there.
 
 Why: for m <= 32 a GEMV's time is the weight bytes over HBM bandwidth, and the tensor-core GEMVs already stream
 near that floor at m = 1 (notes/). Fewer bytes is the remaining lever: 12 bits per weight is 25 % fewer.
@@ -34,7 +34,7 @@ bytes 0..3, 4..7, 8..11, 12..15), with PTX prmt.b32 (byte permute, default mode)
   reg 2h   = prmt(L_h, H_h, 0x5140)                    elements 4h, 4h+1: lo, hi, lo, hi bytes
   reg 2h+1 = prmt(L_h, H_h, 0x7362)                    elements 4h+2, 4h+3
 tests/zdecode_model.py runs exactly this recipe on integers (a model of prmt), so the tests check the recipe,
-not just the format; zgemv.cuh (branch zgemv) runs it on the GPU.
+not just the format; kernels_src/zgemv.cuh runs it on the GPU.
 
 Exceptions: int32 [N/16, capr, 2] per 16-row block, padded to the longest block (capr): entry = (k | (row in
 block) << 16, the bf16 bits), in row-major order within the block; row_starts int32 [N/16, 17] says where each

@@ -29,6 +29,10 @@ TMA_STAGES = (2, 4, 6, 8, 12, 16)
 # How S > 1 splits reduce: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory).
 TMA_C = (0, 1)
 TMA_SMEM_LIMIT = 227 * 1024  # Hopper's per-block shared memory (opt-in)
+# The compressed GEMV (kernels_src/zgemv.cuh, weights in kernels_src/compress.py's 12-bit format): the plain
+# GEMV's (NW, S, P, R, C), with UG 64-wide K groups in flight per warp and trip instead of U 32-wide blocks.
+ZGEMV_UG = (1, 2, 4)
+ZGEMV_P = (0, 1)  # 0 batch, 1 double-buffered (as the plain GEMV's P = 0, 1)
 # Split-K partial tiles of either GEMV live in one fp32 workspace of this many floats (runtime.py allocates it).
 WORKSPACE_FLOATS = 8 * 1024 * 1024
 
@@ -38,29 +42,45 @@ def column_blocks(m):
     return 1 if m <= 8 else 2 if m <= 16 else 4
 
 
-def gemv_config_error(cfg, m, dual, n, k):
-    """Why (NW, S, U, P, R, C) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
+def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
+    """What the two mma.sync GEMVs (plain and compressed) share: a 6-field (NW, S, U|UG, P, R, C) tuple of allowed
+    values, m in range, S dividing the K units (k_unit wide), the cluster size rule, R dividing the row blocks.
+    """
+    names = "[" + ", ".join(name for name, _ in fields) + "]"
     if not (isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg)):
-        return f"expected 6 integers [NW, S, U, P, R, C], got {cfg!r}"
-    nw, s, u, p, r, c = cfg
-    for name, value, allowed in (
-        ("NW", nw, GEMV_NW),
-        ("S", s, GEMV_S),
-        ("U", u, GEMV_U),
-        ("P", p, GEMV_P),
-        ("R", r, GEMV_R),
-        ("C", c, GEMV_C),
-    ):
+        return f"expected 6 integers {names}, got {cfg!r}"
+    for (name, allowed), value in zip(fields, cfg):
         if value not in allowed:
             return f"{name}={value} is not one of {allowed}"
+    _, s, _, _, r, c = cfg
     if not 1 <= m <= GEMV_MAX_M:
         return f"the GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
-    if (k // 32) % s:
-        return f"S={s} does not divide the {k // 32} K blocks of K={k}"
+    if k % k_unit or (k // k_unit) % s:
+        return f"S={s} does not divide the {k // k_unit} {unit_name} of K={k}"
     if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
     if (n // 16) % r:
         return f"R={r} does not divide the {n // 16} row blocks of N={n}"
+    return None
+
+
+GEMV_FIELDS = (("NW", GEMV_NW), ("S", GEMV_S), ("U", GEMV_U), ("P", GEMV_P), ("R", GEMV_R), ("C", GEMV_C))
+ZGEMV_FIELDS = (
+    ("NW", GEMV_NW),
+    ("S", GEMV_S),
+    ("UG", ZGEMV_UG),
+    ("P", ZGEMV_P),
+    ("R", GEMV_R),
+    ("C", GEMV_C),
+)
+
+
+def gemv_config_error(cfg, m, dual, n, k):
+    """Why (NW, S, U, P, R, C) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
+    error = _split_k_grid_error(cfg, GEMV_FIELDS, m, n, k, 32, "K blocks")
+    if error:
+        return error
+    nw, s, u, p, r, c = cfg
     nb = column_blocks(m)
     double = p in (1, 3)
     regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
@@ -104,13 +124,33 @@ def tma_config_error(cfg, m, dual, n, k):
     return None
 
 
+def zgemv_config_error(cfg, m, dual, n, k):
+    """Why (NW, S, UG, P, R, C) cannot run the compressed GEMV at m tokens on an [n, k] weight, or None if it can."""
+    if dual and isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg):
+        return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
+    error = _split_k_grid_error(cfg, ZGEMV_FIELDS, m, n, k, 64, "64-wide K groups")
+    if error:
+        return error
+    nw, s, ug, p, r, c = cfg
+    nb = column_blocks(m)
+    regs = (2 if p else 1) * ug * (12 * r + 8 * nb) + 4 * r * nb
+    budget = GEMV_DOUBLE_DATA_REGS if p else GEMV_BATCH_DATA_REGS
+    if regs > budget:
+        return f"UG={ug}, P={p}, R={r} at m={m} holds {regs} data registers per thread, over the kernel's {budget}"
+    return None
+
+
 def table_m_for(m):
     """The CTABLE row an m without its own entry borrows: the largest m of its column-block class."""
     return 8 if m <= 8 else 16 if m <= 16 else 32
 
 
-def route(layer, m, dual, ctable, defaults, ttable=None):
-    """(engine, config) for a call: ("tma", (S, STAGES, C)), ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
+def route(layer, m, dual, ctable, defaults, ttable=None, ztable=None):
+    """(engine, config) for a call: ("z", (NW, S, UG, P, R, C)), ("tma", (S, STAGES, C)),
+    ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
+
+    ZTABLE first (the compressed GEMV streams the fewest bytes), looked up like TTABLE below; runtime.py falls
+    back to the route without it for a layer whose weights compress() refused.
 
     A TTABLE entry for (layer, m), or failing that for its column-block class (see table_m_for), sends the call
     to the TMA GEMV; None or no entry there means "not this engine" and CTABLE decides. A CTABLE entry for
@@ -118,6 +158,10 @@ def route(layer, m, dual, ctable, defaults, ttable=None):
     for the weight's kind (dual: fp32 weights run as a bf16 hi+lo pair). None in CTABLE means cuBLAS."""
     if m > GEMV_MAX_M or m < 1:
         return "cublas", None
+    if ztable:
+        zkey = (layer, m) if (layer, m) in ztable else (layer, table_m_for(m))
+        if ztable.get(zkey) is not None:
+            return "z", ztable[zkey]
     if ttable:
         tkey = (layer, m) if (layer, m) in ttable else (layer, table_m_for(m))
         if ttable.get(tkey) is not None:

@@ -19,30 +19,7 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
             if (err != cudaSuccess) return cudaGetErrorString(err);
         }
-        if (!a.cluster) {
-            kernel<<<dim3(a.N / (16 * R), a.S), nw * 32, smem, stream>>>(a);
-        } else {
-            if (a.S > 8) {  // 16-CTA clusters are beyond the portable 8: Hopper allows them on request
-                const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-                if (err != cudaSuccess) return cudaGetErrorString(err);
-            }
-            cudaLaunchConfig_t config = {};
-            config.gridDim = dim3(a.N / (16 * R), a.S);
-            config.blockDim = dim3(nw * 32);
-            config.dynamicSmemBytes = smem;
-            config.stream = stream;
-            cudaLaunchAttribute cluster_dim;
-            cluster_dim.id = cudaLaunchAttributeClusterDimension;
-            cluster_dim.val.clusterDim.x = 1;
-            cluster_dim.val.clusterDim.y = a.S;  // the S K-splits of one row group
-            cluster_dim.val.clusterDim.z = 1;
-            config.attrs = &cluster_dim;
-            config.numAttrs = 1;
-            const cudaError_t err = cudaLaunchKernelEx(&config, kernel, a);
-            if (err != cudaSuccess) return cudaGetErrorString(err);
-        }
-        const cudaError_t err = cudaGetLastError();
-        return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+        return launch_splits(kernel, dim3(a.N / (16 * R), a.S), dim3(nw * 32), smem, stream, a.cluster, a);
     }
 }
 

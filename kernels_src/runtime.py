@@ -3,6 +3,7 @@
 import torch
 from torch.utils.cpp_extension import load_inline
 
+from kernels_src.compress import CompressionError, compress
 from kernels_src.dispatch import GEMV_MAX_M, WORKSPACE_FLOATS, column_blocks, route
 from kernels_src.packing import pack_mma_a, pack_tma_tiles, split_hi_lo
 
@@ -11,6 +12,7 @@ from kernels_src.packing import pack_mma_a, pack_tma_tiles, split_hi_lo
 #   LAYERS, WARMUP_M        the problem (tables/problem.yaml)
 #   CTABLE, CTABLE_DEFAULTS the mma.sync GEMV's tuning table (tables/ctable.yaml)
 #   TTABLE                  the TMA + wgmma GEMV's tuning table (tables/ttable.yaml)
+#   ZTABLE                  the compressed GEMV's tuning table (tables/ztable.yaml)
 
 SEMAPHORES = 4096  # one arrival counter per 16-row block; every split-K launch leaves its counters at 0
 # nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
@@ -26,7 +28,7 @@ def _extension():
             name="okc_muse_proj",
             cpp_sources=BINDING_SRC,
             cuda_sources=CUDA_SRC,
-            functions=["gemv", "tma_gemv"],
+            functions=["gemv", "tma_gemv", "zgemv"],
             extra_cuda_cflags=CUDA_FLAGS,
             verbose=False,
         )
@@ -44,8 +46,13 @@ def _width(layer, m):
     return narrow[0] if narrow is not None and m <= narrow[1] else LAYERS[layer]["n"]
 
 
-def _engine(layer, m):
-    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE)
+def _engine(layer, m, state=None):
+    """The table route for (layer, m); a layer whose weights compress() refused (no "z:" entry in a prepared
+    state) takes the route without ZTABLE."""
+    engine = route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, ZTABLE)
+    if engine[0] == "z" and state is not None and "z:" + layer not in state:
+        engine = route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE)
+    return engine
 
 
 def prepare(weights):
@@ -64,6 +71,12 @@ def prepare(weights):
             state[layer] = (w,)
             state["cublas:" + layer] = w
     engines = {(layer, _engine(layer, m)[0]) for layer in weights for m in range(1, GEMV_MAX_M + 1)}
+    for layer in sorted(layer for layer, engine in engines if engine == "z"):
+        try:
+            state["z:" + layer] = compress(state[layer][0], layer)
+        except CompressionError as refused:  # the layer keeps its other engines; the run goes on
+            print(f"prepare: {refused}", flush=True)  # the submission may import only torch, triton, typing
+            engines |= {(layer, _engine(layer, m, state)[0]) for m in range(1, GEMV_MAX_M + 1)}
     # Row blocks / row tiles are outermost in both packed orders, so the unpooler's 1024-row slice is a prefix.
     for layer in sorted(layer for layer, engine in engines if engine == "gemv"):
         state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
@@ -150,6 +163,40 @@ def _tma_gemv(x, layer, n, cfg, state):
     return out
 
 
+def _zgemv(x, layer, n, cfg, state):
+    nw, s, ug, p, r, c = cfg
+    m, k = x.shape
+    out = torch.empty((m, n), dtype=torch.bfloat16, device=x.device)
+    z = state["z:" + layer]  # row blocks outermost in every part: the unpooler's slice is a prefix
+    t = z["table_words"]  # four ints, made once in prepare()
+    stream = torch.cuda.current_stream(x.device).cuda_stream
+    _launch(
+        "zgemv",
+        x,
+        z["stream"],
+        z["exceptions"],
+        z["row_starts"],
+        out,
+        state["ws"],
+        state["sem"],
+        n,
+        k,
+        nw,
+        s,
+        ug,
+        column_blocks(m),
+        r,
+        bool(c),
+        p,
+        t[0],
+        t[1],
+        t[2],
+        t[3],
+        stream,
+    )
+    return out
+
+
 def _cublas(x, layer, n, state):
     w = state["cublas:" + layer]
     if _is_dual(layer):
@@ -162,9 +209,11 @@ def kernel_fn(data, state):
     x = data["x"]
     config = data["config"]
     layer, n = config["layer"], config["n"]
-    engine, cfg = _engine(layer, x.shape[0])
+    engine, cfg = _engine(layer, x.shape[0], state)
     # The GEMVs take contiguous, 16-byte aligned bf16 x; any other valid x goes to cuBLAS, which accepts it.
     aligned = x.dtype == torch.bfloat16 and x.is_contiguous() and x.data_ptr() % 16 == 0
+    if engine == "z" and aligned and n % 16 == 0:
+        return _zgemv(x, layer, n, cfg, state)
     if engine == "tma" and aligned and n % 64 == 0:
         return _tma_gemv(x, layer, n, cfg, state)
     if engine == "gemv" and aligned and n % 16 == 0:

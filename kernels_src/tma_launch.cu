@@ -56,33 +56,8 @@ const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, cons
             if (err != cudaSuccess) return cudaGetErrorString(err);
             opted_in = true;
         }
-        const dim3 grid(a.N / kTmaTileRows, a.S);
-        if (!a.cluster) {
-            kernel<<<grid, kTmaThreads, smem, stream>>>(w, w2, x, a);
-        } else {
-            static bool non_portable = false;  // 9..16-CTA clusters: Hopper allows them on request
-            if (a.S > 8 && !non_portable) {
-                const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-                if (err != cudaSuccess) return cudaGetErrorString(err);
-                non_portable = true;
-            }
-            cudaLaunchConfig_t config = {};
-            config.gridDim = grid;
-            config.blockDim = dim3(kTmaThreads);
-            config.dynamicSmemBytes = smem;
-            config.stream = stream;
-            cudaLaunchAttribute cluster_dim;
-            cluster_dim.id = cudaLaunchAttributeClusterDimension;
-            cluster_dim.val.clusterDim.x = 1;
-            cluster_dim.val.clusterDim.y = a.S;  // the S K-splits of one row tile
-            cluster_dim.val.clusterDim.z = 1;
-            config.attrs = &cluster_dim;
-            config.numAttrs = 1;
-            const cudaError_t err = cudaLaunchKernelEx(&config, kernel, w, w2, x, a);
-            if (err != cudaSuccess) return cudaGetErrorString(err);
-        }
-        const cudaError_t err = cudaGetLastError();
-        return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+        return launch_splits(kernel, dim3(a.N / kTmaTileRows, a.S), dim3(kTmaThreads), (size_t)smem, stream,
+                             a.cluster != 0, w, w2, x, a);
     }
 }
 

@@ -17,6 +17,10 @@ const char* okc_launch_gemv(const void*, const void*, const void*, void*, float*
 const char* okc_launch_tma_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                                 int, bool, bool, long long) { return "stub launcher reached"; }
 const char* okc_tma_config_error(int, int, bool, int, bool) { return nullptr; }
+const char* okc_launch_zgemv(const void*, const void*, const void*, const int*, void*, float*, int*, int, int, int,
+                             int, int, int, int, int, int, int, int, int, int, int, bool, long long) {
+    return "stub launcher reached";
+}
 // load_inline joins the C++ sources into one file, so this sees binding.cpp's file-local message builder.
 std::string format_probe(int64_t n, bool b) {
     return cat("n=", n, " b=", b, " sizes=", at::IntArrayRef({2, 8192}), " ", std::string("end"), " ", nullptr);
@@ -35,7 +39,7 @@ def binding(tmp_path_factory):
     return load_inline(
         name="okc_binding_cpu_test",
         cpp_sources=[source, STUB_LAUNCHERS],
-        functions=["gemv", "tma_gemv", "format_probe"],
+        functions=["gemv", "tma_gemv", "zgemv", "format_probe"],
         build_directory=str(build),
         verbose=False,
     )
@@ -56,6 +60,12 @@ def test_refusals_are_returned_not_thrown(binding):
     assert got == "gemv: x must be a CUDA tensor"
     got = binding.tma_gemv(x, w, w, out, ws, sem, 256, 8192, 1, 1, 8, False, False, 0)
     assert got == "tma_gemv: x must be a CUDA tensor"
+    exceptions, starts = torch.zeros(16, 1, 2, dtype=torch.int32), torch.zeros(16, 17, dtype=torch.int32)
+    zs = torch.zeros(256 * 8192 * 12 // 8, dtype=torch.uint8)
+    got = binding.zgemv(
+        x, zs, exceptions, starts, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, False, 0, 0, 0, 0, 0, 0
+    )
+    assert got == "zgemv: x must be a CUDA tensor"
 
 
 def test_refusal_text_formats_numbers_without_streams(binding):

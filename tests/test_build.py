@@ -196,10 +196,16 @@ BREAKAGES = {
         r"tables/ttable\.yaml:\d+: TTABLE\[o, 8\]: S=17 must be 1\.\.16",
     ),
     "engine without a kernel": (
-        "tables/ztable.yaml",
+        "tables/table.yaml",
         "entries: {}",
-        "entries:\n  o:\n    1: [4, 1, 2, 3]",
-        r"tables/ztable\.yaml:\d+: ZTABLE has entries but no engine implements it yet",
+        "entries:\n  o:\n    128: [64, 128, 128, 2, 4, 4, 1, 0]",
+        r"tables/table\.yaml:\d+: TABLE has entries but no engine implements it yet",
+    ),
+    "compressed router": (
+        "tables/ztable.yaml",
+        "entries:\n",
+        "entries:\n  router:\n    8: [4, 1, 1, 0, 1, 0]\n",
+        r"tables/ztable\.yaml:\d+: ZTABLE\[router, 8\]: the router's fp32 weights are never compressed",
     ),
     "missing source file": (
         "kernels_src/sources.yaml",
@@ -233,8 +239,8 @@ BREAKAGES = {
     ),
     "python name the template lacks": (
         "kernels_src/runtime.py",
-        "    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE)",
-        "    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, NO_SUCH_TABLE)",
+        "    engine = route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, ZTABLE)",
+        "    engine = route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, NO_SUCH_TABLE)",
         r"kernels_src/runtime\.py:\d+: undefined name 'NO_SUCH_TABLE'",
     ),
     "import outside the whitelist": (

@@ -139,3 +139,72 @@ def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
         assert dispatch.tma_smem_bytes(nb, stages, bool(dual)) == smem
         error = dispatch.tma_config_error((1, stages, 0), m_of_nb[nb], bool(dual), 256, 8192)
         assert (error is None) == bool(fits), (nb, stages, dual, error)
+
+
+def test_zgemv_config_errors_name_the_field():
+    assert "expected 6 integers" in dispatch.zgemv_config_error((4, 1, 1, 0), 1, False, 2304, 8192)
+    assert "never compressed" in dispatch.zgemv_config_error((4, 1, 1, 0, 1, 0), 8, True, 256, 8192)
+    assert "UG=3" in dispatch.zgemv_config_error((4, 1, 3, 0, 1, 0), 8, False, 2304, 8192)
+    assert "P=2" in dispatch.zgemv_config_error((4, 1, 1, 2, 1, 0), 8, False, 2304, 8192)
+    assert "64-wide K groups" in dispatch.zgemv_config_error((4, 32, 1, 0, 1, 0), 8, False, 2304, 1024)
+    assert "R=4 does not divide" in dispatch.zgemv_config_error((4, 1, 1, 0, 4, 0), 8, False, 2320, 8192)
+    assert "cluster" in dispatch.zgemv_config_error((4, 1, 1, 0, 1, 1), 8, False, 2304, 8192)
+    assert "data registers" in dispatch.zgemv_config_error((4, 1, 4, 1, 2, 0), 32, False, 2304, 8192)
+    assert dispatch.zgemv_config_error((16, 1, 2, 1, 1, 0), 8, False, 2304, 8192) is None
+    assert dispatch.zgemv_config_error((4, 4, 1, 0, 1, 1), 32, False, 2304, 8192) is None
+
+
+ZTABLE = {("pooler", 8): (8, 1, 2, 0, 1, 0), ("pooler", 32): None}
+
+
+@pytest.mark.parametrize(
+    "layer, m, expected",
+    [
+        ("pooler", 8, ("z", (8, 1, 2, 0, 1, 0))),
+        ("pooler", 5, ("z", (8, 1, 2, 0, 1, 0))),  # borrows ("pooler", 8)
+        ("pooler", 32, ("tma", (3, 8, 0))),  # None in ZTABLE: TTABLE decides
+        ("o", 32, ("tma", (1, 8, 0))),
+        ("pooler", 64, ("cublas", None)),
+    ],
+)
+def test_ztable_comes_first(layer, m, expected):
+    ttable = {("pooler", 32): (3, 8, 0), ("o", 32): (1, 8, 0)}
+    assert dispatch.route(layer, m, False, CTABLE, DEFAULTS, ttable, ZTABLE) == expected
+
+
+def test_a_layer_compress_refused_takes_the_route_without_ztable(monkeypatch):
+    from generator.judge.loader import load_submission
+
+    module = load_submission(REPO_ROOT / "dist" / "submission.py")
+    monkeypatch.setattr(module, "ZTABLE", {("qkv_gate", 8): (8, 1, 2, 0, 1, 0)})
+    assert module._engine("qkv_gate", 8)[0] == "z"  # the tables alone
+    assert module._engine("qkv_gate", 8, {"z:qkv_gate": {}})[0] == "z"  # compressed in prepare()
+    assert module._engine("qkv_gate", 8, {}) == module.route(
+        "qkv_gate", 8, False, module.CTABLE, module.CTABLE_DEFAULTS, module.TTABLE
+    )  # refused in prepare(): CTABLE / TTABLE serve it
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
+    """zgemv_fits() against dispatch's rule, and the exception pass's tile index against the epilogue's map."""
+    program = tmp_path / "zrule.cu"
+    program.write_text(
+        f'#include "{REPO_ROOT}/kernels_src/zgemv.cuh"\n#include <cstdio>\n'
+        "template <int NB> int bad_indices() { int bad = 0; for (int idx = 0; idx < 4 * NB * 4 * 32; ++idx) {"
+        " int r = 0, i = 0, t = 0; okc::tile_coords<NB>(idx, r, i, t); bad += okc::ztile_index<NB>(r, i, t) != idx; }"
+        " return bad; }\n"
+        'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>());'
+        " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 2; ++p)"
+        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, p)); }\n'
+    )
+    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "zrule")], check=True)
+    lines = subprocess.run(
+        [str(tmp_path / "zrule")], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert lines[0] == "bad 0"
+    m_of_nb = {1: 8, 2: 16, 4: 32}
+    for line in lines[1:]:
+        ug, nb, r, p, fits = map(int, line.split())
+        error = dispatch.zgemv_config_error((4, 1, ug, p, r, 0), m_of_nb[nb], False, 4096, 8192)
+        assert (error is None) == bool(fits), (ug, nb, r, p, error)

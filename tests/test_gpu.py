@@ -67,3 +67,42 @@ def test_tma_gemv_is_exact_enough_on_every_layer(submission):
             ref, scale = reference(x, weights[layer_name], n)
             result = compare(out, ref, scale, fp32_out=layer.dual)
             assert result.ok, (distribution, layer_name, m, cfg, result.problem)
+
+
+def test_compressed_gemv_is_exact_enough_on_every_layer(submission):
+    """The compressed GEMV on every plain layer: the column-block edges, uneven exception counts per row, K splits
+    of both kinds, NaN-poisoned outputs, both weight distributions (a matrix compress() refuses must be refused
+    in one line), and every configuration ZTABLE uses."""
+    problem = load_problem()
+    gen = torch.Generator(device="cuda").manual_seed(6)
+    configs = [
+        (4, 1, 1, 0, 1, 0),
+        (8, 1, 2, 1, 2, 0),
+        (16, 1, 1, 0, 1, 0),
+        (4, 4, 1, 0, 1, 1),
+        (8, 2, 2, 0, 1, 0),
+    ]
+    configs += [(4, 8, 1, 1, 4, 1), (16, 2, 1, 1, 2, 0)]
+    for distribution, seed in (("normal", 3), ("heavy", 8)):
+        weights = make_weights(problem, distribution, seed, "cuda")
+        state = submission.prepare({name: w.clone() for name, w in weights.items()})
+        for name, layer in problem.layers.items():
+            if layer.dual:
+                continue
+            try:
+                state["z:" + name] = submission.compress(state[name][0], name)
+            except submission.CompressionError as refused:
+                assert "\n" not in str(refused) and str(refused).startswith(name + ": ")
+                continue
+            plan = [(m, cfg) for m in (1, 5, 9, 16, 17, 32) for cfg in configs]
+            plan += [(m, cfg) for (lname, m), cfg in submission.ZTABLE.items() if lname == name and cfg]
+            for m, cfg in plan:
+                n = layer.n_for(m)
+                if submission.zgemv_config_error(cfg, m, False, n, layer.k) is not None:
+                    continue
+                x = make_x(m, layer.k, gen, "cuda")
+                with poisoned_allocations():
+                    out = submission._zgemv(x, name, n, cfg, state)
+                ref, scale = reference(x, weights[name], n)
+                result = compare(out, ref, scale, fp32_out=False)
+                assert result.ok, (distribution, name, m, cfg, result.problem)

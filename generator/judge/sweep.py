@@ -1,5 +1,6 @@
 """sweep: time every admissible configuration of one GEMV engine per (layer, m) on the H200 and write its table:
-tables/ctable.yaml for the mma.sync GEMV (engine "gemv"), tables/ttable.yaml for the TMA + wgmma GEMV ("tma").
+tables/ctable.yaml for the mma.sync GEMV (engine "gemv"), tables/ttable.yaml for the TMA + wgmma GEMV ("tma"),
+tables/ztable.yaml for the compressed GEMV ("z").
 """
 
 from __future__ import annotations
@@ -25,21 +26,31 @@ TMA_SWEEP_STAGES = (4, 6, 8, 12)
 TMA_SWEEP_C = (0, 1)
 
 
-def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
-    """Every (NW, S, U, P, R, C) the kernel can run for this shape, with S bounded by the grid it makes."""
+def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error) -> list[tuple[int, ...]]:
+    """Every (NW, S, U|UG, P, R, C) an mma.sync GEMV can run for this shape, with S bounded by the grid it makes
+    and every warp given at least one trip (U units of k_unit K each)."""
     row_blocks = layer.n_for(m) // 16
+    values = [SWEEP_NW] + [allowed for _, allowed in fields[1:]]
     out = []
-    for cfg in itertools.product(
-        SWEEP_NW, dispatch.GEMV_S, dispatch.GEMV_U, dispatch.GEMV_P, dispatch.GEMV_R, dispatch.GEMV_C
-    ):
+    for cfg in itertools.product(*values):
         nw, s, u, _, r, _ = cfg
         if s > 1 and row_blocks // r * s > MAX_CTAS:
             continue
-        if (layer.k // 32) // s < nw * u:
-            continue  # fewer K blocks per CTA than one trip of all warps: some warps would idle
-        if dispatch.gemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None:
+        if (layer.k // k_unit) // s < nw * u:
+            continue  # fewer K units per CTA than one trip of all warps: some warps would idle
+        if config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None:
             out.append(cfg)
     return out
+
+
+def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
+    """Every (NW, S, U, P, R, C) of the plain GEMV worth timing for this shape."""
+    return _split_k_candidates(layer, m, dispatch.GEMV_FIELDS, 32, dispatch.gemv_config_error)
+
+
+def candidate_z_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
+    """Every (NW, S, UG, P, R, C) of the compressed GEMV worth timing for this shape."""
+    return _split_k_candidates(layer, m, dispatch.ZGEMV_FIELDS, 64, dispatch.zgemv_config_error)
 
 
 def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int, int]]:
@@ -80,7 +91,11 @@ class SweepPoint:
         """The comment after the table entry: what was measured against what."""
         if self.best is None:
             return f"no {self.engine} config ran"
-        against = "cuBLAS" if self.cublas_us <= self.incumbent_us else "gemv"
+        against = (
+            "cuBLAS"
+            if self.cublas_us <= self.incumbent_us
+            else "gemv" if self.engine == "tma" else "incumbent"
+        )
         return f"{self.engine} {self.best_us:.2f} us vs {against} {self.baseline_us:.2f} us"
 
     def to_json(self) -> dict:
@@ -189,7 +204,8 @@ def run_sweep(
     engine: str = "gemv",
 ):
     """Time every candidate of `engine` per shape (cold, read-flushed), checking each one's output against
-    float64. The TMA engine is also timed against what CTABLE alone would run (its incumbent)."""
+    float64. The TMA engine is also timed against what CTABLE alone would run (its incumbent), the compressed
+    one against what TTABLE and CTABLE would run."""
     import torch
 
     from generator.judge.bench import cublas_baselines
@@ -205,9 +221,16 @@ def run_sweep(
             state["packed:" + name] = tuple(module.pack_mma_a(part) for part in state[name])
         if engine == "tma" and "tiles:" + name not in state:
             state["tiles:" + name] = tuple(module.pack_tma_tiles(part) for part in state[name])
+        if engine == "z" and not problem.layers[name].dual and "z:" + name not in state:
+            try:
+                state["z:" + name] = module.compress(state[name][0], name)
+            except module.CompressionError as refused:  # its shapes get no candidates
+                print(f"sweep: {refused}")
     module._extension()
-    launch = module._tma_gemv if engine == "tma" else module._gemv
-    candidates_for = candidate_tma_configs if engine == "tma" else candidate_configs
+    launch = {"gemv": module._gemv, "tma": module._tma_gemv, "z": module._zgemv}[engine]
+    candidates_for = {"gemv": candidate_configs, "tma": candidate_tma_configs, "z": candidate_z_configs}[
+        engine
+    ]
     flush = L2Flusher()
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 3)
@@ -218,7 +241,7 @@ def run_sweep(
         x = make_x(m, k, gen, device)
         ref, scale = reference(x, weights[layer_name], n)
         timed, wrong = {}, []
-        candidates = candidates_for(layer, m)
+        candidates = candidates_for(layer, m) if engine != "z" or "z:" + layer_name in state else []
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
                 out = launch(x, layer_name, n, cfg, state)
@@ -242,12 +265,14 @@ def run_sweep(
             time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
         )
         incumbent_us = float("inf")
-        if engine == "tma":  # what serves the shape when TTABLE does not: CTABLE's GEMV (or cuBLAS)
-            kind, cfg = dispatch.route(layer_name, m, layer.dual, module.CTABLE, module.CTABLE_DEFAULTS)
-            if kind == "gemv":
-                incumbent_us = time_cold_us(
-                    lambda: module._gemv(x, layer_name, n, cfg, state), flush, 4 * reps
-                )
+        if engine in ("tma", "z"):  # what serves the shape without this engine's table (cuBLAS: timed above)
+            ttable = module.TTABLE if engine == "z" else None
+            kind, cfg = dispatch.route(
+                layer_name, m, layer.dual, module.CTABLE, module.CTABLE_DEFAULTS, ttable
+            )
+            incumbent = {"gemv": module._gemv, "tma": module._tma_gemv}.get(kind)
+            if incumbent is not None:
+                incumbent_us = time_cold_us(lambda: incumbent(x, layer_name, n, cfg, state), flush, 4 * reps)
         point = SweepPoint(
             layer_name,
             m,
