@@ -9,8 +9,8 @@ bits. A weight matrix uses few distinct hi bytes (its magnitudes span a few powe
 stored as its lo byte plus a 4-bit code: an index into a per-matrix table T of 16 hi bytes.
   * T[0] = 0x00 always; T[1..15] are the 15 most frequent other hi bytes (ties: the smaller byte first).
   * A weight whose hi byte is not in T is an exception: its stream slot holds code 0 and lo 0, which decodes to
-    +0.0 exactly (it adds nothing), and its own bits go to the exception table. The kernel's exception warp adds
-    x[t, k] * w to out[t, row] in fp32: a bf16 x bf16 product is exact in fp32, as inside the mma.
+    +0.0 exactly (it adds nothing), and its own bits go to the exception table. After its main loop the kernel
+    adds x[t, k] * w to its partial of out[t, row] in fp32: a bf16 x bf16 product is exact in fp32, as in the mma.
   * Decoding is exact by construction: every stream weight decodes to its own 16 bits, every exception to +0.0
     plus its entry. tests/test_compress.py proves it on adversarial inputs (every bf16 bit pattern, NaN, inf,
     -0.0, more than 16 hi bytes, all-exception blocks).
@@ -53,10 +53,10 @@ from kernels_src.packing import pack_mma_a
 
 TABLE_SIZE = 16
 K_GROUP = 64  # weights per row per K group: two 32-wide K blocks
-# After its main loop a CTA adds each row's exceptions serially, one thread per (row, token): an x load and an
-# fp32 product per entry, none of it overlapped with the streaming. Past this many entries in a 16-row block that
-# tail would rival the block's streaming time, and the plain GEMV serves the layer better. (A guess to be
-# measured: the limit the kernel's cost sets is really per row, and the shipped weights stay far below it.)
+# After its main loop a CTA adds its rows' exceptions (entries staged in shared memory during the loop), one thread
+# per (row, token) walking its row's entries with a few x loads in flight: a tail that grows with the longest
+# row and, at m = 16..32, measured at 1-2 us on the bench's normal weights (session 6). Past this many entries in a
+# 16-row block that tail would rival the block's streaming time and the plain GEMV serves the layer better.
 MAX_EXCEPTIONS_PER_BLOCK = 512
 
 
