@@ -1,0 +1,345 @@
+// Compressed tensor-core GEMV (ZTABLE), m <= 32: out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless
+// format of kernels_src/compress.py (lo byte + 4-bit code into a 16-entry hi-byte table; exceptions apart).
+//
+// Same skeleton as gemv.cuh (read that first): one CTA owns R 16-row blocks, NW warps split its K range, S CTAs
+// may split K and reduce by semaphore (C = 0) or thread-block cluster (C = 1). What differs:
+//  * the unit of K is a 64-wide group (two 32-wide K blocks, four mma fragments per row block), stored as three
+//    16-byte parts per lane (two of lo bytes, one of code words): 48 bytes where bf16 takes 64, so 25 % fewer
+//    bytes stream from HBM. UG groups per warp are in flight per loop trip;
+//  * each fragment is rebuilt in registers just before its mmas with byte permutes (prmt), exactly the recipe
+//    compress.py documents and tests on the CPU: 2 lookups + 1 mask + 1 select per 4 hi bytes, 4 interleaves;
+//  * exceptions (weights whose hi byte is not in the table) stream as +0.0 and are added apart, off the
+//    streaming's critical path: every CTA copies its row blocks' exception entries into shared memory with
+//    cp.async before its main loop (they arrive while the weights stream); after it, the CTA gathers the x
+//    values of all entries in its K range at once into shared memory, and one thread per (row, token) adds
+//    its row's exact fp32 products x[t, k] * w in entry order (deterministic) to warp 0's partial tile.
+//    Session 6 measured the first version (split 0 walking the entries straight from global memory after its
+//    loop, two dependent loads per entry) at ~1-2 us on qkv_gate; the per-row batched walk at 0.05-0.5 us for
+//    m <= 8 but 1-2 us for m = 16..32; this version gathers (entry, token) pairs in parallel.
+//    compress() refuses a matrix with more than 512 exceptions in any 16-row block.
+#pragma once
+#include "common.cuh"
+
+#include <cooperative_groups.h>
+
+namespace okc {
+
+constexpr int kXGather = 4;                         // exception x loads in flight per thread
+constexpr int kXStageBytes = 16 * 1024;             // shared memory for the gathered x of one exception chunk
+constexpr int kZParts = 3;                          // 16-byte parts per lane per row block and K group
+constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
+
+// Data registers per thread: per K group UG x (12 R raw weight regs + 8 NB x regs), twice if double
+// buffered, + 4 R NB accumulators. 512-thread CTAs have 128 registers; the budgets are 12 under the plain
+// kernel's (112 / 100), because the exception pass after the loop pushed the two configs at the old edge
+// (UG, NB, R, P = 2,4,1,0 at 104 and 1,2,2,1 at 96) into spilling a few bytes (session 6).
+constexpr int kZBatchDataRegs = 100;
+constexpr int kZDoubleDataRegs = 92;
+__host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) {
+    return (p == 1 ? 2 : 1) * ug * (12 * r + 8 * nb) + 4 * r * nb;
+}
+__host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, int p) {
+    return zgemv_data_regs(ug, nb, r, p) <= (p == 1 ? kZDoubleDataRegs : kZBatchDataRegs);
+}
+
+struct ZGemvArgs {
+    const Frag* x;            // [M, K] bf16, row-major, 16-byte aligned
+    const Frag* w;            // compressed stream: [N/16][K/64][3][32 lanes] Frags
+    const int2* exceptions;   // [N/16][capr]: (k | row_in_block << 16, bf16 bits); bits 0 = padding
+    const int* row_starts;    // [N/16][17]: entries of row i of a block are row_starts[i] .. row_starts[i+1]-1
+    __nv_bfloat16* out;       // [M, N]
+    float* ws;                // split-K partials: [N/(16R)][S][R*NB*128]
+    int* sem;                 // arrival counter per CTA row group; 0 between launches
+    uint4 table;              // the 16 hi bytes as four words (compress.py: table_words)
+    int M, N, K, S, capr;
+    int cluster;
+};
+
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+
+// Asynchronous global -> shared copies (Ampere+ cp.async, L1-cached): the exception entries are staged while
+// the main loop streams; cp_async_wait_all() before they are read.
+template <int Bytes>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
+    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(gmem), "n"(Bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Exception entries per row block whose x values are gathered at once: as many as kXStageBytes holds.
+__host__ __device__ constexpr int zgemv_exception_chunk(int r, int m, int capr) {
+    const int fit = kXStageBytes / (r * m * 2);
+    return capr < 1 ? 1 : (capr < fit ? capr : fit);
+}
+// Shared memory of a zgemv CTA: the warps' partial tiles, its row blocks' exception entries and row starts, and
+// the gathered x of one exception chunk.
+__host__ __device__ constexpr size_t zgemv_smem_bytes(int nw, int r, int nb, int capr, int m) {
+    return (size_t)nw * r * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4 +
+           (size_t)r * zgemv_exception_chunk(r, m, capr) * m * 2;
+}
+
+// Four hi bytes from four 4-bit codes (the low 16 bits of c).
+__device__ __forceinline__ uint32_t hi_bytes(uint32_t c, const uint4& t) {
+    const uint32_t idx = c & 0x7777u;
+    const uint32_t low8 = prmt(t.x, t.y, idx), high8 = prmt(t.z, t.w, idx);
+    const uint32_t take_high = prmt(0x0000FF00u, 0u, (c >> 3) & 0x1111u);  // 0xFF where code >= 8
+    return (low8 & ~take_high) | (high8 & take_high);
+}
+
+// Fragment f (0..3) of a K group from its lane's three parts -> the mma A registers (as pack_mma_a lays them).
+__device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&part)[kZParts], int f,
+                                                const uint4& t) {
+    const Frag& lo = part[f >> 1];
+    const uint32_t l0 = lo.r[2 * (f & 1)], l1 = lo.r[2 * (f & 1) + 1];
+    const uint32_t c = part[2].r[f];
+    const uint32_t h0 = hi_bytes(c & 0xFFFFu, t), h1 = hi_bytes(c >> 16, t);
+    a[0] = prmt(l0, h0, 0x5140u);
+    a[1] = prmt(l0, h0, 0x7362u);
+    a[2] = prmt(l1, h1, 0x5140u);
+    a[3] = prmt(l1, h1, 0x7362u);
+}
+
+template <int UG, int NB, int R>
+struct ZTrip {
+    Frag w[R][UG][kZParts];
+    Frag x[UG][2][NB];  // K blocks 2G and 2G + 1 of each group
+};
+
+template <int UG, int NB, int R>
+__device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp, size_t row_frags,
+                                           const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int g0,
+                                           int g_end) {
+#pragma unroll
+    for (int u = 0; u < UG; ++u) {
+        const int g = g0 + u;
+        const bool ok = g < g_end;  // warp-uniform
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int p = 0; p < kZParts; ++p)
+                tr.w[r][u][p] = ok ? ld_weights(wp + r * row_frags + (size_t)g * kZFragsPerGroup + p * 32)
+                                   : zero_frag();
+#pragma unroll
+        for (int b = 0; b < 2; ++b)
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb)
+                tr.x[u][b][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + (2 * g + b) * 4) : zero_frag();
+    }
+}
+
+template <int UG, int NB, int R>
+__device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t) {
+#pragma unroll
+    for (int u = 0; u < UG; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int f = 0; f < 4; ++f) {
+                uint32_t a[4];
+                decode_fragment(a, tr.w[r][u], f, t);
+                const int b = f >> 1, y = f & 1;  // K block 2G + b, mma step y
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb)
+                    mma_bf16_m16n8k16(acc[r][nb], a, tr.x[u][b][nb].r[2 * y], tr.x[u][b][nb].r[2 * y + 1]);
+            }
+}
+
+// A partial tile (gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
+// (row block r, row i of it, token). tile_coords maps idx to those; ztile_index maps them back (tested on the
+// host for every NB, tests/test_dispatch_and_kernel_rules.py).
+template <int NB>
+__host__ __device__ constexpr void tile_coords(int idx, int& r, int& i, int& token) {
+    const int lane = idx & 31, c = idx >> 5, j = c & 3;
+    r = c / (NB * 4);
+    i = (lane >> 2) + ((j & 2) ? 8 : 0);
+    token = ((c >> 2) % NB) * 8 + (lane & 3) * 2 + (j & 1);
+}
+template <int NB>
+__host__ __device__ constexpr int ztile_index(int r, int i, int token) {
+    const int nb = token >> 3, lane = 4 * (i & 7) + ((token & 7) >> 1), j = (i >= 8 ? 2 : 0) + (token & 1);
+    return ((r * NB + nb) * 4 + j) * 32 + lane;
+}
+
+template <int NB>
+__device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0, int idx, float v) {
+    int r = 0, i = 0, token = 0;
+    tile_coords<NB>(idx, r, i, token);
+    if (token < a.M) store_out(a.out + (size_t)token * a.N + (rb0 + r) * 16 + i, v);
+}
+
+// After the main loop: add the exceptions whose k lies in [k_begin, k_end) to warp 0's partial tile, in chunks of
+// `chunk` entries per row block:
+//  1. gather: every thread loads x[t, k] for kXGather (entry, token) pairs at a time into xg (all of a chunk's
+//     loads are in flight together: one L2 round trip per chunk, however many entries a row has);
+//  2. sum: one thread per (row block, row, token) adds its row's exact fp32 products x * w from shared memory
+//     in entry order (deterministic) to warp 0's partial tile, whose elements it alone touches.
+template <int NB, int R>
+__device__ __forceinline__ void add_exceptions(const unsigned short* x, int M, int K, int capr, float* red, int nw,
+                                               int k_begin, int k_end) {
+    constexpr int kTile = R * NB * 4 * 32;
+    const int2* entries = reinterpret_cast<const int2*>(red + nw * kTile);  // as staged above
+    const int* starts = reinterpret_cast<const int*>(entries + R * capr);
+    unsigned short* xg = reinterpret_cast<unsigned short*>(const_cast<int*>(starts) + R * 17);  // [R][chunk][M]
+    const int chunk = zgemv_exception_chunk(R, M, capr);
+    for (int c0 = 0; c0 < capr; c0 += chunk) {
+        const int pairs = R * chunk * M;
+        for (int p0 = threadIdx.x; p0 < pairs; p0 += kXGather * blockDim.x) {
+            unsigned short v[kXGather];
+#pragma unroll
+            for (int j = 0; j < kXGather; ++j) {
+                const int p = p0 + j * blockDim.x, q = min(p, pairs - 1);  // q: indices stay inside the tables
+                const int token = q % M, e = c0 + (q / M) % chunk, r = q / (M * chunk);
+                const int k = entries[r * capr + min(e, capr - 1)].x & 0xFFFF;
+                const bool use = p < pairs && e < starts[r * 17 + 16] && k >= k_begin && k < k_end;
+                v[j] = use ? __ldg(x + (size_t)token * K + k) : (unsigned short)0;
+            }
+#pragma unroll
+            for (int j = 0; j < kXGather; ++j)
+                if (p0 + j * blockDim.x < pairs) xg[p0 + j * blockDim.x] = v[j];
+        }
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < R * 16 * M; idx += blockDim.x) {
+            const int token = idx % M, i = (idx / M) & 15, r = idx / (16 * M);
+            const int e_begin = max(starts[r * 17 + i], c0), e_end = min(starts[r * 17 + i + 1], c0 + chunk);
+            if (e_begin >= e_end) continue;
+            float v = 0.f;
+            for (int e = e_begin; e < e_end; ++e) {
+                const int2 entry = entries[r * capr + e];
+                const int k = entry.x & 0xFFFF;
+                if (k < k_begin || k >= k_end) continue;  // another split's (never 0 * w: w may be inf/NaN)
+                const float xv = __uint_as_float((uint32_t)xg[(r * chunk + e - c0) * M + token] << 16);
+                v += xv * __uint_as_float((uint32_t)entry.y << 16);  // bf16 x bf16: exact in fp32
+            }
+            red[ztile_index<NB>(r, i, token)] += v;
+        }
+        __syncthreads();
+    }
+}
+
+template <int UG, int NB, int R, int P>
+__global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
+    extern __shared__ float red[];  // [NW][R * NB * 4][32], then exception entries [R][capr], row starts [R][17]
+    constexpr int kTile = R * NB * 4 * 32;
+    const int nw = blockDim.x >> 5;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
+    const int groups = a.K >> 6;
+    const int g_per_split = groups / a.S;
+    const int g_begin = split * g_per_split, g_end = g_begin + g_per_split;
+
+    // Stage this CTA's exception entries (R blocks x capr, padding included) and row starts; nothing waits here.
+    {
+        int2* entries = reinterpret_cast<int2*>(red + nw * kTile);
+        int* starts = reinterpret_cast<int*>(entries + R * a.capr);
+        for (int e = threadIdx.x; e < R * a.capr; e += blockDim.x)
+            cp_async<8>(entries + e, a.exceptions + (size_t)rb0 * a.capr + e);
+        for (int e = threadIdx.x; e < R * 17; e += blockDim.x) cp_async<4>(starts + e, a.row_starts + rb0 * 17 + e);
+    }
+
+    const Frag* xp[NB];
+    bool xvalid[NB];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) {
+        const int token = nb * 8 + (lane >> 2);
+        xvalid[nb] = token < a.M;
+        xp[nb] = a.x + (size_t)(xvalid[nb] ? token : 0) * (a.K >> 3) + (lane & 3);
+    }
+    const size_t row_frags = (size_t)groups * kZFragsPerGroup;
+    const Frag* wp = a.w + (size_t)rb0 * row_frags + lane;
+    const uint4 t = a.table;
+
+    float acc[R][NB][4];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[r][nb][j] = 0.f;
+
+    const int stride = nw * UG;
+    const int first = g_begin + warp * UG;
+    if constexpr (P == 0) {
+        for (int g = first; g < g_end; g += stride) {
+            ZTrip<UG, NB, R> tr;
+            load_ztrip<UG, NB, R>(tr, wp, row_frags, xp, xvalid, g, g_end);
+            mma_ztrip<UG, NB, R>(acc, tr, t);
+        }
+    } else {
+        ZTrip<UG, NB, R> t0, t1;
+        load_ztrip<UG, NB, R>(t0, wp, row_frags, xp, xvalid, first, g_end);
+        for (int g = first; g < g_end; g += 2 * stride) {
+            load_ztrip<UG, NB, R>(t1, wp, row_frags, xp, xvalid, g + stride, g_end);
+            mma_ztrip<UG, NB, R>(acc, t0, t);
+            load_ztrip<UG, NB, R>(t0, wp, row_frags, xp, xvalid, g + 2 * stride, g_end);
+            mma_ztrip<UG, NB, R>(acc, t1, t);
+        }
+    }
+
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) red[(warp * R * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
+    __syncthreads();
+
+    // Exceptions whose k lies in this CTA's K range, their entries staged above.
+    cp_async_wait_all();
+    __syncthreads();
+    add_exceptions<NB, R>(reinterpret_cast<const unsigned short*>(a.x), a.M, a.K, a.capr, red, nw, g_begin << 6,
+                          g_end << 6);
+
+    if (a.S == 1) {
+        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+            float v = 0.f;
+            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+            zwrite_tile_element<NB>(a, rb0, idx, v);
+        }
+        return;
+    }
+
+    if (a.cluster) {
+        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+            float v = 0.f;
+            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+            red[idx] = v;
+        }
+        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+        cluster.sync();
+        const int rank = (int)cluster.block_rank();
+        for (int idx = rank * blockDim.x + threadIdx.x; idx < kTile; idx += a.S * blockDim.x) {
+            float v = 0.f;
+            for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(red, s)[idx];
+            zwrite_tile_element<NB>(a, rb0, idx, v);
+        }
+        cluster.sync();
+        return;
+    }
+
+    float* mine = a.ws + ((size_t)group * a.S + split) * kTile;
+    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+        float v = 0.f;
+        for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+        __stcg(mine + idx, v);
+    }
+    __threadfence();
+    __syncthreads();
+    __shared__ int is_last;
+    if (threadIdx.x == 0) is_last = atomicAdd(a.sem + group, 1) == a.S - 1;
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    const float* tiles = a.ws + (size_t)group * a.S * kTile;
+    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+        float v = 0.f;
+        for (int s = 0; s < a.S; ++s) v += __ldcg(tiles + (size_t)s * kTile + idx);
+        zwrite_tile_element<NB>(a, rb0, idx, v);
+    }
+    if (threadIdx.x == 0) a.sem[group] = 0;
+}
+
+}  // namespace okc
