@@ -13,8 +13,9 @@
 //    cp.async before its main loop (they arrive while the weights stream); after it, one thread per (row,
 //    token) adds the exact fp32 products x[t, k] * w of its row's entries whose k lies in this CTA's K range, in
 //    entry order (deterministic), to warp 0's partial tile; the x gathers are issued kXGather at a time, so a
-//    row costs ~1 L2 round trip, not 2 dependent trips per entry. Session 6 measured the first version (split 0
-//    walking the entries straight from global memory after its loop) at several us on qkv_gate.
+//    row costs ~1 L2 round trip per 4 entries, not 2 dependent trips per entry. Against the first version (split
+//    0 walking the entries straight from global memory after its loop) it saved 0.8-1.9 us per call at m = 1
+//    (session 6); the pass still costs 1-2 us at m = 16..32 (notes/README.md).
 //    compress() refuses a matrix with more than 512 exceptions in any 16-row block.
 #pragma once
 #include "common.cuh"
