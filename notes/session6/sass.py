@@ -2,7 +2,7 @@
 loop got slower when only the code after it changed (notes/README.md, session 6, call 4).
 
 Compiles CUDA_SRC twice for sm_90a, as shipped (kernels_src/) and with call 4's zgemv.cuh / zlaunch.cu
-(notes/session6/*_zstage.cu*), dumps each zgemv_kernel<UG, NB, R, P> instantiation's SASS to OUT/, and prints
+(notes/session6/zstage_vs_main.patch applied to a copy), dumps each zgemv_kernel<UG, NB, R, P> instantiation's SASS to OUT/, and prints
 per variant and kernel: instructions in total and inside the hottest loop (the block between the loop's label
 and its backward branch that holds the HMMAs), with counts of HMMA, PRMT, LDG, STL/LDL and BAR.
 
@@ -30,8 +30,9 @@ def cuda_source(variant: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernels_src"
         shutil.copytree(REPO_ROOT / "kernels_src", src)
-        shutil.copy(REPO_ROOT / "notes/session6/zgemv_zstage.cuh", src / "zgemv.cuh")
-        shutil.copy(REPO_ROOT / "notes/session6/zlaunch_zstage.cu", src / "zlaunch.cu")
+        patch = REPO_ROOT / "notes/session6/zstage_vs_main.patch"
+        tool = ["git", "apply"] if shutil.which("git") else ["patch", "-p1", "-i"]
+        subprocess.run([*tool, str(patch)], cwd=tmp, check=True, capture_output=True)
         return assemble_c_sources(list(sources.cuda_files), src, Path(tmp))
 
 
