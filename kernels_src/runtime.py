@@ -49,10 +49,8 @@ def _width(layer, m):
 def _engine(layer, m, state=None):
     """The table route for (layer, m); a layer whose weights compress() refused (no "z:" entry in a prepared
     state) takes the route without ZTABLE."""
-    engine = route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, ZTABLE)
-    if engine[0] == "z" and state is not None and "z:" + layer not in state:
-        engine = route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE)
-    return engine
+    ztable = ZTABLE if state is None or "z:" + layer in state else None  # one route per call, not two
+    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, ztable)
 
 
 def prepare(weights):

@@ -239,8 +239,8 @@ BREAKAGES = {
     ),
     "python name the template lacks": (
         "kernels_src/runtime.py",
-        "    engine = route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, ZTABLE)",
-        "    engine = route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, NO_SUCH_TABLE)",
+        "    ztable = ZTABLE if state is None",
+        "    ztable = NO_SUCH_TABLE if state is None",
         r"kernels_src/runtime\.py:\d+: undefined name 'NO_SUCH_TABLE'",
     ),
     "import outside the whitelist": (
