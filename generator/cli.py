@@ -278,8 +278,23 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     type=click.Path(dir_okay=False, path_type=Path),
     help="Where to write the tuned table (then rebuild).  [default: the engine's tables/*.yaml]",
 )
+@click.option(
+    "--styles",
+    "styles",
+    type=int,
+    multiple=True,
+    help="gemv / z: time only configs of these pipelining styles P (repeatable), plus each shape's current entry;"
+    " e.g. a newly added style against what the table has, in a fraction of a full sweep's time.",
+)
 def sweep(
-    file: Path, layers, ms, reps: int, engine: str, write_path: Path | None, json_path: Path | None
+    file: Path,
+    layers,
+    ms,
+    reps: int,
+    engine: str,
+    write_path: Path | None,
+    json_path: Path | None,
+    styles: tuple[int, ...],
 ) -> None:
     """Tune a GEMV's table on the GPU: time every admissible configuration per shape, keep the fastest correct one."""
     import json
@@ -296,6 +311,8 @@ def sweep(
     module = _load(file)
     problem = _problem()
     shapes = _shape_filter(problem, layers, ms, SWEEP_M)
+    if styles and engine == "tma":
+        _fail("--styles picks pipelining styles (P) of the gemv and z engines; the tma engine has none")
     table_name, table_file = ENGINE_TABLES[engine]
     table_path = REPO_ROOT / "tables" / table_file
     write_path = write_path or table_path
@@ -318,7 +335,9 @@ def sweep(
             bar.write(row(point))
             bar.update()
 
-        points = run_sweep(module, problem, shapes, reps=reps, progress=done, engine=engine)
+        points = run_sweep(
+            module, problem, shapes, reps=reps, progress=done, engine=engine, styles=set(styles) or None
+        )
     click.echo(
         f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best ' + engine:>22} {'us':>7}"
         f" {'baseline':>8}  entry"

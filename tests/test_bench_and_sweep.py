@@ -12,6 +12,7 @@ from generator.judge.sweep import (
     candidate_tma_configs,
     header_of,
     pick_defaults,
+    restrict_to_styles,
     table_yaml,
     updated_table,
 )
@@ -73,6 +74,19 @@ def test_sweep_candidates_are_all_admissible():
             assert all(
                 dispatch.gemv_config_error(c, m, layer.dual, layer.n_for(m), layer.k) is None for c in configs
             )
+
+
+def test_a_style_restricted_sweep_times_those_styles_and_the_current_entry():
+    problem = load_problem()
+    everything = candidate_configs(problem.layers["qkv_gate"], 16)
+    current = (16, 1, 1, 1, 2, 0)
+    assert current in everything
+    rings = restrict_to_styles(everything, {4, 5}, current)
+    assert rings[0] == current and len(set(rings)) == len(rings)
+    assert {cfg[3] for cfg in rings[1:]} == {4, 5}
+    assert set(rings[1:]) == {cfg for cfg in everything if cfg[3] >= 4}
+    assert restrict_to_styles(everything, {4}, None) == [cfg for cfg in everything if cfg[3] == 4]
+    assert restrict_to_styles(everything, None, current) == everything
 
 
 def test_sweep_point_json_ranks_every_timing():

@@ -43,6 +43,16 @@ def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error)
     return out
 
 
+def restrict_to_styles(candidates: list[tuple[int, ...]], styles, current) -> list[tuple[int, ...]]:
+    """`candidates` cut to those whose pipelining style P (field 3 of a GEMV config) is in `styles`, plus the
+    shape's `current` table entry (None: none) first, so that a partial sweep never loses to a config it did
+    not time. styles None: every candidate."""
+    if styles is None:
+        return candidates
+    kept = [cfg for cfg in candidates if cfg[3] in styles]
+    return ([current] if current is not None and current not in kept else []) + kept
+
+
 def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
     """Every (NW, S, U, P, R, C) of the plain GEMV worth timing for this shape."""
     return _split_k_candidates(layer, m, dispatch.GEMV_FIELDS, 32, dispatch.gemv_config_error)
@@ -202,10 +212,12 @@ def run_sweep(
     seed: int = 0,
     progress=None,
     engine: str = "gemv",
+    styles=None,
 ):
     """Time every candidate of `engine` per shape (cold, read-flushed), checking each one's output against
     float64. The TMA engine is also timed against what CTABLE alone would run (its incumbent), the compressed
-    one against what TTABLE and CTABLE would run."""
+    one against what TTABLE and CTABLE would run. styles (gemv, z): time only configs of these P values, plus
+    the shape's current table entry."""
     import torch
 
     from generator.judge.bench import cublas_baselines
@@ -242,6 +254,9 @@ def run_sweep(
         ref, scale = reference(x, weights[layer_name], n)
         timed, wrong = {}, []
         candidates = candidates_for(layer, m) if engine != "z" or "z:" + layer_name in state else []
+        if styles is not None:
+            table = module.ZTABLE if engine == "z" else module.CTABLE
+            candidates = restrict_to_styles(candidates, styles, table.get((layer_name, m)))
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
                 out = launch(x, layer_name, n, cfg, state)
