@@ -41,13 +41,8 @@ __device__ __forceinline__ Frag ld_x(const Frag* p) {
     return Frag{{v.x, v.y, v.z, v.w}};
 }
 
-// Asynchronous 16-byte copies global -> shared (cp.async): the bytes in flight occupy shared memory instead of
-// registers. .cg (L2 only) for the weights, read once; .ca (L1 too) for x, which every CTA re-reads. The
-// "memory" clobbers keep the compiler from moving shared-memory reads across the issue and the wait.
-__device__ __forceinline__ void cp_async_weights(Frag* smem, const Frag* p) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(p)
-                 : "memory");
-}
+// Asynchronous 16-byte copy of x global -> shared (cp.async, through L1: every CTA re-reads x). The "memory"
+// clobbers keep the compiler from moving shared-memory accesses across the copy, the commit and the wait.
 __device__ __forceinline__ void cp_async_x(Frag* smem, const Frag* p) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(p)
                  : "memory");

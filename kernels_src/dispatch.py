@@ -9,8 +9,7 @@ GEMV_MAX_M = 32
 GEMV_NW = (1, 2, 4, 8, 16)
 GEMV_S = (1, 2, 4, 8, 16, 32)
 GEMV_U = (1, 2, 4, 8)
-GEMV_P = (0, 1, 2, 3, 4, 5)  # 4, 5: each warp's trips stream through a shared-memory ring of 4 / 8 slots
-GEMV_RING_SLOTS = {4: 4, 5: 8}
+GEMV_P = (0, 1, 2, 3, 4, 5)  # 4, 5: as 0, 1 with x's K slice staged in shared memory
 GEMV_R = (1, 2, 4)
 GEMV_C = (
     0,
@@ -76,11 +75,10 @@ ZGEMV_FIELDS = (
 )
 
 
-def gemv_smem_bytes(nw, u, nb, r, p, dual):
+def gemv_smem_bytes(nw, nb, r, p, kb_split):
     """Dynamic shared memory of a plain-GEMV CTA (gemv.cuh, gemv_smem_bytes): the warps' reduction tiles, then
-    for P = 4, 5 every warp's ring of 16-byte-per-lane trips (weights, both halves when dual, and x)."""
-    trip_frags = u * (2 * r * (2 if dual else 1) + nb)
-    return nw * r * nb * 4 * 32 * 4 + nw * GEMV_RING_SLOTS.get(p, 0) * trip_frags * 32 * 16
+    for P = 4, 5 x's fragments for the CTA's kb_split 32-wide K blocks (16 bytes per lane and column block)."""
+    return nw * r * nb * 4 * 32 * 4 + (kb_split * nb * 32 * 16 if p >= 4 else 0)
 
 
 def gemv_config_error(cfg, m, dual, n, k):
@@ -90,16 +88,19 @@ def gemv_config_error(cfg, m, dual, n, k):
         return error
     nw, s, u, p, r, c = cfg
     nb = column_blocks(m)
-    double = p in (1, 3)
-    regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
-    # the ring styles hold one trip, but their copies' addresses need the double-buffered styles' headroom
-    budget = GEMV_DOUBLE_DATA_REGS if double or p in GEMV_RING_SLOTS else GEMV_BATCH_DATA_REGS
+    double = p in (1, 3, 5)
+    trips = (2 if double else 1) * u
+    if p >= 4:  # x from shared memory: one K block's x fragments live, not every trip's
+        regs = trips * 8 * r * (2 if dual else 1) + 4 * r * nb + 4 * nb
+    else:
+        regs = trips * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
+    budget = GEMV_DOUBLE_DATA_REGS if double else GEMV_BATCH_DATA_REGS
     if regs > budget:
         return (
             f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
             f" over the kernel's {budget}"
         )
-    smem = gemv_smem_bytes(nw, u, nb, r, p, dual)
+    smem = gemv_smem_bytes(nw, nb, r, p, k // 32 // s)
     if smem > SMEM_LIMIT:
         return f"NW={nw}, U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {SMEM_LIMIT}"
     return None

@@ -29,40 +29,35 @@ namespace okc {
 //                 warp keeps up to 2U blocks in flight.
 //   2  BATCH_L2   as 0, with the L2::256B prefetch hint on weight loads.
 //   3  DOUBLE_L2  as 1, with the hint.
-//   4  ASYNC4     each warp streams its trips through a private 4-slot ring in shared memory with cp.async,
-//                 3 trips in flight; a trip is read into registers just before its mmas. Registers hold one
-//                 trip, so the bytes in flight are no longer capped by the register file: at NB = 2, 4 the x
-//                 fragments and accumulators leave room for only U = 1 in styles 0..3 (session 7's probe: the
-//                 configuration, not x's L2 traffic nor the mmas, is what separates m = 16, 32 from m = 1).
-//   5  ASYNC8     as 4 with 8 slots, 7 trips in flight.
-// Each lane copies, and later reads, only its own 16-byte pieces, so the rings need no barrier of any kind.
-__host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3; }
+//   4  XSMEM      as 0, but x for the CTA's whole K range is copied into shared memory once (cp.async, while
+//                 the first trip's weights are in flight) and each K block's x fragments are read from there
+//                 just before their mmas: registers in flight hold weights only. At NB = 2, 4 the x fragments
+//                 otherwise take the registers that would let U grow (session 7's probe: it is the config, not
+//                 x's L2 traffic nor the mmas, that separates m = 16, 32 from m = 1).
+//   5  XSMEM_DOUBLE  as 1 with x from shared memory.
+__host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3 || p == 5; }
 __host__ __device__ constexpr bool pipe_l2_hint(int p) { return p == 2 || p == 3; }
-__host__ __device__ constexpr bool pipe_async(int p) { return p >= 4; }
-__host__ __device__ constexpr int pipe_slots(int p) { return p == 4 ? 4 : p == 5 ? 8 : 0; }
+__host__ __device__ constexpr bool pipe_x_smem(int p) { return p >= 4; }
 
 // Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
 // times 2 if double buffered; plus the 4*R*NB accumulators. Budgets keep the kernel under 128 registers
 // (512-thread CTAs) without spilling, as ptxas reports them: a single set may take 112 (U=2, NB=4, R=4 at 160
-// spilled); two live sets leave less room for addresses, so 100 (U=2, NB=4 double-buffered at 112 spilled); the
-// ring styles 4, 5 hold one set but their copies' addresses take as much room, so 100 (U=4, NB=4 at 112 spilled).
+// spilled); two live sets leave less room for addresses, so 100 (U=2, NB=4 double-buffered at 112 spilled).
 // kernels_src/dispatch.py (gemv_config_error) applies the same rule to the tables.
 constexpr int kBatchDataRegs = 112;
 constexpr int kDoubleDataRegs = 100;
 __host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bool dual) {
-    return (pipe_double(p) ? 2 : 1) * u * (8 * r * (dual ? 2 : 1) + 4 * nb) + 4 * r * nb;
+    return pipe_x_smem(p) ? (pipe_double(p) ? 2 : 1) * u * 8 * r * (dual ? 2 : 1) + 4 * r * nb + 4 * nb
+                          : (pipe_double(p) ? 2 : 1) * u * (8 * r * (dual ? 2 : 1) + 4 * nb) + 4 * r * nb;
 }
 __host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual) {
-    return gemv_data_regs(u, nb, r, p, dual) <= (pipe_double(p) || pipe_async(p) ? kDoubleDataRegs : kBatchDataRegs);
+    return gemv_data_regs(u, nb, r, p, dual) <= (pipe_double(p) ? kDoubleDataRegs : kBatchDataRegs);
 }
-
-// 16-byte fragments per lane in one trip: weights (both halves when dual), then x.
-__host__ __device__ constexpr int trip_frags(int u, int nb, int r, bool dual) { return u * (2 * r * (dual ? 2 : 1) + nb); }
-// Dynamic shared memory of a CTA: the reduction tiles [NW][R * NB * 4][32] floats, then (styles 4, 5) every
-// warp's ring. kernels_src/dispatch.py (gemv_smem_bytes) computes the same and refuses configs over the limit.
-__host__ __device__ constexpr size_t gemv_smem_bytes(int nw, int u, int nb, int r, int p, bool dual) {
-    return (size_t)nw * r * nb * 4 * 32 * sizeof(float) +
-           (size_t)nw * pipe_slots(p) * trip_frags(u, nb, r, dual) * 32 * sizeof(Frag);
+// Dynamic shared memory of a CTA: the warps' reduction tiles [NW][R * NB * 4][32] floats, then (styles 4, 5)
+// x's fragments for the CTA's kb_split K blocks, [kb_split][NB][32] Frags. kernels_src/dispatch.py
+// (gemv_smem_bytes) computes the same and refuses configs over the limit.
+__host__ __device__ constexpr size_t gemv_smem_bytes(int nw, int nb, int r, int p, int kb_split) {
+    return (size_t)nw * r * nb * 4 * 32 * sizeof(float) + (pipe_x_smem(p) ? (size_t)kb_split * nb * 32 * sizeof(Frag) : 0);
 }
 
 struct GemvArgs {
@@ -112,54 +107,6 @@ __device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* 
     }
 }
 
-// Styles 4, 5: copy one trip into a ring slot (this lane's pieces: slot[f * 32], fragment f in trip order);
-// K blocks past the end copy nothing and read back as zeros. Always commits a group (maybe empty) so that
-// every trip is exactly one group and cp_async_wait's count stays right at the tail.
-template <int U, int NB, int R, bool DUAL>
-__device__ __forceinline__ void issue_trip_async(Frag* slot, const Frag* wp, const Frag* w2p, size_t row_frags,
-                                                 const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int kb0,
-                                                 int kb_end) {
-    constexpr int kW = 2 * R * (DUAL ? 2 : 1), kPerU = kW + NB;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const int kb = kb0 + u;
-        if (kb < kb_end) {  // warp-uniform
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-                for (int y = 0; y < 2; ++y) {
-                    const size_t at = r * row_frags + kb * kFragsPerBlock + y * 32;
-                    cp_async_weights(slot + (u * kPerU + r * 2 + y) * 32, wp + at);
-                    if constexpr (DUAL) cp_async_weights(slot + (u * kPerU + 2 * R + r * 2 + y) * 32, w2p + at);
-                }
-#pragma unroll
-            for (int nb = 0; nb < NB; ++nb)
-                if (xvalid[nb]) cp_async_x(slot + (u * kPerU + kW + nb) * 32, xp[nb] + kb * 4);
-        }
-    }
-    cp_async_commit();
-}
-
-template <int U, int NB, int R, bool DUAL>
-__device__ __forceinline__ void read_trip_async(Trip<U, NB, R, DUAL>& tr, const Frag* slot, const bool (&xvalid)[NB],
-                                                int kb0, int kb_end) {
-    constexpr int kW = 2 * R * (DUAL ? 2 : 1), kPerU = kW + NB;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const bool ok = kb0 + u < kb_end;
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int y = 0; y < 2; ++y) {
-                tr.w[r][u][y] = ok ? slot[(u * kPerU + r * 2 + y) * 32] : zero_frag();
-                if constexpr (DUAL) tr.w2[r][u][y] = ok ? slot[(u * kPerU + 2 * R + r * 2 + y) * 32] : zero_frag();
-            }
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-            tr.x[u][nb] = (ok && xvalid[nb]) ? slot[(u * kPerU + kW + nb) * 32] : zero_frag();
-    }
-}
-
 template <int U, int NB, int R, bool DUAL>
 __device__ __forceinline__ void mma_trip(float (&acc)[R][NB][4], const Trip<U, NB, R, DUAL>& tr) {
 #pragma unroll
@@ -177,6 +124,29 @@ __device__ __forceinline__ void mma_trip(float (&acc)[R][NB][4], const Trip<U, N
                 }
 }
 
+// Styles 4, 5: the trip's mmas with x read from shared memory (xs: this lane's fragment of the trip's first
+// K block, column block 0); K blocks past the end have zero weights and read zero x (never past the slice).
+template <int U, int NB, int R, bool DUAL>
+__device__ __forceinline__ void mma_trip_x_smem(float (&acc)[R][NB][4], const Trip<U, NB, R, DUAL>& tr,
+                                                const Frag* xs, int kb0, int kb_end) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        Frag x[NB];
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) x[nb] = kb0 + u < kb_end ? xs[(u * NB + nb) * 32] : zero_frag();
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int y = 0; y < 2; ++y)
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb) {
+                    const uint32_t b0 = x[nb].r[2 * y], b1 = x[nb].r[2 * y + 1];
+                    mma_bf16_m16n8k16(acc[r][nb], tr.w[r][u][y].r, b0, b1);
+                    if constexpr (DUAL) mma_bf16_m16n8k16(acc[r][nb], tr.w2[r][u][y].r, b0, b1);
+                }
+    }
+}
+
 // Element idx of a reduced tile (idx = 32 * (4 (NB r + nb) + j) + lane, the mma C layout) -> out[token, row].
 template <int NB, typename OutT>
 __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, int idx, float v) {
@@ -190,7 +160,7 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
 template <int U, int NB, int R, int P, bool DUAL, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
-                                    // styles 4, 5: then [NW][slots][trip_frags][32] Frags, the warps' rings
+                                    // styles 4, 5: then x, [kb_per_split][NB][32] Frags
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -223,26 +193,39 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
     const int stride = nw * U;
     const int first = kb_begin + warp * U;
-    if constexpr (pipe_async(P)) {
-        constexpr int kSlots = pipe_slots(P), kSlotFrags = trip_frags(U, NB, R, DUAL) * 32;
-        Frag* ring = reinterpret_cast<Frag*>(red + nw * R * NB * 4 * 32) + warp * kSlots * kSlotFrags + lane;
-#pragma unroll
-        for (int t = 0; t < kSlots - 1; ++t)
-            issue_trip_async<U, NB, R, DUAL>(ring + t * kSlotFrags, wp, w2p, row_frags, xp, xvalid, first + t * stride,
-                                             kb_end);
-        int slot = 0;
-        for (int kb = first; kb < kb_end; kb += stride) {
-            cp_async_wait<kSlots - 2>();  // this trip's group has landed (groups complete in order)
-            Trip<U, NB, R, DUAL> tr;
-            read_trip_async<U, NB, R, DUAL>(tr, ring + slot * kSlotFrags, xvalid, kb, kb_end);
-            // Refill the slot the previous trip was read from: its registers have been fed to its mmas already.
-            const int refill = slot == 0 ? kSlots - 1 : slot - 1;
-            issue_trip_async<U, NB, R, DUAL>(ring + refill * kSlotFrags, wp, w2p, row_frags, xp, xvalid,
-                                             kb + (kSlots - 1) * stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, tr);
-            slot = slot + 1 == kSlots ? 0 : slot + 1;
+    if constexpr (pipe_x_smem(P)) {
+        // Every warp's first trip of weights on its way, then the whole CTA copies x's K slice into shared
+        // memory, fragment f = (K block, column block, lane), absent tokens as zeros.
+        const bool no_x[NB] = {};  // the trips load weights only
+        Trip<U, NB, R, DUAL> t0;
+        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, no_x, first, kb_end);
+        Frag* xs = reinterpret_cast<Frag*>(red + nw * R * NB * 4 * 32);
+        const int frags = kb_per_split * NB * 32;
+        for (int f = threadIdx.x; f < frags; f += blockDim.x) {
+            const int l = f & 31, nb = (f >> 5) % NB, kbl = (f >> 5) / NB, token = nb * 8 + (l >> 2);
+            if (token < a.M)
+                cp_async_x(xs + f, a.x + (size_t)token * (a.K >> 3) + (size_t)(kb_begin + kbl) * 4 + (l & 3));
+            else
+                xs[f] = zero_frag();
         }
-        cp_async_wait<0>();  // no copy may still land in shared memory once the CTA exits
+        cp_async_commit();
+        const Frag* xl = xs + lane;
+        cp_async_wait<0>();
+        __syncthreads();  // every thread's copies, visible to every warp
+        if constexpr (!pipe_double(P)) {
+            for (int kb = first; kb < kb_end; kb += stride) {
+                mma_trip_x_smem<U, NB, R, DUAL>(acc, t0, xl + (kb - kb_begin) * NB * 32, kb, kb_end);
+                load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, no_x, kb + stride, kb_end);
+            }
+        } else {
+            Trip<U, NB, R, DUAL> t1;
+            for (int kb = first; kb < kb_end; kb += 2 * stride) {
+                load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, no_x, kb + stride, kb_end);
+                mma_trip_x_smem<U, NB, R, DUAL>(acc, t0, xl + (kb - kb_begin) * NB * 32, kb, kb_end);
+                load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, no_x, kb + 2 * stride, kb_end);
+                mma_trip_x_smem<U, NB, R, DUAL>(acc, t1, xl + (kb + stride - kb_begin) * NB * 32, kb + stride, kb_end);
+            }
+        }
     } else if constexpr (!pipe_double(P)) {
         for (int kb = first; kb < kb_end; kb += stride) {
             Trip<U, NB, R, DUAL> tr;

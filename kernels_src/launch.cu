@@ -13,8 +13,8 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
         return "this (U, NB, R, P, dual) holds too many fragment registers and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        const size_t smem = gemv_smem_bytes(nw, U, NB, R, P, DUAL);
-        if (smem > kSmemLimit) return "this (NW, U, NB, R, P) needs more shared memory than a CTA may have";
+        const size_t smem = gemv_smem_bytes(nw, NB, R, P, (a.K >> 5) / a.S);
+        if (smem > kSmemLimit) return "this (NW, NB, R, P) at this K / S needs more shared memory than a CTA may have";
         auto kernel = gemv_kernel<U, NB, R, P, DUAL, OutT>;
         if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

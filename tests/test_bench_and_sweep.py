@@ -89,6 +89,15 @@ def test_a_style_restricted_sweep_times_those_styles_and_the_current_entry():
     assert restrict_to_styles(everything, None, current) == everything
 
 
+def test_a_style_restricted_sweep_keeps_the_current_entry_unless_a_challenger_won():
+    kept = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.54, 9.66, 145, [], current=(8, 1, 4, 0, 2, 0))
+    assert kept.choice == (8, 1, 4, 0, 2, 0)  # not 2 % under cuBLAS this run, but nothing new beat it
+    won = SweepPoint("o", 8, (8, 1, 4, 4, 2, 0), 9.0, 9.66, 145, [], current=(8, 1, 4, 0, 2, 0))
+    assert won.choice == (8, 1, 4, 4, 2, 0)
+    full = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.54, 9.66, 145, [])  # a full sweep: cuBLAS by the 2 % rule
+    assert full.choice is None
+
+
 def test_sweep_point_json_ranks_every_timing():
     timings = {(4, 1, 1, 0, 1, 0): 12.0, (8, 1, 4, 0, 2, 0): 9.4}
     point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, [(16, 2, 1, 0, 1, 1)], 0, timings)

@@ -86,6 +86,8 @@ class SweepPoint:
     engine: str = "gemv"
     # what serves the shape without this engine's table, when that is not cuBLAS (tma: CTABLE's GEMV), us
     incumbent_us: float = float("inf")
+    # a style-restricted sweep (--styles): the shape's current entry, kept unless a challenger beats it
+    current: tuple[int, ...] | None = None
 
     @property
     def wrong(self) -> int:
@@ -126,6 +128,8 @@ class SweepPoint:
     def choice(self):
         """The table entry: the best config, or None when the baseline is as fast (CTABLE: cuBLAS serves the
         shape; TTABLE: CTABLE decides)."""
+        if self.current is not None and self.best == self.current:
+            return self.current  # no challenger won: the table keeps what it had, whatever cuBLAS did this run
         if self.best is None or self.best_us > self.baseline_us * (1 - MIN_GAIN):
             return None
         return self.best
@@ -254,9 +258,10 @@ def run_sweep(
         ref, scale = reference(x, weights[layer_name], n)
         timed, wrong = {}, []
         candidates = candidates_for(layer, m) if engine != "z" or "z:" + layer_name in state else []
+        current = None
         if styles is not None:
-            table = module.ZTABLE if engine == "z" else module.CTABLE
-            candidates = restrict_to_styles(candidates, styles, table.get((layer_name, m)))
+            current = (module.ZTABLE if engine == "z" else module.CTABLE).get((layer_name, m))
+            candidates = restrict_to_styles(candidates, styles, current)
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
                 out = launch(x, layer_name, n, cfg, state)
@@ -270,11 +275,15 @@ def run_sweep(
             timed[cfg] = time_cold_us(lambda: launch(x, layer_name, n, cfg, state), flush, reps)
         # a 30-replay median moves by a few tenths of a microsecond: re-time the finalists (and cuBLAS) longer
         finalists = sorted(timed, key=timed.get)[:FINALISTS]
+        if current in timed and current not in finalists:
+            finalists.append(current)  # a challenger must beat the current entry in the long timing too
         final = {
             cfg: time_cold_us(lambda: launch(x, layer_name, n, cfg, state), flush, 4 * reps)
             for cfg in finalists
         }
         best = min(final, key=final.get) if final else None
+        if current in final and best != current and final[best] > final[current] * (1 - MIN_GAIN):
+            best = current  # a challenger must win by MIN_GAIN, as the GEMV must against cuBLAS
         best_us = final[best] if final else float("inf")
         cublas_us = min(
             time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
@@ -300,6 +309,7 @@ def run_sweep(
             timed,
             engine,
             incumbent_us,
+            current if current in final else None,
         )
         points.append(point)
         if progress is not None:
