@@ -6,8 +6,6 @@
 
 namespace okc {
 
-constexpr size_t kSmemLimit = 227 * 1024;  // Hopper's per-block dynamic shared memory (opt-in maximum)
-
 // One lane's 16 bytes: a whole mma A fragment (8 bf16), or 8 consecutive bf16 of x.
 struct alignas(16) Frag {
     uint32_t r[4];
@@ -39,19 +37,6 @@ __device__ __forceinline__ Frag ld_weights_l2_256(const Frag* p) {
 __device__ __forceinline__ Frag ld_x(const Frag* p) {
     uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
     return Frag{{v.x, v.y, v.z, v.w}};
-}
-
-// Asynchronous 16-byte copy of x global -> shared (cp.async, through L1: every CTA re-reads x). The "memory"
-// clobbers keep the compiler from moving shared-memory accesses across the copy, the commit and the wait.
-__device__ __forceinline__ void cp_async_x(Frag* smem, const Frag* p) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(p)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// Wait until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // D = A(16x16 bf16, row) * B(16x8 bf16, col) + D, fp32 accumulate. a: 4 regs, b0/b1: 2 regs, d: 4 floats.

@@ -9,7 +9,7 @@ GEMV_MAX_M = 32
 GEMV_NW = (1, 2, 4, 8, 16)
 GEMV_S = (1, 2, 4, 8, 16, 32)
 GEMV_U = (1, 2, 4, 8)
-GEMV_P = (0, 1, 2, 3, 4, 5)  # 4, 5: as 0, 1 with x's K slice staged in shared memory
+GEMV_P = (0, 1, 2, 3)
 GEMV_R = (1, 2, 4)
 GEMV_C = (
     0,
@@ -20,7 +20,6 @@ GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 # (both live trips for the double-buffered P = 1, 3) plus the accumulators.
 GEMV_BATCH_DATA_REGS = 112
 GEMV_DOUBLE_DATA_REGS = 100
-SMEM_LIMIT = 227 * 1024  # Hopper's per-block dynamic shared memory (opt-in maximum)
 
 # The bulk-copy + wgmma GEMV (kernels_src/tma_gemv.cuh): a CTA takes a 64-row weight tile and a run of 64-wide
 # K tiles; S CTAs split K (any S up to K/64); STAGES ring slots of one weight tile (two for the router's
@@ -29,6 +28,7 @@ TMA_TILE = 64
 TMA_STAGES = (2, 4, 6, 8, 12, 16)
 # How S > 1 splits reduce: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory).
 TMA_C = (0, 1)
+TMA_SMEM_LIMIT = 227 * 1024  # Hopper's per-block shared memory (opt-in)
 # The compressed GEMV (kernels_src/zgemv.cuh, weights in kernels_src/compress.py's 12-bit format): the plain
 # GEMV's (NW, S, P, R, C), with UG 64-wide K groups in flight per warp and trip instead of U 32-wide blocks.
 ZGEMV_UG = (1, 2, 4)
@@ -75,12 +75,6 @@ ZGEMV_FIELDS = (
 )
 
 
-def gemv_smem_bytes(nw, nb, r, p, kb_split):
-    """Dynamic shared memory of a plain-GEMV CTA (gemv.cuh, gemv_smem_bytes): the warps' reduction tiles, then
-    for P = 4, 5 x's fragments for the CTA's kb_split 32-wide K blocks (16 bytes per lane and column block)."""
-    return nw * r * nb * 4 * 32 * 4 + (kb_split * nb * 32 * 16 if p >= 4 else 0)
-
-
 def gemv_config_error(cfg, m, dual, n, k):
     """Why (NW, S, U, P, R, C) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
     error = _split_k_grid_error(cfg, GEMV_FIELDS, m, n, k, 32, "K blocks")
@@ -88,21 +82,14 @@ def gemv_config_error(cfg, m, dual, n, k):
         return error
     nw, s, u, p, r, c = cfg
     nb = column_blocks(m)
-    double = p in (1, 3, 5)
-    trips = (2 if double else 1) * u
-    if p >= 4:  # x from shared memory: one K block's x fragments live, not every trip's
-        regs = trips * 8 * r * (2 if dual else 1) + 4 * r * nb + 4 * nb
-    else:
-        regs = trips * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
+    double = p in (1, 3)
+    regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
     budget = GEMV_DOUBLE_DATA_REGS if double else GEMV_BATCH_DATA_REGS
     if regs > budget:
         return (
             f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
             f" over the kernel's {budget}"
         )
-    smem = gemv_smem_bytes(nw, nb, r, p, k // 32 // s)
-    if smem > SMEM_LIMIT:
-        return f"NW={nw}, U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {SMEM_LIMIT}"
     return None
 
 
@@ -130,8 +117,8 @@ def tma_config_error(cfg, m, dual, n, k):
         return f"S={s} must be 1..{k // TMA_TILE} (the {TMA_TILE}-wide K tiles of K={k})"
     nb = column_blocks(m)
     smem = tma_smem_bytes(nb, stages, dual)
-    if smem > SMEM_LIMIT:
-        return f"STAGES={stages} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {SMEM_LIMIT}"
+    if smem > TMA_SMEM_LIMIT:
+        return f"STAGES={stages} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {TMA_SMEM_LIMIT}"
     if s > 1 and not c and (n // TMA_TILE) * s * TMA_TILE * 8 * nb > WORKSPACE_FLOATS:
         return f"S={s} needs more split-K workspace than the {WORKSPACE_FLOATS} floats there are"
     return None

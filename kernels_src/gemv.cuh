@@ -29,15 +29,8 @@ namespace okc {
 //                 warp keeps up to 2U blocks in flight.
 //   2  BATCH_L2   as 0, with the L2::256B prefetch hint on weight loads.
 //   3  DOUBLE_L2  as 1, with the hint.
-//   4  XSMEM      as 0, but x for the CTA's whole K range is copied into shared memory once (cp.async, while
-//                 the first trip's weights are in flight) and each K block's x fragments are read from there
-//                 just before their mmas: registers in flight hold weights only. At NB = 2, 4 the x fragments
-//                 otherwise take the registers that would let U grow (session 7's probe: it is the config, not
-//                 x's L2 traffic nor the mmas, that separates m = 16, 32 from m = 1).
-//   5  XSMEM_DOUBLE  as 1 with x from shared memory.
-__host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3 || p == 5; }
-__host__ __device__ constexpr bool pipe_l2_hint(int p) { return p == 2 || p == 3; }
-__host__ __device__ constexpr bool pipe_x_smem(int p) { return p >= 4; }
+__host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3; }
+__host__ __device__ constexpr bool pipe_l2_hint(int p) { return p >= 2; }
 
 // Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
 // times 2 if double buffered; plus the 4*R*NB accumulators. Budgets keep the kernel under 128 registers
@@ -47,17 +40,10 @@ __host__ __device__ constexpr bool pipe_x_smem(int p) { return p >= 4; }
 constexpr int kBatchDataRegs = 112;
 constexpr int kDoubleDataRegs = 100;
 __host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bool dual) {
-    return pipe_x_smem(p) ? (pipe_double(p) ? 2 : 1) * u * 8 * r * (dual ? 2 : 1) + 4 * r * nb + 4 * nb
-                          : (pipe_double(p) ? 2 : 1) * u * (8 * r * (dual ? 2 : 1) + 4 * nb) + 4 * r * nb;
+    return (pipe_double(p) ? 2 : 1) * u * (8 * r * (dual ? 2 : 1) + 4 * nb) + 4 * r * nb;
 }
 __host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual) {
     return gemv_data_regs(u, nb, r, p, dual) <= (pipe_double(p) ? kDoubleDataRegs : kBatchDataRegs);
-}
-// Dynamic shared memory of a CTA: the warps' reduction tiles [NW][R * NB * 4][32] floats, then (styles 4, 5)
-// x's fragments for the CTA's kb_split K blocks, [kb_split][NB][32] Frags. kernels_src/dispatch.py
-// (gemv_smem_bytes) computes the same and refuses configs over the limit.
-__host__ __device__ constexpr size_t gemv_smem_bytes(int nw, int nb, int r, int p, int kb_split) {
-    return (size_t)nw * r * nb * 4 * 32 * sizeof(float) + (pipe_x_smem(p) ? (size_t)kb_split * nb * 32 * sizeof(Frag) : 0);
 }
 
 struct GemvArgs {
@@ -124,29 +110,6 @@ __device__ __forceinline__ void mma_trip(float (&acc)[R][NB][4], const Trip<U, N
                 }
 }
 
-// Styles 4, 5: the trip's mmas with x read from shared memory (xs: this lane's fragment of the trip's first
-// K block, column block 0); K blocks past the end have zero weights and read zero x (never past the slice).
-template <int U, int NB, int R, bool DUAL>
-__device__ __forceinline__ void mma_trip_x_smem(float (&acc)[R][NB][4], const Trip<U, NB, R, DUAL>& tr,
-                                                const Frag* xs, int kb0, int kb_end) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        Frag x[NB];
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb) x[nb] = kb0 + u < kb_end ? xs[(u * NB + nb) * 32] : zero_frag();
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int y = 0; y < 2; ++y)
-#pragma unroll
-                for (int nb = 0; nb < NB; ++nb) {
-                    const uint32_t b0 = x[nb].r[2 * y], b1 = x[nb].r[2 * y + 1];
-                    mma_bf16_m16n8k16(acc[r][nb], tr.w[r][u][y].r, b0, b1);
-                    if constexpr (DUAL) mma_bf16_m16n8k16(acc[r][nb], tr.w2[r][u][y].r, b0, b1);
-                }
-    }
-}
-
 // Element idx of a reduced tile (idx = 32 * (4 (NB r + nb) + j) + lane, the mma C layout) -> out[token, row].
 template <int NB, typename OutT>
 __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, int idx, float v) {
@@ -159,8 +122,7 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
 
 template <int U, int NB, int R, int P, bool DUAL, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
-    extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
-                                    // styles 4, 5: then x, [kb_per_split][NB][32] Frags
+    extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -193,40 +155,7 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
     const int stride = nw * U;
     const int first = kb_begin + warp * U;
-    if constexpr (pipe_x_smem(P)) {
-        // Every warp's first trip of weights on its way, then the whole CTA copies x's K slice into shared
-        // memory, fragment f = (K block, column block, lane), absent tokens as zeros.
-        const bool no_x[NB] = {};  // the trips load weights only
-        Trip<U, NB, R, DUAL> t0;
-        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, no_x, first, kb_end);
-        Frag* xs = reinterpret_cast<Frag*>(red + nw * R * NB * 4 * 32);
-        const int frags = kb_per_split * NB * 32;
-        for (int f = threadIdx.x; f < frags; f += blockDim.x) {
-            const int l = f & 31, nb = (f >> 5) % NB, kbl = (f >> 5) / NB, token = nb * 8 + (l >> 2);
-            if (token < a.M)
-                cp_async_x(xs + f, a.x + (size_t)token * (a.K >> 3) + (size_t)(kb_begin + kbl) * 4 + (l & 3));
-            else
-                xs[f] = zero_frag();
-        }
-        cp_async_commit();
-        const Frag* xl = xs + lane;
-        cp_async_wait<0>();
-        __syncthreads();  // every thread's copies, visible to every warp
-        if constexpr (!pipe_double(P)) {
-            for (int kb = first; kb < kb_end; kb += stride) {
-                mma_trip_x_smem<U, NB, R, DUAL>(acc, t0, xl + (kb - kb_begin) * NB * 32, kb, kb_end);
-                load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, no_x, kb + stride, kb_end);
-            }
-        } else {
-            Trip<U, NB, R, DUAL> t1;
-            for (int kb = first; kb < kb_end; kb += 2 * stride) {
-                load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, no_x, kb + stride, kb_end);
-                mma_trip_x_smem<U, NB, R, DUAL>(acc, t0, xl + (kb - kb_begin) * NB * 32, kb, kb_end);
-                load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, no_x, kb + 2 * stride, kb_end);
-                mma_trip_x_smem<U, NB, R, DUAL>(acc, t1, xl + (kb + stride - kb_begin) * NB * 32, kb + stride, kb_end);
-            }
-        }
-    } else if constexpr (!pipe_double(P)) {
+    if constexpr (!pipe_double(P)) {
         for (int kb = first; kb < kb_end; kb += stride) {
             Trip<U, NB, R, DUAL> tr;
             load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);

@@ -37,6 +37,7 @@ constexpr int kTmaTileK = 64;                             // K per ring slot: 64
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
 constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
 constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
+constexpr int kTmaSmemLimit = 227 * 1024;                 // Hopper's per-block opt-in maximum
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
 __host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual) {
@@ -47,7 +48,7 @@ __host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual) 
     return stages * tma_stage_bytes(nb, dual) + 1024;
 }
 __host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual) {
-    return tma_smem_bytes(nb, stages, dual) <= (int)kSmemLimit;
+    return tma_smem_bytes(nb, stages, dual) <= kTmaSmemLimit;
 }
 
 struct TmaGemvArgs {
