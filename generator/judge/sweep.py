@@ -227,6 +227,7 @@ def run_sweep(
     from generator.judge.bench import cublas_baselines
     from generator.judge.reference import compare, reference
     from generator.judge.timing import L2Flusher, time_cold_us
+    from generator.judge.verify import poisoned_allocations
     from generator.judge.weights import make_weights, make_x
 
     device = "cuda"
@@ -264,7 +265,8 @@ def run_sweep(
             candidates = restrict_to_styles(candidates, styles, current)
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
-                out = launch(x, layer_name, n, cfg, state)
+                with poisoned_allocations():  # NaN-filled output: an element no CTA wrote cannot pass as right
+                    out = launch(x, layer_name, n, cfg, state)
                 torch.cuda.synchronize()
             except RuntimeError as exc:
                 failed.append((layer_name, m, cfg, str(exc).splitlines()[0]))
