@@ -283,8 +283,8 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     "styles",
     type=int,
     multiple=True,
-    help="gemv / z: time only configs of these pipelining styles P (repeatable), plus each shape's current entry;"
-    " e.g. a newly added style against what the table has, in a fraction of a full sweep's time.",
+    help="gemv / z: time only configs of these pipelining styles P (repeatable), plus each shape's current entry,"
+    " which stays unless one of them is >= 2% faster: a new style against the table in a fraction of a full sweep.",
 )
 def sweep(
     file: Path,
