@@ -306,13 +306,13 @@ def sweep(
     from generator.judge.sweep import SWEEP_M, run_sweep, updated_table
     from generator.tables import load_tables
 
+    if styles and engine == "tma":  # a wrong call says so on any machine, before the GPU is asked for
+        _fail("--styles picks pipelining styles (P) of the gemv and z engines; the tma engine has none")
     if not torch.cuda.is_available():
         _fail("sweep needs a CUDA GPU (run it on the H200; see README)")
     module = _load(file)
     problem = _problem()
     shapes = _shape_filter(problem, layers, ms, SWEEP_M)
-    if styles and engine == "tma":
-        _fail("--styles picks pipelining styles (P) of the gemv and z engines; the tma engine has none")
     table_name, table_file = ENGINE_TABLES[engine]
     table_path = REPO_ROOT / "tables" / table_file
     write_path = write_path or table_path

@@ -99,6 +99,18 @@ def test_a_style_restricted_sweep_keeps_the_current_entry_unless_a_challenger_wo
     assert full.choice is None
 
 
+def test_styles_on_the_tma_engine_is_refused_in_one_line_on_any_machine():
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    result = CliRunner().invoke(main, ["sweep", "--engine", "tma", "--styles", "1"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: --styles picks pipelining styles (P) of the gemv and z engines; the tma engine has none"
+    ]
+
+
 def test_sweep_point_json_ranks_every_timing():
     timings = {(4, 1, 1, 0, 1, 0): 12.0, (8, 1, 4, 0, 2, 0): 9.4}
     point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, [(16, 2, 1, 0, 1, 1)], 0, timings)
