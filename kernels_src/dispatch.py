@@ -9,7 +9,7 @@ GEMV_MAX_M = 32
 GEMV_NW = (1, 2, 4, 8, 16)
 GEMV_S = (1, 2, 4, 8, 16, 32)
 GEMV_U = (1, 2, 4, 8)
-GEMV_P = (0, 1, 2, 3)
+GEMV_P = (0, 1, 2, 3, 4, 5)  # pipelining styles, documented in gemv.cuh
 GEMV_R = (1, 2, 4)
 GEMV_C = (
     0,
@@ -17,7 +17,8 @@ GEMV_C = (
 )  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
 GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 # Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
-# (both live trips for the double-buffered P = 1, 3) plus the accumulators.
+# (both live trips for the double-buffered P = 1, 3; two weight sets and one x set for P = 4, 5) plus the
+# accumulators.
 GEMV_BATCH_DATA_REGS = 112
 GEMV_DOUBLE_DATA_REGS = 100
 
@@ -82,9 +83,12 @@ def gemv_config_error(cfg, m, dual, n, k):
         return error
     nw, s, u, p, r, c = cfg
     nb = column_blocks(m)
-    double = p in (1, 3)
-    regs = (2 if double else 1) * u * (8 * r * (2 if dual else 1) + 4 * nb) + 4 * r * nb
-    budget = GEMV_DOUBLE_DATA_REGS if double else GEMV_BATCH_DATA_REGS
+    weight_sets = 2 if p in (1, 3, 4, 5) else 1
+    x_sets = 2 if p in (1, 3) else 1
+    regs = u * (weight_sets * 8 * r * (2 if dual else 1) + x_sets * 4 * nb) + 4 * r * nb
+    budget = GEMV_DOUBLE_DATA_REGS if weight_sets == 2 else GEMV_BATCH_DATA_REGS
+    if p in (4, 5) and nb == 4 and u > 1:  # spilled below the budget (gemv.cuh, gemv_fits)
+        return f"U={u}, P={p} at m={m}: the x-single-buffered styles take U = 1 at m > 16"
     if regs > budget:
         return (
             f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"

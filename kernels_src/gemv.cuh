@@ -29,21 +29,33 @@ namespace okc {
 //                 warp keeps up to 2U blocks in flight.
 //   2  BATCH_L2   as 0, with the L2::256B prefetch hint on weight loads.
 //   3  DOUBLE_L2  as 1, with the hint.
+//   4  DOUBLE_W   two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
+//                 this trip's mmas, its x (an L2 hit, short) only after them. At NB = 2, 4 the x fragments are a
+//                 third to a half of a double set, so dropping the second x set is what lets U = 2 (m <= 16) or
+//                 R = 2 (m <= 32) keep two weight trips in flight within the register budget.
+//   5  DOUBLE_W_L2 as 4, with the hint.
 __host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3; }
-__host__ __device__ constexpr bool pipe_l2_hint(int p) { return p >= 2; }
+__host__ __device__ constexpr bool pipe_double_w(int p) { return p == 4 || p == 5; }
+__host__ __device__ constexpr bool pipe_l2_hint(int p) { return p == 2 || p == 3 || p == 5; }
 
 // Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
-// times 2 if double buffered; plus the 4*R*NB accumulators. Budgets keep the kernel under 128 registers
-// (512-thread CTAs) without spilling, as ptxas reports them: a single set may take 112 (U=2, NB=4, R=4 at 160
-// spilled); two live sets leave less room for addresses, so 100 (U=2, NB=4 double-buffered at 112 spilled).
+// times the live sets of each (2 and 2 double buffered, 2 and 1 for DOUBLE_W); plus the 4*R*NB accumulators.
+// Budgets keep the kernel under 128 registers (512-thread CTAs) without spilling, as ptxas reports them: a
+// single set may take 112 (U=2, NB=4, R=4 at 160 spilled); two live weight sets leave less room for addresses,
+// so 100 (U=2, NB=4 double-buffered at 112 spilled).
 // kernels_src/dispatch.py (gemv_config_error) applies the same rule to the tables.
 constexpr int kBatchDataRegs = 112;
 constexpr int kDoubleDataRegs = 100;
 __host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bool dual) {
-    return (pipe_double(p) ? 2 : 1) * u * (8 * r * (dual ? 2 : 1) + 4 * nb) + 4 * r * nb;
+    const int weight_sets = (pipe_double(p) || pipe_double_w(p)) ? 2 : 1, x_sets = pipe_double(p) ? 2 : 1;
+    return u * (weight_sets * 8 * r * (dual ? 2 : 1) + x_sets * 4 * nb) + 4 * r * nb;
 }
+// DOUBLE_W at NB = 4 takes U = 1 only: U = 2 (80 data registers by the count above) spilled, ptxas keeping
+// more of the x fragments live than the loop order needs.
 __host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual) {
-    return gemv_data_regs(u, nb, r, p, dual) <= (pipe_double(p) ? kDoubleDataRegs : kBatchDataRegs);
+    const bool two_weight_sets = pipe_double(p) || pipe_double_w(p);
+    if (pipe_double_w(p) && nb == 4 && u > 1) return false;
+    return gemv_data_regs(u, nb, r, p, dual) <= (two_weight_sets ? kDoubleDataRegs : kBatchDataRegs);
 }
 
 struct GemvArgs {
@@ -72,7 +84,8 @@ __device__ __forceinline__ Frag ld_weights_pipe(const Frag* p, bool ok) {
 }
 
 // wp / w2p: this lane's first fragment of the CTA's first row block; row_frags: fragments per row block.
-template <int U, int NB, int R, int P, bool DUAL>
+// WEIGHTS / X: which of the trip's loads to issue (DOUBLE_W issues them at different points of the loop).
+template <int U, int NB, int R, int P, bool DUAL, bool WEIGHTS = true, bool X = true>
 __device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* wp, const Frag* w2p,
                                           size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
                                           int kb0, int kb_end) {
@@ -80,16 +93,21 @@ __device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* 
     for (int u = 0; u < U; ++u) {
         const int kb = kb0 + u;
         const bool ok = kb < kb_end;  // warp-uniform
+        if constexpr (WEIGHTS) {
 #pragma unroll
-        for (int r = 0; r < R; ++r)
+            for (int r = 0; r < R; ++r)
 #pragma unroll
-            for (int y = 0; y < 2; ++y) {
-                const size_t at = r * row_frags + kb * kFragsPerBlock + y * 32;
-                tr.w[r][u][y] = ld_weights_pipe<P>(wp + at, ok);
-                if constexpr (DUAL) tr.w2[r][u][y] = ld_weights_pipe<P>(w2p + at, ok);
-            }
+                for (int y = 0; y < 2; ++y) {
+                    const size_t at = r * row_frags + kb * kFragsPerBlock + y * 32;
+                    tr.w[r][u][y] = ld_weights_pipe<P>(wp + at, ok);
+                    if constexpr (DUAL) tr.w2[r][u][y] = ld_weights_pipe<P>(w2p + at, ok);
+                }
+        }
+        if constexpr (X) {
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) tr.x[u][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + kb * 4) : zero_frag();
+            for (int nb = 0; nb < NB; ++nb)
+                tr.x[u][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + kb * 4) : zero_frag();
+        }
     }
 }
 
@@ -155,13 +173,7 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
     const int stride = nw * U;
     const int first = kb_begin + warp * U;
-    if constexpr (!pipe_double(P)) {
-        for (int kb = first; kb < kb_end; kb += stride) {
-            Trip<U, NB, R, DUAL> tr;
-            load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, tr);
-        }
-    } else {
+    if constexpr (pipe_double(P)) {
         Trip<U, NB, R, DUAL> t0, t1;
         load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
         for (int kb = first; kb < kb_end; kb += 2 * stride) {
@@ -169,6 +181,25 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
             mma_trip<U, NB, R, DUAL>(acc, t0);
             load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
             mma_trip<U, NB, R, DUAL>(acc, t1);
+        }
+    } else if constexpr (pipe_double_w(P)) {
+        // t0.x and t1.x are never live at once (each is loaded after the other's mmas), so ptxas gives them
+        // the same registers: two weight sets, one x set.
+        Trip<U, NB, R, DUAL> t0, t1;
+        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+        for (int kb = first; kb < kb_end; kb += 2 * stride) {
+            load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+            mma_trip<U, NB, R, DUAL>(acc, t0);
+            load_trip<U, NB, R, P, DUAL, false, true>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+            load_trip<U, NB, R, P, DUAL, true, false>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+            mma_trip<U, NB, R, DUAL>(acc, t1);
+            load_trip<U, NB, R, P, DUAL, false, true>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+        }
+    } else {
+        for (int kb = first; kb < kb_end; kb += stride) {
+            Trip<U, NB, R, DUAL> tr;
+            load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
+            mma_trip<U, NB, R, DUAL>(acc, tr);
         }
     }
 

@@ -36,8 +36,10 @@ const char* by_pipe(const GemvArgs& a, int nw, int p, bool dual, cudaStream_t s)
         case 1: return by_dual<U, NB, R, 1>(a, nw, dual, s);
         case 2: return by_dual<U, NB, R, 2>(a, nw, dual, s);
         case 3: return by_dual<U, NB, R, 3>(a, nw, dual, s);
+        case 4: return by_dual<U, NB, R, 4>(a, nw, dual, s);
+        case 5: return by_dual<U, NB, R, 5>(a, nw, dual, s);
     }
-    return "P must be 0..3";
+    return "P must be 0..5";
 }
 
 template <int U, int NB>

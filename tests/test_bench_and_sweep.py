@@ -84,7 +84,7 @@ def test_a_style_restricted_sweep_times_those_styles_and_the_current_entry():
     hinted = restrict_to_styles(everything, {2, 3}, current)  # the current entry is style 1
     assert hinted[0] == current and len(set(hinted)) == len(hinted)
     assert {cfg[3] for cfg in hinted[1:]} == {2, 3}
-    assert set(hinted[1:]) == {cfg for cfg in everything if cfg[3] >= 2}
+    assert set(hinted[1:]) == {cfg for cfg in everything if cfg[3] in (2, 3)}
     assert restrict_to_styles(everything, {1}, current) == [cfg for cfg in everything if cfg[3] == 1]
     assert restrict_to_styles(everything, {2}, None) == [cfg for cfg in everything if cfg[3] == 2]
     assert restrict_to_styles(everything, None, current) == everything

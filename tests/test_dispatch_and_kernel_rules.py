@@ -90,7 +90,7 @@ def _cpp_rule_table(tmp_path):
     program.write_text(
         f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
-        " for (int p = 0; p < 4; ++p) for (int d = 0; d < 2; ++d)"
+        f" for (int p = 0; p < {len(dispatch.GEMV_P)}; ++p) for (int d = 0; d < 2; ++d)"
         ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n'
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "rule")], check=True)
@@ -103,7 +103,7 @@ def _cpp_rule_table(tmp_path):
 def test_python_and_cuda_agree_on_which_configs_exist(tmp_path):
     cpp = _cpp_rule_table(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
-    for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(4), (0, 1)):
+    for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), dispatch.GEMV_P, (0, 1)):
         error = dispatch.gemv_config_error((4, 1, u, p, r, 0), m_of_nb[nb], bool(d), 4096, 8192)
         assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
 
