@@ -86,9 +86,11 @@ def gemv_config_error(cfg, m, dual, n, k):
     weight_sets = 2 if p in (1, 3, 4, 5) else 1
     x_sets = 2 if p in (1, 3) else 1
     regs = u * (weight_sets * 8 * r * (2 if dual else 1) + x_sets * 4 * nb) + 4 * r * nb
-    budget = GEMV_DOUBLE_DATA_REGS if weight_sets == 2 else GEMV_BATCH_DATA_REGS
-    if p in (4, 5) and nb == 4 and u > 1:  # spilled below the budget (gemv.cuh, gemv_fits)
+    # the exceptions ptxas showed (gemv.cuh, gemv_fits)
+    if p in (4, 5) and nb == 4 and u > 1:
         return f"U={u}, P={p} at m={m}: the x-single-buffered styles take U = 1 at m > 16"
+    roomy = weight_sets == 1 or (p in (1, 3) and nb <= 2 and not dual)
+    budget = GEMV_BATCH_DATA_REGS if roomy else GEMV_DOUBLE_DATA_REGS
     if regs > budget:
         return (
             f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"

@@ -50,12 +50,14 @@ __host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bo
     const int weight_sets = (pipe_double(p) || pipe_double_w(p)) ? 2 : 1, x_sets = pipe_double(p) ? 2 : 1;
     return u * (weight_sets * 8 * r * (dual ? 2 : 1) + x_sets * 4 * nb) + 4 * r * nb;
 }
-// DOUBLE_W at NB = 4 takes U = 1 only: U = 2 (80 data registers by the count above) spilled, ptxas keeping
-// more of the x fragments live than the loop order needs.
+// Exceptions, both as ptxas measured them: DOUBLE_W at NB = 4 takes U = 1 only (U = 2, 80 data registers by
+// the count above, spilled: ptxas kept more x fragments live than the loop order needs); DOUBLE at NB <= 2
+// without the dual weights may take the single-set budget (U = 2, NB = 2, R = 2 at 112 compiled to 128
+// registers without spilling, where U = 2, NB = 4, R = 1 at 112 spilled).
 __host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual) {
-    const bool two_weight_sets = pipe_double(p) || pipe_double_w(p);
     if (pipe_double_w(p) && nb == 4 && u > 1) return false;
-    return gemv_data_regs(u, nb, r, p, dual) <= (two_weight_sets ? kDoubleDataRegs : kBatchDataRegs);
+    const int budget = pipe_double_w(p) || (pipe_double(p) && (nb == 4 || dual)) ? kDoubleDataRegs : kBatchDataRegs;
+    return gemv_data_regs(u, nb, r, p, dual) <= budget;
 }
 
 struct GemvArgs {
