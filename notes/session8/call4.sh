@@ -5,7 +5,7 @@ set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=.:/tmp/site PYTHONUNBUFFERED=1
 S=$(date +%s)
-timeout -s INT 200 python3 -m generator sweep --styles 1 --styles 3 --ms 16 --reps 20 --layers qkv_gate \
+timeout -s INT 200 python3 -m generator sweep --styles 1 --styles 3 --m 16 --reps 20 --layers qkv_gate \
     --layers pooler --layers o --layers unpooler --json $OUT/sweep_d.json > $OUT/sweep_d.txt 2>&1
 echo "sweep rc=$? t=$(( $(date +%s)-S ))"
 grep -v "^\s*$" $OUT/sweep_d.txt | tail -6; cp tables/ctable.yaml $OUT/ctable.yaml
