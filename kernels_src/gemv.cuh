@@ -30,9 +30,10 @@ namespace okc {
 //   2  BATCH_L2   as 0, with the L2::256B prefetch hint on weight loads.
 //   3  DOUBLE_L2  as 1, with the hint.
 //   4  DOUBLE_W   two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
-//                 this trip's mmas, its x (an L2 hit, short) only after them. At NB = 2, 4 the x fragments are a
-//                 third to a half of a double set, so dropping the second x set is what lets U = 2 (m <= 16) or
-//                 R = 2 (m <= 32) keep two weight trips in flight within the register budget.
+//                 this trip's mmas, its x (an L2 hit, short) only after them. Fewer registers (U = 2, NB = 2,
+//                 R = 2: 96 data registers, DOUBLE 112) and, measured, faster at equal U: qkv_gate m = 16 ran
+//                 15.0 us against DOUBLE's 16.1 us in one sweep (notes/README.md, session 8); a likely
+//                 reason, not measured: the weight requests no longer queue behind x's.
 //   5  DOUBLE_W_L2 as 4, with the hint.
 __host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3; }
 __host__ __device__ constexpr bool pipe_double_w(int p) { return p == 4 || p == 5; }
