@@ -1,8 +1,12 @@
-// Small device helpers shared by the kernels: 16-byte loads with explicit cache policy, and the bf16 mma.
+// Small device helpers shared by the kernels: 16-byte loads with explicit cache policy, the bf16 mma, and the
+// skeleton the two mma.sync GEMVs (gemv.cuh, zgemv.cuh) share: x's operand pointers, the accumulators, and the
+// end of a CTA (its warps' tiles summed, then S = 1, cluster or semaphore split-K).
 #pragma once
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
+
+#include <cooperative_groups.h>
 
 namespace okc {
 
@@ -81,5 +85,103 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
 
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+// x as the mma's B operand: lane (g, t) reads token g of each 8-token column block, x[token][32 kb + 8t .. +7]
+// (the packing's k order makes that one 16-byte load per 32-wide K block); tokens >= M are never read.
+template <int NB>
+__device__ __forceinline__ void x_operand(const Frag* x, int M, int K, int lane, const Frag* (&xp)[NB],
+                                          bool (&xvalid)[NB]) {
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) {
+        const int token = nb * 8 + (lane >> 2);
+        xvalid[nb] = token < M;
+        xp[nb] = x + (size_t)(xvalid[nb] ? token : 0) * (K >> 3) + (lane & 3);
+    }
+}
+
+template <int R, int NB>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[R][NB][4]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[r][nb][j] = 0.f;
+}
+
+// red: [NW][R * NB * 4][32], each warp's accumulators in the mma C layout, conflict-free by lane.
+template <int R, int NB>
+__device__ __forceinline__ void park_accumulators(float* red, const float (&acc)[R][NB][4], int warp, int lane) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) red[(warp * R * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
+}
+
+// The end of a GEMV CTA, after park_accumulators and a barrier: sum the NW warps' tiles (kTile floats each) and
+// write them out with write(idx, v), or, for S > 1 CTAs splitting K, reduce the S partial tiles one of two ways
+// (C in the tables; a.cluster here):
+//   cluster    the S CTAs form one thread-block cluster and sum each other's tiles straight out of distributed
+//              shared memory, each CTA a 1/S slice: no workspace, no atomics, no global round trip;
+//   semaphore  each CTA writes its tile to the workspace a.ws, and the last to arrive at its row group's counter
+//              a.sem[group] sums them, writes the output and resets the counter to 0, so the next launch or
+//              CUDA-graph replay needs no clearing kernel.
+// Both sum in a fixed order: deterministic. Args: GemvArgs or ZGemvArgs (S, cluster, ws, sem).
+template <typename Args, typename WriteElement>
+__device__ __forceinline__ void finish_tile(const Args& a, float* red, int kTile, int group, int split,
+                                            WriteElement write) {
+    const int nw = blockDim.x >> 5;
+    if (a.S == 1) {
+        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+            float v = 0.f;
+            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+            write(idx, v);
+        }
+        return;
+    }
+
+    if (a.cluster) {
+        // This CTA's tile in place of warp 0's slice (each idx is read and written by one thread only) ...
+        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+            float v = 0.f;
+            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+            red[idx] = v;
+        }
+        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+        cluster.sync();  // ... visible to the whole cluster (barrier.cluster has release/acquire semantics)
+        const int rank = (int)cluster.block_rank();
+        for (int idx = rank * blockDim.x + threadIdx.x; idx < kTile; idx += a.S * blockDim.x) {
+            float v = 0.f;
+            for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(red, s)[idx];  // fixed order: deterministic
+            write(idx, v);
+        }
+        cluster.sync();  // no CTA may leave (and free its shared memory) while a peer still reads it
+        return;
+    }
+
+    // Semaphore: publish this CTA's tile, then the last CTA of the row group reduces all S of them.
+    float* mine = a.ws + ((size_t)group * a.S + split) * kTile;
+    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+        float v = 0.f;
+        for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+        __stcg(mine + idx, v);
+    }
+    __threadfence();  // make the tile visible device-wide before this CTA counts itself in
+    __syncthreads();
+    __shared__ int is_last;
+    if (threadIdx.x == 0) is_last = atomicAdd(a.sem + group, 1) == a.S - 1;
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();  // acquire: the other CTAs' tiles
+    const float* tiles = a.ws + (size_t)group * a.S * kTile;
+    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+        float v = 0.f;
+        for (int s = 0; s < a.S; ++s) v += __ldcg(tiles + (size_t)s * kTile + idx);  // fixed order: deterministic
+        write(idx, v);
+    }
+    if (threadIdx.x == 0) a.sem[group] = 0;  // every CTA has arrived: ready for the next launch
+}
 
 }  // namespace okc

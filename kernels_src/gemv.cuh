@@ -151,27 +151,16 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     const int kb_per_split = (a.K >> 5) / a.S;
     const int kb_begin = split * kb_per_split, kb_end = kb_begin + kb_per_split;
 
-    // Lane (g, t) reads token g of each column block, x[token][32 kb + 8t .. +7]; absent tokens stay zero.
     const Frag* xp[NB];
     bool xvalid[NB];
-#pragma unroll
-    for (int nb = 0; nb < NB; ++nb) {
-        const int token = nb * 8 + (lane >> 2);
-        xvalid[nb] = token < a.M;
-        xp[nb] = a.x + (size_t)(xvalid[nb] ? token : 0) * (a.K >> 3) + (lane & 3);
-    }
+    x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
     const size_t row_frags = (size_t)(a.K >> 5) * kFragsPerBlock;
     const size_t block0 = (size_t)rb0 * row_frags + lane;
     const Frag* wp = a.w + block0;
     const Frag* w2p = DUAL ? a.w2 + block0 : nullptr;
 
     float acc[R][NB][4];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) acc[r][nb][j] = 0.f;
+    zero_accumulators<R, NB>(acc);
 
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
     const int stride = nw * U;
@@ -206,64 +195,10 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
         }
     }
 
-    // Reduce the warps' partial tiles through shared memory.
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) red[(warp * R * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
+    // Reduce the warps' partial tiles through shared memory, then across the S split CTAs.
+    park_accumulators<R, NB>(red, acc, warp, lane);
     __syncthreads();
-
-    if (a.S == 1) {
-        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-            float v = 0.f;
-            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-            write_tile_element<NB, OutT>(a, rb0, idx, v);
-        }
-        return;
-    }
-
-    if (a.cluster) {
-        // This CTA's tile in place of warp 0's slice (each idx is read and written by one thread only) ...
-        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-            float v = 0.f;
-            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-            red[idx] = v;
-        }
-        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-        cluster.sync();  // ... visible to the whole cluster (barrier.cluster has release/acquire semantics)
-        const int rank = (int)cluster.block_rank();
-        for (int idx = rank * blockDim.x + threadIdx.x; idx < kTile; idx += a.S * blockDim.x) {
-            float v = 0.f;
-            for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(red, s)[idx];  // fixed order: deterministic
-            write_tile_element<NB, OutT>(a, rb0, idx, v);
-        }
-        cluster.sync();  // no CTA may leave (and free its shared memory) while a peer still reads it
-        return;
-    }
-
-    // Split-K: publish this CTA's tile, then the last CTA of the row block reduces all S of them.
-    float* mine = a.ws + ((size_t)group * a.S + split) * kTile;
-    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-        float v = 0.f;
-        for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-        __stcg(mine + idx, v);
-    }
-    __threadfence();  // make the tile visible device-wide before this CTA counts itself in
-    __syncthreads();
-    __shared__ int is_last;
-    if (threadIdx.x == 0) is_last = atomicAdd(a.sem + group, 1) == a.S - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();  // acquire: the other CTAs' tiles
-    const float* tiles = a.ws + (size_t)group * a.S * kTile;
-    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-        float v = 0.f;
-        for (int s = 0; s < a.S; ++s) v += __ldcg(tiles + (size_t)s * kTile + idx);  // fixed order: deterministic
-        write_tile_element<NB, OutT>(a, rb0, idx, v);
-    }
-    if (threadIdx.x == 0) a.sem[group] = 0;  // every CTA has arrived: ready for the next launch
+    finish_tile(a, red, kTile, group, split, [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
 }
 
 }  // namespace okc

@@ -179,23 +179,13 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
 
     const Frag* xp[NB];
     bool xvalid[NB];
-#pragma unroll
-    for (int nb = 0; nb < NB; ++nb) {
-        const int token = nb * 8 + (lane >> 2);
-        xvalid[nb] = token < a.M;
-        xp[nb] = a.x + (size_t)(xvalid[nb] ? token : 0) * (a.K >> 3) + (lane & 3);
-    }
+    x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
     const size_t row_frags = (size_t)groups * kZFragsPerGroup;
     const Frag* wp = a.w + (size_t)rb0 * row_frags + lane;
     const uint4 t = a.table;
 
     float acc[R][NB][4];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) acc[r][nb][j] = 0.f;
+    zero_accumulators<R, NB>(acc);
 
     const int stride = nw * UG;
     const int first = g_begin + warp * UG;
@@ -216,12 +206,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
         }
     }
 
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) red[(warp * R * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
+    park_accumulators<R, NB>(red, acc, warp, lane);
     __syncthreads();
 
     // Exceptions whose k lies in this CTA's K range: one thread per (row block, row, token) walks its row's entries
@@ -255,53 +240,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
         __syncthreads();
     }
 
-    if (a.S == 1) {
-        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-            float v = 0.f;
-            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-            zwrite_tile_element<NB>(a, rb0, idx, v);
-        }
-        return;
-    }
-
-    if (a.cluster) {
-        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-            float v = 0.f;
-            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-            red[idx] = v;
-        }
-        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-        cluster.sync();
-        const int rank = (int)cluster.block_rank();
-        for (int idx = rank * blockDim.x + threadIdx.x; idx < kTile; idx += a.S * blockDim.x) {
-            float v = 0.f;
-            for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(red, s)[idx];
-            zwrite_tile_element<NB>(a, rb0, idx, v);
-        }
-        cluster.sync();
-        return;
-    }
-
-    float* mine = a.ws + ((size_t)group * a.S + split) * kTile;
-    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-        float v = 0.f;
-        for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-        __stcg(mine + idx, v);
-    }
-    __threadfence();
-    __syncthreads();
-    __shared__ int is_last;
-    if (threadIdx.x == 0) is_last = atomicAdd(a.sem + group, 1) == a.S - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    const float* tiles = a.ws + (size_t)group * a.S * kTile;
-    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-        float v = 0.f;
-        for (int s = 0; s < a.S; ++s) v += __ldcg(tiles + (size_t)s * kTile + idx);
-        zwrite_tile_element<NB>(a, rb0, idx, v);
-    }
-    if (threadIdx.x == 0) a.sem[group] = 0;
+    finish_tile(a, red, kTile, group, split, [&](int idx, float v) { zwrite_tile_element<NB>(a, rb0, idx, v); });
 }
 
 }  // namespace okc
