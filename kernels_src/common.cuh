@@ -6,9 +6,9 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include <cooperative_groups.h>
-
 namespace okc {
+
+constexpr size_t kSmemOptInLimit = 227 * 1024;  // Hopper's per-block dynamic shared memory, opted in
 
 // One lane's 16 bytes: a whole mma A fragment (8 bf16), or 8 consecutive bf16 of x.
 struct alignas(16) Frag {
@@ -49,6 +49,91 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float (&d)[4], const uint32_t 
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// mbarriers in shared memory: the TMA GEMV's ring and the cluster inbox below.
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+// Spin until the barrier's phase of this parity has completed (acquire: the bytes TMA wrote are visible).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "MBAR_WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra MBAR_WAIT_%=;\n"
+        "}\n" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+// The same wait with cluster-scope acquire: what other CTAs of the cluster stored here with st.async is visible.
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "MBAR_WAIT_CLUSTER_%=:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra MBAR_WAIT_CLUSTER_%=;\n"
+        "}\n" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+// Cluster split-K (C = 1), shared by the three GEMVs: the S CTAs that split one output tile's K range are one
+// thread-block cluster (launch_splits). Rank 0 owns the tile and keeps an inbox in its shared memory, S - 1
+// partial-tile slots and one mbarrier; ranks 1..S-1 push their partial tiles into their slots with st.async
+// (each 16-byte store counted on that barrier's byte count) and leave. Rank 0 waits on the barrier once, adds
+// the S - 1 partials to its own in rank order (deterministic) and writes the output. After the slowest split
+// that is one one-way SM-to-SM trip, where the semaphore path (C = 0) takes three L2 round trips (publish and
+// fence, count, reload): notes/session9 measured that tail at 1.7-1.9 us of the TMA GEMV's time.
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// At kernel start, every thread of every CTA: rank 0's thread 0 arms the inbox barrier for `bytes` (the S - 1
+// partial tiles) and publishes its initialisation to the cluster; everyone arrives on the cluster barrier. The
+// matching inbox_ready() comes before the first push: by then the arrival is long done, so it costs no wait.
+__device__ __forceinline__ void open_inbox(uint64_t* full, uint32_t bytes) {
+    if (threadIdx.x == 0 && cluster_rank() == 0) {
+        mbar_init(full, 1);
+        mbar_arrive_expect_tx(full, bytes);  // the one arrival; the pushes' bytes complete the phase
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+
+// Every thread, once, after open_inbox: rank 0's barrier is armed (and no CTA leaves before all have started).
+__device__ __forceinline__ void inbox_ready() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
+
+// Ranks > 0: four floats into rank 0's inbox at `dst` (this CTA's address of the same shared-memory offset,
+// 16-byte aligned), counted on rank 0's copy of `full`.
+__device__ __forceinline__ void push_to_rank0(float* dst, uint64_t* full, float v0, float v1, float v2, float v3) {
+    uint32_t remote_dst, remote_bar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote_dst) : "r"(smem_addr(dst)));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote_bar) : "r"(smem_addr(full)));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
+                     remote_dst),
+                 "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(__float_as_uint(v2)),
+                 "r"(__float_as_uint(v3)), "r"(remote_bar)
+                 : "memory");
 }
 
 // Host side, shared by every GEMV launcher: launch `kernel` on a grid whose blockIdx.y is the K split, either
@@ -123,15 +208,16 @@ __device__ __forceinline__ void park_accumulators(float* red, const float (&acc)
 // The end of a GEMV CTA, after park_accumulators and a barrier: sum the NW warps' tiles (kTile floats each) and
 // write them out with write(idx, v), or, for S > 1 CTAs splitting K, reduce the S partial tiles one of two ways
 // (C in the tables; a.cluster here):
-//   cluster    the S CTAs form one thread-block cluster and sum each other's tiles straight out of distributed
-//              shared memory, each CTA a 1/S slice: no workspace, no atomics, no global round trip;
+//   cluster    the S CTAs form one thread-block cluster: ranks 1..S-1 push their tiles into rank 0's inbox
+//              (S - 1 slots of kTile floats after `red`, armed by open_inbox at kernel start), rank 0 sums:
+//              no workspace, no atomics, no global round trip;
 //   semaphore  each CTA writes its tile to the workspace a.ws, and the last to arrive at its row group's counter
 //              a.sem[group] sums them, writes the output and resets the counter to 0, so the next launch or
 //              CUDA-graph replay needs no clearing kernel.
 // Both sum in a fixed order: deterministic. Args: GemvArgs or ZGemvArgs (S, cluster, ws, sem).
 template <typename Args, typename WriteElement>
-__device__ __forceinline__ void finish_tile(const Args& a, float* red, int kTile, int group, int split,
-                                            WriteElement write) {
+__device__ __forceinline__ void finish_tile(const Args& a, float* red, float* inbox, uint64_t* inbox_full, int kTile,
+                                            int group, int split, WriteElement write) {
     const int nw = blockDim.x >> 5;
     if (a.S == 1) {
         for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
@@ -142,22 +228,31 @@ __device__ __forceinline__ void finish_tile(const Args& a, float* red, int kTile
         return;
     }
 
-    if (a.cluster) {
-        // This CTA's tile in place of warp 0's slice (each idx is read and written by one thread only) ...
-        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+    if (a.cluster) {  // rank r of the cluster is split r (the cluster spans grid.y)
+        inbox_ready();
+        const int rank = (int)cluster_rank();
+        if (rank != 0) {
+            float* slot = inbox + (size_t)(rank - 1) * kTile;
+            for (int i = threadIdx.x * 4; i < kTile; i += blockDim.x * 4) {
+                float v[4] = {0.f, 0.f, 0.f, 0.f};
+                for (int w = 0; w < nw; ++w)
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) v[j] += red[w * kTile + i + j];
+                push_to_rank0(slot + i, inbox_full, v[0], v[1], v[2], v[3]);
+            }
+            return;
+        }
+        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {  // rank 0: its own tile while the rest land
             float v = 0.f;
             for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-            red[idx] = v;
+            red[idx] = v;  // in place of warp 0's slice: each idx is read and written by this thread only
         }
-        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-        cluster.sync();  // ... visible to the whole cluster (barrier.cluster has release/acquire semantics)
-        const int rank = (int)cluster.block_rank();
-        for (int idx = rank * blockDim.x + threadIdx.x; idx < kTile; idx += a.S * blockDim.x) {
-            float v = 0.f;
-            for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(red, s)[idx];  // fixed order: deterministic
+        mbar_wait_cluster(inbox_full, 0);
+        for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+            float v = red[idx];
+            for (int s = 0; s < a.S - 1; ++s) v += inbox[(size_t)s * kTile + idx];  // rank order: deterministic
             write(idx, v);
         }
-        cluster.sync();  // no CTA may leave (and free its shared memory) while a peer still reads it
         return;
     }
 

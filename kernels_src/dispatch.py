@@ -29,7 +29,7 @@ TMA_TILE = 64
 TMA_STAGES = (2, 4, 6, 8, 12, 16)
 # How S > 1 splits reduce: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory).
 TMA_C = (0, 1)
-TMA_SMEM_LIMIT = 227 * 1024  # Hopper's per-block shared memory (opt-in)
+SMEM_LIMIT = 227 * 1024  # Hopper's per-block shared memory (opt-in), for every engine
 # The compressed GEMV (kernels_src/zgemv.cuh, weights in kernels_src/compress.py's 12-bit format): the plain
 # GEMV's (NW, S, P, R, C), with UG 64-wide K groups in flight per warp and trip instead of U 32-wide blocks.
 ZGEMV_UG = (1, 2, 4)
@@ -65,6 +65,18 @@ def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
     return None
 
 
+def _tiles_smem_error(cfg, m):
+    """Both mma.sync GEMVs keep their NW warps' partial tiles in shared memory (16 R x 8 NB fp32 each) and, for
+    C = 1, rank 0's cluster inbox of S - 1 more (common.cuh, finish_tile); the compressed one adds its exception
+    entries, which depend on the weights, so its launcher checks the rest."""
+    nw, s, _, _, r, c = cfg
+    smem = (nw + (s - 1 if c else 0)) * r * column_blocks(m) * 4 * 32 * 4
+    if smem > SMEM_LIMIT:
+        inbox = f" and S={s} (the cluster inbox)" if c else ""
+        return f"NW={nw}, R={r}{inbox} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
+    return None
+
+
 GEMV_FIELDS = (("NW", GEMV_NW), ("S", GEMV_S), ("U", GEMV_U), ("P", GEMV_P), ("R", GEMV_R), ("C", GEMV_C))
 ZGEMV_FIELDS = (
     ("NW", GEMV_NW),
@@ -89,6 +101,9 @@ def gemv_config_error(cfg, m, dual, n, k):
     # the exceptions ptxas showed (gemv.cuh, gemv_fits)
     if p in (4, 5) and nb == 4 and u > 1:
         return f"U={u}, P={p} at m={m}: the x-single-buffered styles take U = 1 at m > 16"
+    error = _tiles_smem_error(cfg, m)
+    if error:
+        return error
     roomy = weight_sets == 1 or (p in (1, 3) and nb <= 2 and not dual)
     budget = GEMV_BATCH_DATA_REGS if roomy else GEMV_DOUBLE_DATA_REGS
     if regs > budget:
@@ -99,9 +114,11 @@ def gemv_config_error(cfg, m, dual, n, k):
     return None
 
 
-def tma_smem_bytes(nb, stages, dual):
-    """Shared memory of one TMA-GEMV CTA (tma_gemv.cuh, tma_smem_bytes): the ring plus 1 KB to align it."""
-    return stages * (TMA_TILE * TMA_TILE * 2 * (2 if dual else 1) + nb * 8 * TMA_TILE * 2) + 1024
+def tma_smem_bytes(nb, stages, dual, inbox_tiles=0):
+    """Shared memory of one TMA-GEMV CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring plus 1 KB
+    to align it, then (C = 1) rank 0's inbox of `inbox_tiles` = S - 1 partial tiles (64 rows x 8 NB fp32)."""
+    ring = stages * (TMA_TILE * TMA_TILE * 2 * (2 if dual else 1) + nb * 8 * TMA_TILE * 2) + 1024
+    return ring + inbox_tiles * TMA_TILE * 8 * nb * 4
 
 
 def tma_config_error(cfg, m, dual, n, k):
@@ -122,9 +139,10 @@ def tma_config_error(cfg, m, dual, n, k):
     if not 1 <= s <= k // TMA_TILE:
         return f"S={s} must be 1..{k // TMA_TILE} (the {TMA_TILE}-wide K tiles of K={k})"
     nb = column_blocks(m)
-    smem = tma_smem_bytes(nb, stages, dual)
-    if smem > TMA_SMEM_LIMIT:
-        return f"STAGES={stages} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {TMA_SMEM_LIMIT}"
+    smem = tma_smem_bytes(nb, stages, dual, s - 1 if c else 0)
+    if smem > SMEM_LIMIT:
+        inbox = f", S={s} (cluster inbox)" if c else ""
+        return f"STAGES={stages}{inbox} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {SMEM_LIMIT}"
     if s > 1 and not c and (n // TMA_TILE) * s * TMA_TILE * 8 * nb > WORKSPACE_FLOATS:
         return f"S={s} needs more split-K workspace than the {WORKSPACE_FLOATS} floats there are"
     return None
@@ -135,6 +153,9 @@ def zgemv_config_error(cfg, m, dual, n, k):
     if dual and isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg):
         return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
     error = _split_k_grid_error(cfg, ZGEMV_FIELDS, m, n, k, 64, "64-wide K groups")
+    if error:
+        return error
+    error = _tiles_smem_error(cfg, m)
     if error:
         return error
     nw, s, ug, p, r, c = cfg

@@ -19,7 +19,6 @@
 #pragma once
 #include "common.cuh"
 
-#include <cooperative_groups.h>
 
 namespace okc {
 
@@ -143,9 +142,12 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
 
 template <int U, int NB, int R, int P, bool DUAL, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
-    extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane
+    extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
+                                    // then, C = 1, rank 0's inbox: [S - 1][R * NB * 4 * 32] (common.cuh)
+    __shared__ __align__(8) uint64_t inbox_full;
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
+    if (a.cluster) open_inbox(&inbox_full, (uint32_t)((a.S - 1) * kTile * sizeof(float)));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
     const int kb_per_split = (a.K >> 5) / a.S;
@@ -198,7 +200,8 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     // Reduce the warps' partial tiles through shared memory, then across the S split CTAs.
     park_accumulators<R, NB>(red, acc, warp, lane);
     __syncthreads();
-    finish_tile(a, red, kTile, group, split, [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
+    finish_tile(a, red, red + nw * kTile, &inbox_full, kTile, group, split,
+                [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
 }
 
 }  // namespace okc

@@ -21,13 +21,12 @@
 //    C = 0  every CTA writes its fp32 partial tile to a workspace and the last to arrive at the tile's counter
 //           sums the S partials in split order (deterministic), writes the output and resets the counter to 0,
 //           so the next launch or graph replay needs no clearing kernel;
-//    C = 1  the S CTAs of a tile form one thread-block cluster: each leaves its partial in its own (by then
-//           idle) ring and, after one cluster barrier, sums a 1/S slice of all S partials straight out of
-//           distributed shared memory: no workspace, no fence, no counter.
+//    C = 1  the S CTAs of a tile form one thread-block cluster: ranks 1..S-1 push their partials from registers
+//           into rank 0's inbox after the ring (st.async, counted on one mbarrier) and leave; rank 0 adds them
+//           to its own and writes the output (common.cuh, open_inbox): no workspace, no fence, no counter.
 #pragma once
 #include "common.cuh"
 
-#include <cooperative_groups.h>
 #include <cuda.h>
 
 namespace okc {
@@ -37,7 +36,6 @@ constexpr int kTmaTileK = 64;                             // K per ring slot: 64
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
 constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
 constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
-constexpr int kTmaSmemLimit = 227 * 1024;                 // Hopper's per-block opt-in maximum
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
 __host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual) {
@@ -48,8 +46,10 @@ __host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual) 
     return stages * tma_stage_bytes(nb, dual) + 1024;
 }
 __host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual) {
-    return tma_smem_bytes(nb, stages, dual) <= kTmaSmemLimit;
+    return tma_smem_bytes(nb, stages, dual) <= (int)kSmemOptInLimit;
 }
+// C = 1: rank 0's cluster inbox follows the ring, S - 1 partial tiles of 4 NB floats per consumer thread.
+__host__ __device__ constexpr int tma_inbox_bytes(int nb, int s) { return (s - 1) * 4 * nb * kTmaConsumers * 4; }
 
 struct TmaGemvArgs {
     void* out;  // [M, N]: bf16, or fp32 in dual mode
@@ -58,36 +58,6 @@ struct TmaGemvArgs {
     int M, N, K, S;
     int cluster;  // 1: the S split CTAs of a tile are one cluster and reduce through distributed shared memory
 };
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-                 : "memory");
-}
-
-// Spin until the barrier's phase of this parity has completed (acquire: the bytes TMA wrote are visible).
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "MBAR_WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra MBAR_WAIT_%=;\n"
-        "}\n" ::"r"(smem_addr(bar)),
-        "r"(parity)
-        : "memory");
-}
 
 // One box of a 2-D tensor map (c0: the inner coordinate, K; c1: rows) into shared memory, counted on `bar`.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
@@ -178,7 +148,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ int is_last;
+    __shared__ __align__(8) uint64_t inbox_full;
     uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    float* inbox = reinterpret_cast<float*>(ring + STAGES * kStage);  // C = 1, rank 0: [S - 1][kAcc][128 threads]
 
     const int tile = blockIdx.x, split = blockIdx.y;
     const int k_tiles = a.K / kTmaTileK;
@@ -196,6 +168,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
     }
+    if (a.cluster) open_inbox(&inbox_full, (uint32_t)tma_inbox_bytes(NB, a.S));
     __syncthreads();
 
     float acc[kAcc];
@@ -216,7 +189,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
             }
         }
         __syncwarp();
-        if (!a.cluster) return;  // a cluster barrier counts every thread of the cluster: stay for the reduction
+        if (a.cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
+        return;
     } else {
         for (int i = 0; i < n_k; ++i) {
             const int s = i % STAGES;
@@ -242,23 +216,26 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 
     const int t = threadIdx.x;
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
-    if (a.cluster) {
-        // Every copy has landed and every wgmma retired (the consumers waited on them all), so the ring is idle:
-        // this CTA's partial goes to its start, visible to the whole cluster after the barrier.
-        float* part = reinterpret_cast<float*>(ring);
-        if (t < kTmaConsumers) {
+    if (a.cluster) {  // common.cuh: ranks 1..S-1 push their partial tiles into rank 0's inbox, rank 0 sums
+        inbox_ready();
+        const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
+        if (rank != 0) {
+            float* slot = inbox + ((size_t)(rank - 1) * kTmaConsumers + t) * kAcc;  // thread-major: 16-byte pushes
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) part[e * kTmaConsumers + t] = acc[e];
+            for (int e = 0; e < kAcc; e += 4) push_to_rank0(slot + e, &inbox_full, acc[e], acc[e + 1], acc[e + 2], acc[e + 3]);
+            return;
         }
-        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-        cluster.sync();
-        const int rank = (int)cluster.block_rank();
-        for (int idx = rank * kTmaThreads + t; idx < kTile; idx += a.S * kTmaThreads) {
-            float v = 0.f;
-            for (int s = 0; s < a.S; ++s) v += cluster.map_shared_rank(part, s)[idx];  // split order
-            tma_write<OutT>(a, tile, idx % kTmaConsumers, idx / kTmaConsumers, v);
+        mbar_wait_cluster(&inbox_full, 0);
+        for (int s = 0; s < a.S - 1; ++s) {  // rank order: deterministic
+            const float4* part = reinterpret_cast<const float4*>(inbox + ((size_t)s * kTmaConsumers + t) * kAcc);
+#pragma unroll
+            for (int e = 0; e < kAcc; e += 4) {
+                const float4 v = part[e / 4];
+                acc[e] += v.x, acc[e + 1] += v.y, acc[e + 2] += v.z, acc[e + 3] += v.w;
+            }
         }
-        cluster.sync();  // no CTA may leave (and free its shared memory) while a peer still reads it
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile, t, e, acc[e]);
         return;
     }
     if (a.S == 1) {

@@ -49,10 +49,12 @@ const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, cons
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
         auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, OutT>;
-        constexpr int smem = tma_smem_bytes(NB, STAGES, DUAL);
+        const int smem = tma_smem_bytes(NB, STAGES, DUAL) + (a.cluster ? tma_inbox_bytes(NB, a.S) : 0);
+        if (smem > (int)kSmemOptInLimit) return "the ring and the cluster inbox exceed 227 KB of shared memory";
         static bool opted_in = false;  // per instantiation; not a stream operation, so capture-safe
-        if (!opted_in) {
-            const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (!opted_in) {  // the limit itself, once: the launch asks for what it needs
+            const cudaError_t err =
+                cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemOptInLimit);
             if (err != cudaSuccess) return cudaGetErrorString(err);
             opted_in = true;
         }
@@ -89,6 +91,8 @@ const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool clus
         return "STAGES must be 2, 4, 6, 8, 12 or 16";
     if (!okc::tma_fits(NB, STAGES, dual)) return "the ring (STAGES x (weights + x)) exceeds 227 KB of shared memory";
     if (cluster && (S < 2 || S > 16)) return "a cluster split needs 2 <= S <= 16";
+    if (cluster && okc::tma_smem_bytes(NB, STAGES, dual) + okc::tma_inbox_bytes(NB, S) > (int)okc::kSmemOptInLimit)
+        return "the ring and the cluster inbox (S - 1 partial tiles) exceed 227 KB of shared memory";
     return nullptr;
 }
 

@@ -20,7 +20,6 @@
 #pragma once
 #include "common.cuh"
 
-#include <cooperative_groups.h>
 
 namespace okc {
 
@@ -65,9 +64,13 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Shared memory of a zgemv CTA: the warps' partial tiles, then its row blocks' exception entries and row starts.
-__host__ __device__ constexpr size_t zgemv_smem_bytes(int nw, int r, int nb, int capr) {
-    return (size_t)nw * r * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4;
+// Shared memory of a zgemv CTA: the warps' partial tiles, then its row blocks' exception entries and row starts,
+// then (C = 1 only, zgemv_smem_bytes' `inbox_tiles` = S - 1) rank 0's cluster inbox, 16-byte aligned.
+__host__ __device__ constexpr size_t zgemv_inbox_offset(int nw, int r, int nb, int capr) {
+    return ((size_t)nw * r * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4 + 15) & ~(size_t)15;
+}
+__host__ __device__ constexpr size_t zgemv_smem_bytes(int nw, int r, int nb, int capr, int inbox_tiles) {
+    return zgemv_inbox_offset(nw, r, nb, capr) + (size_t)inbox_tiles * r * nb * 4 * 32 * sizeof(float);
 }
 
 // Four hi bytes from four 4-bit codes (the low 16 bits of c).
@@ -161,9 +164,11 @@ __device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0,
 
 template <int UG, int NB, int R, int P>
 __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
-    extern __shared__ float red[];  // [NW][R * NB * 4][32], then exception entries [R][capr], row starts [R][17]
+    extern __shared__ float red[];  // [NW][R * NB * 4][32], exception entries [R][capr], row starts [R][17], inbox
+    __shared__ __align__(8) uint64_t inbox_full;
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
+    if (a.cluster) open_inbox(&inbox_full, (uint32_t)((a.S - 1) * kTile * sizeof(float)));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
     const int groups = a.K >> 6;
@@ -240,7 +245,9 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
         __syncthreads();
     }
 
-    finish_tile(a, red, kTile, group, split, [&](int idx, float v) { zwrite_tile_element<NB>(a, rb0, idx, v); });
+    float* inbox = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(red) + zgemv_inbox_offset(nw, R, NB, a.capr));
+    finish_tile(a, red, inbox, &inbox_full, kTile, group, split,
+                [&](int idx, float v) { zwrite_tile_element<NB>(a, rb0, idx, v); });
 }
 
 }  // namespace okc
