@@ -16,7 +16,7 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
         // The warps' tiles (up to 128 KB at NW=16, R=NB=4), then C = 1: rank 0's inbox of S - 1 tiles.
         const size_t tile_bytes = (size_t)R * NB * 4 * 32 * sizeof(float);
         const size_t smem = tile_bytes * (nw + (a.cluster ? a.S - 1 : 0));
-        if (smem > kSmemOptInLimit) return "the warps' tiles and the cluster inbox exceed 227 KB of shared memory";
+        if (smem > kSmemOptInLimit) return "the warps' tiles and the cluster inbox exceed the 226 KB of shared memory a block may take";
         auto kernel = gemv_kernel<U, NB, R, P, DUAL, OutT>;
         if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

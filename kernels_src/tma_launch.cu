@@ -50,13 +50,12 @@ const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, cons
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
         auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, OutT>;
         const int smem = tma_smem_bytes(NB, STAGES, DUAL) + (a.cluster ? tma_inbox_bytes(NB, a.S) : 0);
-        if (smem > (int)kSmemOptInLimit) return "the ring and the cluster inbox exceed 227 KB of shared memory";
-        static bool opted_in = false;  // per instantiation; not a stream operation, so capture-safe
-        if (!opted_in) {  // the limit itself, once: the launch asks for what it needs
-            const cudaError_t err =
-                cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemOptInLimit);
+        if (smem > (int)kSmemOptInLimit) return "the ring and the cluster inbox exceed the 226 KB of shared memory a block may take";
+        static int opted_in = 0;  // per instantiation, the most asked for so far (not a stream operation: capture-safe)
+        if (smem > opted_in) {
+            const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
             if (err != cudaSuccess) return cudaGetErrorString(err);
-            opted_in = true;
+            opted_in = smem;
         }
         return launch_splits(kernel, dim3(a.N / kTmaTileRows, a.S), dim3(kTmaThreads), (size_t)smem, stream,
                              a.cluster != 0, w, w2, x, a);
@@ -89,10 +88,10 @@ const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool clus
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
     if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
         return "STAGES must be 2, 4, 6, 8, 12 or 16";
-    if (!okc::tma_fits(NB, STAGES, dual)) return "the ring (STAGES x (weights + x)) exceeds 227 KB of shared memory";
+    if (!okc::tma_fits(NB, STAGES, dual)) return "the ring (STAGES x (weights + x)) exceeds the 226 KB of shared memory a block may take";
     if (cluster && (S < 2 || S > 16)) return "a cluster split needs 2 <= S <= 16";
     if (cluster && okc::tma_smem_bytes(NB, STAGES, dual) + okc::tma_inbox_bytes(NB, S) > (int)okc::kSmemOptInLimit)
-        return "the ring and the cluster inbox (S - 1 partial tiles) exceed 227 KB of shared memory";
+        return "the ring and the cluster inbox (S - 1 partial tiles) exceed the 226 KB of shared memory a block may take";
     return nullptr;
 }
 

@@ -10,7 +10,7 @@ const char* launch_zgemv_variant(const ZGemvArgs& a, int nw, cudaStream_t stream
         return "this (UG, NB, R, P) holds too many fragment registers and is not compiled in";
     } else {
         const size_t smem = zgemv_smem_bytes(nw, R, NB, a.capr, a.cluster ? a.S - 1 : 0);
-        if (smem > kSmemOptInLimit) return "the warps' tiles, exception entries and cluster inbox exceed 227 KB of shared memory";
+        if (smem > kSmemOptInLimit) return "the warps' tiles, exception entries and cluster inbox exceed the 226 KB of shared memory a block may take";
         auto kernel = zgemv_kernel<UG, NB, R, P>;
         if (smem > 48 * 1024) {
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
