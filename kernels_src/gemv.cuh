@@ -71,6 +71,12 @@ struct GemvArgs {
     int cluster;     // 1: the S split CTAs are one cluster and reduce through distributed shared memory
 };
 
+// Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for C = 1, rank
+// 0's cluster inbox of S - 1 more (`inbox_tiles`; common.cuh, finish_tile).
+__host__ __device__ constexpr size_t gemv_smem_bytes(int nw, int r, int nb, int inbox_tiles) {
+    return (size_t)(nw + inbox_tiles) * r * nb * 4 * 32 * sizeof(float);
+}
+
 constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lanes x 16 bytes
 
 template <int U, int NB, int R, bool DUAL>

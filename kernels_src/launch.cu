@@ -13,9 +13,7 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
         return "this (U, NB, R, P, dual) holds too many fragment registers and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        // The warps' tiles (up to 128 KB at NW=16, R=NB=4), then C = 1: rank 0's inbox of S - 1 tiles.
-        const size_t tile_bytes = (size_t)R * NB * 4 * 32 * sizeof(float);
-        const size_t smem = tile_bytes * (nw + (a.cluster ? a.S - 1 : 0));
+        const size_t smem = gemv_smem_bytes(nw, R, NB, a.cluster ? a.S - 1 : 0);  // 128 KB at NW=16, R=NB=4, C=0
         if (smem > kSmemOptInLimit) return "the warps' tiles and the cluster inbox exceed the 226 KB of shared memory a block may take";
         auto kernel = gemv_kernel<U, NB, R, P, DUAL, OutT>;
         if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)

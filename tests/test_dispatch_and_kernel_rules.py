@@ -141,6 +141,54 @@ def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
         assert (error is None) == bool(fits), (nb, stages, dual, error)
 
 
+def _cpp_smem_rules(tmp_path):
+    """The CUDA headers' shared-memory arithmetic for C = 1 (the cluster inbox) at S = 2, 8, 16: gemv_smem_bytes
+    for every (NW, R, NB), tma_smem_bytes + tma_inbox_bytes for every (NB, STAGES, dual), and the limit."""
+    program = tmp_path / "smem_rule.cu"
+    program.write_text(
+        f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n'
+        "#include <cstdio>\nint main() {\n"
+        ' printf("limit %d\\n", (int)okc::kSmemOptInLimit);\n'
+        " for (int s : {2, 8, 16}) for (int nb : {1, 2, 4}) {\n"
+        "  for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4})\n"
+        '   printf("gemv %d %d %d %d %d\\n", s, nb, nw, r, (int)okc::gemv_smem_bytes(nw, r, nb, s - 1));\n'
+        "  for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d)\n"
+        '   printf("tma %d %d %d %d %d\\n", s, nb, st, d, okc::tma_smem_bytes(nb, st, d) + okc::tma_inbox_bytes(nb, s));\n'
+        " }\n}\n"
+    )
+    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "smem_rule")], check=True)
+    out = subprocess.run([str(tmp_path / "smem_rule")], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in out.splitlines()]
+    limit = next(int(row[1]) for row in rows if row[0] == "limit")
+    return limit, [(row[0], tuple(map(int, row[1:]))) for row in rows if row[0] != "limit"]
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_python_and_cuda_agree_on_the_cluster_inbox(tmp_path):
+    """C = 1 puts S - 1 partial tiles in rank 0's shared memory: a config is refused in Python exactly when the
+    CUDA side's bytes exceed its limit, so the sweep never times a launch the launcher would refuse."""
+    limit, rows = _cpp_smem_rules(tmp_path)
+    assert limit == dispatch.SMEM_LIMIT
+    m_of_nb = {1: 8, 2: 16, 4: 32}
+    refused = 0
+    for kind, values in rows:
+        if kind == "gemv":
+            s, nb, nw, r, smem = values
+            error = dispatch.gemv_config_error((nw, s, 1, 0, r, 1), m_of_nb[nb], False, 4096, 8192)
+            zerror = dispatch.zgemv_config_error((nw, s, 1, 0, r, 1), m_of_nb[nb], False, 4096, 8192)
+            assert (error is None) == (smem <= limit), (values, error)
+            if zerror is None or "data registers" not in zerror:  # its register rule binds first at R = 4, NB = 4
+                assert (zerror is None) == (smem <= limit), (values, zerror)
+        else:
+            s, nb, stages, dual, smem = values
+            assert dispatch.tma_smem_bytes(nb, stages, bool(dual), s - 1) == smem
+            error = dispatch.tma_config_error((s, stages, 1), m_of_nb[nb], bool(dual), 256, 8192)
+            assert (error is None) == (smem <= limit), (values, error)
+        refused += smem > limit
+    assert refused > 0  # the limit binds somewhere, or this test would prove nothing
+
+
 def test_zgemv_config_errors_name_the_field():
     assert "expected 6 integers" in dispatch.zgemv_config_error((4, 1, 1, 0), 1, False, 2304, 8192)
     assert "never compressed" in dispatch.zgemv_config_error((4, 1, 1, 0, 1, 0), 8, True, 256, 8192)
