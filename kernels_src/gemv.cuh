@@ -13,8 +13,9 @@
 //    C = 0  semaphore: each writes its partial tile to a workspace, and the last to arrive (a counter per CTA
 //           row group) sums them in a fixed order, writes the output and resets the counter to 0, so the next
 //           launch or CUDA-graph replay needs no clearing kernel;
-//    C = 1  cluster (Hopper): the S CTAs form one thread-block cluster and sum each other's tiles straight out
-//           of distributed shared memory, each CTA a 1/S slice: no workspace, no atomics, no global round trip;
+//    C = 1  cluster (Hopper): the S CTAs form one thread-block cluster; ranks 1..S-1 push their tiles into rank
+//           0's shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
+//           writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
 #pragma once
 #include "common.cuh"
