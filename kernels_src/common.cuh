@@ -110,13 +110,14 @@ __device__ __forceinline__ uint32_t cluster_rank() {
     return r;
 }
 
-// At kernel start, every thread of every CTA: rank 0's thread 0 arms the inbox barrier for `bytes` (the S - 1
-// partial tiles) and publishes its initialisation to the cluster; everyone arrives on the cluster barrier. The
-// matching inbox_ready() comes before the first push: by then the arrival is long done, so it costs no wait.
-__device__ __forceinline__ void open_inbox(uint64_t* full, uint32_t bytes) {
+// At kernel start, every thread of every CTA: rank 0's thread 0 arms the inbox barrier for the bytes of the
+// S - 1 partial tiles (`tile_floats` each) the other ranks will push, and publishes its initialisation to the
+// cluster; everyone arrives on the cluster barrier. The matching inbox_ready() comes before the first push: by
+// then the arrival is long done, so it costs no wait.
+__device__ __forceinline__ void open_inbox(uint64_t* full, int splits, int tile_floats) {
     if (threadIdx.x == 0 && cluster_rank() == 0) {
         mbar_init(full, 1);
-        mbar_arrive_expect_tx(full, bytes);  // the one arrival; the pushes' bytes complete the phase
+        mbar_arrive_expect_tx(full, (uint32_t)((splits - 1) * tile_floats * sizeof(float)));  // the one arrival
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");

@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
     }
-    if (a.cluster) open_inbox(&inbox_full, (uint32_t)tma_inbox_bytes(NB, a.S));
+    if (a.cluster) open_inbox(&inbox_full, a.S, kAcc * kTmaConsumers);  // tma_inbox_bytes on the host
     __syncthreads();
 
     float acc[kAcc];
