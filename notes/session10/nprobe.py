@@ -43,16 +43,50 @@ NOTAIL = [
 ]
 
 
+# lead = -2: the semaphore split-K (C = 0) arrives with one atom.acq_rel.gpu by thread 0 between the CTA barriers
+# (branch semaphore-acqrel) instead of a __threadfence() by every thread before and after the counter.
+ARRIVE_LAST = """
+__device__ __forceinline__ bool okc_arrive_last(int* counter, int last) {
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+    return old == last;
+}
+"""
+ACQREL = [
+    ("    __threadfence();  // the partial is visible device-wide before this CTA counts itself in\n"
+     "    consumers_sync();\n    if (t == 0) is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;\n"
+     "    consumers_sync();\n    if (!is_last) return;\n    __threadfence();  // acquire: the other CTAs' partials",
+     "    if (a.lead != -2) __threadfence();\n    consumers_sync();\n"
+     "    if (t == 0) is_last = a.lead == -2 ? okc_arrive_last(a.sem + tile, a.S - 1) : atomicAdd(a.sem + tile, 1) == a.S - 1;\n"
+     "    consumers_sync();\n    if (!is_last) return;\n    if (a.lead != -2) __threadfence();"),
+    ("    __threadfence();  // make the tile visible device-wide before this CTA counts itself in\n"
+     "    __syncthreads();\n    __shared__ int is_last;\n"
+     "    if (threadIdx.x == 0) is_last = atomicAdd(a.sem + group, 1) == a.S - 1;\n"
+     "    __syncthreads();\n    if (!is_last) return;\n    __threadfence();  // acquire: the other CTAs' tiles",
+     "    if (a.lead != -2) __threadfence();\n    __syncthreads();\n    __shared__ int is_last;\n"
+     "    if (threadIdx.x == 0) is_last = a.lead == -2 ? okc_arrive_last(a.sem + group, a.S - 1) : atomicAdd(a.sem + group, 1) == a.S - 1;\n"
+     "    __syncthreads();\n    if (!is_last) return;\n    if (a.lead != -2) __threadfence();"),
+]
+
+
 def edited_source(src):
-    src = lprobe.edited_source(src)
+    src = ARRIVE_LAST + lprobe.edited_source(src)
+    for old, new in ACQREL:
+        assert src.count(old) == 1, (old, src.count(old))
+        src = src.replace(old, new)
     for old, new in NOTAIL:
         assert src.count(old) == 1, (old, src.count(old))
         src = src.replace(old, new)
     return src
 
 
-# (layer, m, engine, config): each timed with the reduction (lead 0) and without (lead -1)
+# (layer, m, engine, config): each timed with the reduction (lead 0), without (lead -1) and, C = 0 only, with the
+# acq_rel arrival (lead -2, checked against float64 like lead 0)
 PLAN = [
+    ("router", 32, "gemv", (16, 8, 2, 2, 1, 0)),
+    ("router", 32, "gemv", (16, 4, 1, 1, 1, 0)),
+    ("router", 16, "gemv", (16, 8, 4, 2, 1, 0)),
+    ("qkv_gate", 32, "gemv", (4, 4, 1, 1, 1, 0)),
     ("qkv_gate", 1, "tma", (3, 8, 1)),
     ("qkv_gate", 1, "tma", (3, 8, 0)),
     ("qkv_gate", 1, "gemv", (16, 1, 2, 1, 2, 0)),
@@ -63,7 +97,6 @@ PLAN = [
     ("pooler", 32, "tma", (2, 8, 1)),
     ("pooler", 32, "tma", (2, 8, 0)),
     ("router", 32, "gemv", (16, 4, 1, 1, 1, 1)),
-    ("router", 32, "gemv", (16, 8, 2, 2, 1, 0)),
     ("router", 1, "gemv", (16, 4, 4, 0, 1, 1)),
 ]
 
@@ -97,23 +130,42 @@ def main():
         x = make_x(m, lay.k, gen, "cuda")
         ref, scale = reference(x, weights[layer], n)
         call = launch[engine]
-        os.environ["OKC_LEAD"] = "0"
-        with poisoned_allocations():
-            got = call(x, layer, n, cfg, state)
-        torch.cuda.synchronize()
-        cmp = compare(got, ref, scale, fp32_out=lay.dual)
-        times = {0: [], -1: []}
+        checked = [0, -2] if engine == "gemv" and cfg[5] == 0 or engine == "tma" and cfg[2] == 0 else [0]
+        ok = {}
+        for lead in checked:  # 20 launches each on a poisoned output: a missed acquire would show as wrong sums
+            os.environ["OKC_LEAD"] = str(lead)
+            ok[lead] = True, ""
+            for _ in range(20):
+                try:
+                    with poisoned_allocations():
+                        got = call(x, layer, n, cfg, state)
+                    torch.cuda.synchronize()
+                except RuntimeError as refused:
+                    ok[lead] = False, "refused: " + str(refused).splitlines()[0]
+                    break
+                cmp = compare(got, ref, scale, fp32_out=lay.dual)
+                if not cmp.ok:
+                    ok[lead] = False, cmp.problem
+                    break
+        if not ok[0][0]:
+            print(f"{layer:9s} {m:3d} {engine:4s} {str(cfg):20s} {ok[0][1]}", flush=True)
+            continue
+        times = {lead: [] for lead in [0, -1] + [lead for lead in checked if lead == -2 and ok[lead][0]]}
         for _ in range(3):  # three interleaved rounds
             for lead in times:
                 os.environ["OKC_LEAD"] = str(lead)
                 times[lead].append(time_cold_us(lambda: call(x, layer, n, cfg, state), flush, 100))
-        row = dict(layer=layer, m=m, engine=engine, cfg=cfg, ok=cmp.ok, problem=cmp.problem,
-                   reduced=times[0], unreduced=times[-1])
-        rows.append(row)
-        red, unred = sorted(times[0])[1], sorted(times[-1])[1]
-        print(f"{layer:9s} {m:3d} {engine:4s} {str(cfg):20s} {'ok ' if cmp.ok else 'BAD'} reduced "
-              + " ".join(f"{v:6.2f}" for v in times[0]) + "  no reduction "
-              + " ".join(f"{v:6.2f}" for v in times[-1]) + f"  cost {red - unred:+.2f} us {cmp.problem}", flush=True)
+        rows.append(dict(layer=layer, m=m, engine=engine, cfg=cfg, ok={str(k): v for k, v in ok.items()},
+                         times={str(k): v for k, v in times.items()}))
+        med = {lead: sorted(v)[1] for lead, v in times.items()}
+        line = f"{layer:9s} {m:3d} {engine:4s} {str(cfg):20s} " + "ok " * ok[0][0] + "BAD " * (not ok[0][0])
+        line += "reduced " + " ".join(f"{v:6.2f}" for v in times[0])
+        line += "  no reduction " + " ".join(f"{v:6.2f}" for v in times[-1]) + f"  cost {med[0] - med[-1]:+.2f} us"
+        if -2 in ok:
+            line += "  acq_rel " + ("ok " if ok[-2][0] else "BAD " + ok[-2][1])
+            if -2 in med:
+                line += " ".join(f"{v:6.2f}" for v in times[-2]) + f"  cost {med[-2] - med[-1]:+.2f} us"
+        print(line + " " + ok[0][1], flush=True)
     os.environ.pop("OKC_LEAD", None)
     json.dump(rows, open(out_path, "w"), indent=1)
 
