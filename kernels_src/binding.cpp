@@ -98,7 +98,7 @@ std::string gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tens
 }
 
 // out[M, N] = x[M, K] . W[:N]^T through the bulk-copy + wgmma kernel (tma_gemv.cuh), W packed by
-// packing.pack_tma_tiles (dual: the router's hi and lo halves).
+// packing.pack_tma_bulk (dual: the router's hi and lo halves).
 std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
                      torch::Tensor sem, int64_t N, int64_t K, int64_t S, int64_t NB, int64_t STAGES, bool cluster,
                      bool dual, int64_t stream) {

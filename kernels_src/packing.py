@@ -1,5 +1,5 @@
-"""Weight layouts made once in prepare(): mma A-fragment order, 64 x 64 tiles for the TMA GEMV, and the router's
-bf16 hi+lo split."""
+"""Weight layouts made once in prepare(): mma A-fragment order, 64 x 64 tiles for the TMA GEMV (pre-swizzled
+for its bulk copies), and the router's bf16 hi+lo split."""
 
 import torch
 
@@ -37,6 +37,27 @@ def pack_tma_tiles(w):
     if n % 64 or k % 64:
         raise ValueError(f"pack_tma_tiles: weight [{n}, {k}] must have N % 64 == 0 and K % 64 == 0")
     return w.reshape(n // 64, 64, k // 64, 64).permute(0, 2, 1, 3).contiguous()
+
+
+def swizzle_128b(tiles):
+    """[..., 64, 64] bf16 tiles -> each tile laid out as the 128-byte swizzle that wgmma's shared-memory
+    descriptors read (tma_gemv.cuh, sw128_desc), so that one plain 8 KB bulk copy per tile lands a ready operand:
+    no tensor map, no descriptor fetch on the kernel's critical path (notes/session11: 0.6-0.75 us faster than
+    tensor-map copies on qkv_gate and pooler). A row of 64 bf16 is 128 bytes = eight 16-byte chunks; chunk c of
+    row r is stored at chunk c XOR (r mod 8), the address bits 4-6 XOR bits 7-9 rule of a 1024-byte-aligned slot.
+    An involution: applying it twice restores the tiles."""
+    if tiles.dim() < 2 or tuple(tiles.shape[-2:]) != (64, 64):
+        raise ValueError(f"swizzle_128b: tiles must end in [64, 64], got {list(tiles.shape)}")
+    rows = torch.arange(64, device=tiles.device)
+    chunks = torch.arange(8, device=tiles.device)
+    source = chunks[None, :] ^ (rows[:, None] % 8)  # [row, stored chunk] -> the logical chunk stored there
+    view = tiles.reshape(-1, 64, 8, 8)
+    return view[:, rows[:, None], source, :].reshape(tiles.shape).contiguous()
+
+
+def pack_tma_bulk(w):
+    """[N, K] bf16 -> the TMA GEMV's weight operand: pack_tma_tiles' 8 KB tiles, each pre-swizzled."""
+    return swizzle_128b(pack_tma_tiles(w))
 
 
 def split_hi_lo(w):

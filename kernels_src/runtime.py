@@ -5,7 +5,7 @@ from torch.utils.cpp_extension import load_inline
 
 from kernels_src.compress import CompressionError, compress
 from kernels_src.dispatch import GEMV_MAX_M, WORKSPACE_FLOATS, column_blocks, route
-from kernels_src.packing import pack_mma_a, pack_tma_tiles, split_hi_lo
+from kernels_src.packing import pack_mma_a, pack_tma_bulk, split_hi_lo
 
 # Defined ahead of this code in dist/submission.py by templates/submission.py.j2:
 #   CUDA_SRC, BINDING_SRC   the CUDA kernels + launchers, and the torch-facing C++ shim
@@ -79,7 +79,7 @@ def prepare(weights):
     for layer in sorted(layer for layer, engine in engines if engine == "gemv"):
         state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
     for layer in sorted(layer for layer, engine in engines if engine == "tma"):
-        state["tiles:" + layer] = tuple(pack_tma_tiles(part) for part in state[layer])
+        state["tiles:" + layer] = tuple(pack_tma_bulk(part) for part in state[layer])
     state["ws"] = torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device)
     state["sem"] = torch.zeros(SEMAPHORES, dtype=torch.int32, device=device)
     if any(engine != "cublas" for _, engine in engines):

@@ -1,4 +1,4 @@
-// Host-side launcher of the bulk-copy + wgmma GEMV (tma_gemv.cuh): builds the three tensor maps and launches.
+// Host-side launcher of the bulk-copy + wgmma GEMV (tma_gemv.cuh): builds x's tensor map and launches.
 // Plain pointers and a stream handle in, an error message (or nullptr) out, like launch.cu.
 #include "tma_gemv.cuh"
 
@@ -42,8 +42,7 @@ static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
 }
 
 template <int NB, int STAGES, bool DUAL>
-const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, const CUtensorMap& x,
-                               const TmaGemvArgs& a, cudaStream_t stream) {
+const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaStream_t stream) {
     if constexpr (!tma_fits(NB, STAGES, DUAL)) {
         return "this (NB, STAGES, dual) ring does not fit in shared memory and is not compiled in";
     } else {
@@ -58,17 +57,15 @@ const char* launch_tma_variant(const CUtensorMap& w, const CUtensorMap& w2, cons
             opted_in = smem;
         }
         return launch_splits(kernel, dim3(a.N / kTmaTileRows, a.S), dim3(kTmaThreads), (size_t)smem, stream,
-                             a.cluster != 0, w, w2, x, a);
+                             a.cluster != 0, x, a);
     }
 }
 
 template <int NB>
-const char* tma_by_stages(const CUtensorMap& w, const CUtensorMap& w2, const CUtensorMap& x, const TmaGemvArgs& a,
-                          int stages, bool dual, cudaStream_t s) {
-#define OKC_TMA_STAGES(N)                                                                         \
-    case N:                                                                                       \
-        return dual ? launch_tma_variant<NB, N, true>(w, w2, x, a, s)                              \
-                    : launch_tma_variant<NB, N, false>(w, w2, x, a, s);
+const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages, bool dual, cudaStream_t s) {
+#define OKC_TMA_STAGES(N) \
+    case N:               \
+        return dual ? launch_tma_variant<NB, N, true>(x, a, s) : launch_tma_variant<NB, N, false>(x, a, s);
     switch (stages) {
         OKC_TMA_STAGES(2)
         OKC_TMA_STAGES(4)
@@ -95,26 +92,22 @@ const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool clus
     return nullptr;
 }
 
-// Called by binding.cpp; every argument has been checked there. w, w2: [>= N, K] bf16 row-major (w2: the router's
-// lo half, dual only); x: [M, K] bf16.
+// Called by binding.cpp; every argument has been checked there. w, w2: packing.pack_tma_bulk tiles of >= N rows
+// (w2: the router's lo half, dual only); x: [M, K] bf16.
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
                                 int N, int K, int S, int NB, int STAGES, bool cluster, bool dual,
                                 long long stream) {
-    // Packed weights (packing.pack_tma_tiles): [N/64][K/64][64 rows][64 k], each 8 KB block contiguous, seen as
-    // a [N*K/64, 64] matrix whose 64-row boxes are exactly those blocks.
-    CUtensorMap w_map, w2_map, x_map;
-    const int block_rows = (int)((long long)N * K / okc::kTmaTileK);
-    const char* err = okc::bf16_rows_map(&w_map, w, block_rows, okc::kTmaTileK, okc::kTmaTileRows);
-    if (err == nullptr)
-        err = okc::bf16_rows_map(&w2_map, dual ? w2 : w, block_rows, okc::kTmaTileK, okc::kTmaTileRows);
-    if (err == nullptr) err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
+    // The weights need no tensor map: their tiles are copied whole, by address (bulk_load_1d).
+    CUtensorMap x_map;
+    const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
     if (err != nullptr) return err;
-    const okc::TmaGemvArgs a{out, ws, sem, M, N, K, S, cluster ? 1 : 0};
+    const okc::TmaGemvArgs a{static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(dual ? w2 : w), out, ws,
+                             sem, M, N, K, S, cluster ? 1 : 0};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (NB) {
-        case 1: return okc::tma_by_stages<1>(w_map, w2_map, x_map, a, STAGES, dual, s);
-        case 2: return okc::tma_by_stages<2>(w_map, w2_map, x_map, a, STAGES, dual, s);
-        case 4: return okc::tma_by_stages<4>(w_map, w2_map, x_map, a, STAGES, dual, s);
+        case 1: return okc::tma_by_stages<1>(x_map, a, STAGES, dual, s);
+        case 2: return okc::tma_by_stages<2>(x_map, a, STAGES, dual, s);
+        case 4: return okc::tma_by_stages<4>(x_map, a, STAGES, dual, s);
     }
     return "NB must be 1, 2 or 4";
 }

@@ -50,7 +50,7 @@ def test_tma_gemv_is_exact_enough_on_every_layer(submission):
         weights = make_weights(problem, distribution, seed, "cuda")
         state = submission.prepare({name: w.clone() for name, w in weights.items()})
         for name in weights:
-            state["tiles:" + name] = tuple(submission.pack_tma_tiles(part) for part in state[name])
+            state["tiles:" + name] = tuple(submission.pack_tma_bulk(part) for part in state[name])
         plan = [
             (layer, m, cfg)
             for layer in problem.layers

@@ -4,7 +4,7 @@ fragment layouts) and check that packed weights x the kernel's x fragments give 
 import pytest
 import torch
 
-from kernels_src.packing import pack_mma_a, pack_tma_tiles, split_hi_lo
+from kernels_src.packing import pack_mma_a, pack_tma_bulk, pack_tma_tiles, split_hi_lo, swizzle_128b
 
 
 def a_fragment_coords(lane, reg, half):
@@ -110,15 +110,24 @@ def tma_accumulator_coords(thread, e):
     return warp * 16 + lane // 4 + (8 if e & 2 else 0), (e // 4) * 8 + (lane % 4) * 2 + (e & 1)
 
 
-def emulate_tma_gemv(tiles, x, n, k, s_splits):
-    """What the TMA GEMV computes, from the kernel's own index formulas: CTA (tile, split) loads the 64-row boxes
-    of the packed [N*K/64, 64] view at row (tile * K/64 + kt) * 64 and x's 64-wide boxes (rows >= m are zeros),
-    for kt in its uneven share of the K tiles; the split partials are summed in split order; each consumer
-    thread writes its accumulators to out[token, row]."""
+def sw128_read(slot):
+    """The [64, 64] tile a wgmma 128-byte-swizzle descriptor reads from a 1024-byte-aligned 8 KB slot holding
+    `slot` (4096 bf16 as copied): logical byte b of row-major [64 x 128 B] sits at physical byte
+    b XOR (((b >> 7) & 7) << 4), address bits 4-6 XOR bits 7-9 (PTX ISA, the 128B swizzling mode)."""
+    logical = torch.arange(4096) * 2
+    physical = logical ^ (((logical >> 7) & 7) << 4)
+    return slot[physical // 2].reshape(64, 64)
+
+
+def emulate_tma_gemv(operand, x, n, k, s_splits):
+    """What the TMA GEMV computes, from the kernel's own index formulas: CTA (tile, split) bulk-copies the 8 KB
+    block (tile * K/64 + kt) of the packed operand into a ring slot, which wgmma reads through the 128-byte
+    swizzle, and x's 64-wide boxes (rows >= m are zeros), for kt in its uneven share of the K tiles; the split
+    partials are summed in split order; each consumer thread writes its accumulators to out[token, row]."""
     m = x.shape[0]
     nb = 1 if m <= 8 else 2 if m <= 16 else 4
     k_tiles = k // 64
-    view = tiles.float().reshape(-1, 64)  # the tensor map's [N*K/64, 64] matrix
+    blocks = operand.float().reshape(-1, 4096)  # one bulk copy each
     xs = torch.zeros(8 * nb, k)
     xs[:m] = x.float()
     out = torch.full((m, n), float("nan"))
@@ -131,8 +140,8 @@ def emulate_tma_gemv(tiles, x, n, k, s_splits):
             part = torch.zeros(64, 8 * nb)
             for kt in range(kt0, kt1):
                 covered[tile, kt] += 1
-                row0 = (tile * k_tiles + kt) * 64
-                part += view[row0 : row0 + 64] @ xs[:, kt * 64 : kt * 64 + 64].t()
+                a_tile = sw128_read(blocks[tile * k_tiles + kt])
+                part += a_tile @ xs[:, kt * 64 : kt * 64 + 64].t()
             total += part
         for thread in range(128):
             for e in range(4 * nb):
@@ -149,7 +158,7 @@ def test_tma_tiles_reproduce_the_product(m, splits):
     gen = torch.Generator().manual_seed(m)
     w = torch.randn(n, k, generator=gen).to(torch.bfloat16)
     x = torch.randn(m, k, generator=gen).to(torch.bfloat16)
-    got = emulate_tma_gemv(pack_tma_tiles(w), x, n, k, splits)
+    got = emulate_tma_gemv(pack_tma_bulk(w), x, n, k, splits)
     torch.testing.assert_close(got, x.float() @ w.float().t(), rtol=1e-5, atol=1e-4)
 
 
@@ -160,6 +169,21 @@ def test_tma_tiles_are_a_permutation_with_row_tiles_outermost():
     assert sorted(tiles.flatten().tolist()) == list(range(n * k))
     assert torch.equal(tiles[1, 2], w[64:128, 128:192])  # tile (t, kt) is one contiguous 64 x 64 block
     assert torch.equal(tiles.flatten()[: 64 * k], pack_tma_tiles(w[:64].contiguous()).flatten())
+
+
+def test_swizzle_128b_is_the_address_swizzle_and_an_involution():
+    """swizzle_128b's chunk formula against the address-bit rule (sw128_read), element by element."""
+    tiles = torch.randn(3, 64, 64).to(torch.bfloat16)
+    stored = swizzle_128b(tiles)
+    for t in range(3):
+        assert torch.equal(sw128_read(stored[t].flatten()), tiles[t])
+    assert not torch.equal(stored, tiles)
+    assert torch.equal(swizzle_128b(stored), tiles)
+
+
+def test_swizzle_128b_rejects_other_tile_shapes():
+    with pytest.raises(ValueError, match=r"\[64, 64\]"):
+        swizzle_128b(torch.zeros(64, 32, dtype=torch.bfloat16))
 
 
 def test_tma_accumulators_cover_the_tile_once():

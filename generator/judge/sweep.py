@@ -237,7 +237,7 @@ def run_sweep(
         if "packed:" + name not in state:
             state["packed:" + name] = tuple(module.pack_mma_a(part) for part in state[name])
         if engine == "tma" and "tiles:" + name not in state:
-            state["tiles:" + name] = tuple(module.pack_tma_tiles(part) for part in state[name])
+            state["tiles:" + name] = tuple(module.pack_tma_bulk(part) for part in state[name])
         if engine == "z" and not problem.layers[name].dual and "z:" + name not in state:
             try:
                 state["z:" + name] = module.compress(state[name][0], name)
