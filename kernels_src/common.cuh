@@ -98,26 +98,28 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity
 }
 
 // Cluster split-K (C = 1), shared by the three GEMVs: the S CTAs that split one output tile's K range are one
-// thread-block cluster (launch_splits). Rank 0 owns the tile and keeps an inbox in its shared memory, S - 1
-// partial-tile slots and one mbarrier; ranks 1..S-1 push their partial tiles into their slots with st.async
-// (each 16-byte store counted on that barrier's byte count) and leave. Rank 0 waits on the barrier once, adds
-// the S - 1 partials to its own in rank order (deterministic) and writes the output. After the slowest split
-// that is one one-way SM-to-SM trip, where the semaphore path (C = 0) takes three L2 round trips (publish and
-// fence, count, reload): notes/session9 measured that tail at 1.7-1.9 us of the TMA GEMV's time.
+// thread-block cluster (launch_splits). A rank that owns part of the tile keeps an inbox in its shared memory,
+// one slot per other rank and one mbarrier; the other ranks push their partials of that part into their slots
+// with st.async (each 16-byte store counted on that barrier's byte count) and leave. The owner waits on the
+// barrier once, adds the S partials in rank order (deterministic) and writes the output. After the slowest
+// split that is one one-way SM-to-SM trip, where the semaphore path (C = 0) takes three L2 round trips (publish
+// and fence, count, reload): notes/session9 measured that tail at 1.7-1.9 us of the TMA GEMV's time. The
+// register GEMVs give rank 0 the whole tile; the TMA GEMV, whose tiles are 16x larger, spreads it over all S
+// ranks, because an SM takes in distributed shared memory at only ~25 GB/s (notes/session11).
 __device__ __forceinline__ uint32_t cluster_rank() {
     uint32_t r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
     return r;
 }
 
-// At kernel start, every thread of every CTA: rank 0's thread 0 arms the inbox barrier for the bytes of the
-// S - 1 partial tiles (`tile_floats` each) the other ranks will push, and publishes its initialisation to the
-// cluster; everyone arrives on the cluster barrier. The matching inbox_ready() comes before the first push: by
-// then the arrival is long done, so it costs no wait.
-__device__ __forceinline__ void open_inbox(uint64_t* full, int splits, int tile_floats) {
-    if (threadIdx.x == 0 && cluster_rank() == 0) {
+// At kernel start, every thread of every CTA: each rank's thread 0 arms its inbox barrier for the `bytes` the
+// other ranks will push to it (0: none) and publishes its initialisation to the cluster; everyone arrives on the
+// cluster barrier. The matching inbox_ready() comes before the first push: by then the arrival is long done, so
+// it costs no wait.
+__device__ __forceinline__ void open_inbox(uint64_t* full, uint32_t bytes) {
+    if (threadIdx.x == 0) {
         mbar_init(full, 1);
-        mbar_arrive_expect_tx(full, (uint32_t)((splits - 1) * tile_floats * sizeof(float)));  // the one arrival
+        mbar_arrive_expect_tx(full, bytes);  // the one arrival; the pushes complete the byte count
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
@@ -126,12 +128,13 @@ __device__ __forceinline__ void open_inbox(uint64_t* full, int splits, int tile_
 // Every thread, once, after open_inbox: rank 0's barrier is armed (and no CTA leaves before all have started).
 __device__ __forceinline__ void inbox_ready() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
 
-// Ranks > 0: four floats into rank 0's inbox at `dst` (this CTA's address of the same shared-memory offset,
-// 16-byte aligned), counted on rank 0's copy of `full`.
-__device__ __forceinline__ void push_to_rank0(float* dst, uint64_t* full, float v0, float v1, float v2, float v3) {
+// Four floats into rank `to`'s inbox at `dst` (this CTA's address of the same shared-memory offset, 16-byte
+// aligned), counted on rank `to`'s copy of `full`.
+__device__ __forceinline__ void push_to_rank(int to, float* dst, uint64_t* full, float v0, float v1, float v2,
+                                             float v3) {
     uint32_t remote_dst, remote_bar;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote_dst) : "r"(smem_addr(dst)));
-    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote_bar) : "r"(smem_addr(full)));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_dst) : "r"(smem_addr(dst)), "r"(to));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(smem_addr(full)), "r"(to));
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
                      remote_dst),
                  "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(__float_as_uint(v2)),
@@ -212,7 +215,8 @@ __device__ __forceinline__ void park_accumulators(float* red, const float (&acc)
 // write them out with write(idx, v), or, for S > 1 CTAs splitting K, reduce the S partial tiles one of two ways
 // (C in the tables; a.cluster here):
 //   cluster    the S CTAs form one thread-block cluster: ranks 1..S-1 push their tiles into rank 0's inbox
-//              (S - 1 slots of kTile floats after `red`, armed by open_inbox at kernel start), rank 0 sums:
+//              (S - 1 slots of kTile floats after `red`, armed by open_inbox at kernel start; their tiles are
+//              small enough that one owner does not wait on the bytes), rank 0 sums:
 //              no workspace, no atomics, no global round trip;
 //   semaphore  each CTA writes its tile to the workspace a.ws, and the last to arrive at its row group's counter
 //              a.sem[group] sums them, writes the output and resets the counter to 0, so the next launch or
@@ -241,7 +245,7 @@ __device__ __forceinline__ void finish_tile(const Args& a, float* red, float* in
                 for (int w = 0; w < nw; ++w)
 #pragma unroll
                     for (int j = 0; j < 4; ++j) v[j] += red[w * kTile + i + j];
-                push_to_rank0(slot + i, inbox_full, v[0], v[1], v[2], v[3]);
+                push_to_rank(0, slot + i, inbox_full, v[0], v[1], v[2], v[3]);
             }
             return;
         }

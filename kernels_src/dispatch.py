@@ -26,6 +26,7 @@ GEMV_DOUBLE_DATA_REGS = 100
 # K tiles; S CTAs split K (any S up to K/64); STAGES ring slots of one weight tile (two for the router's
 # hi + lo) and one x tile each. Values it is instantiated for:
 TMA_TILE = 64
+TMA_CONSUMERS = 128  # threads of the consumer warpgroup (tma_gemv.cuh, kTmaConsumers)
 TMA_STAGES = (2, 4, 6, 8, 12, 16)
 # How S > 1 splits reduce: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory).
 TMA_C = (0, 1)
@@ -114,11 +115,14 @@ def gemv_config_error(cfg, m, dual, n, k):
     return None
 
 
-def tma_smem_bytes(nb, stages, dual, inbox_tiles=0):
+def tma_smem_bytes(nb, stages, dual, cluster_s=0):
     """Shared memory of one TMA-GEMV CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring plus 1 KB
-    to align it, then (C = 1) rank 0's inbox of `inbox_tiles` = S - 1 partial tiles (64 rows x 8 NB fp32)."""
+    to align it, then, for a cluster split over cluster_s = S CTAs (C = 1), the inbox: S - 1 slots of 4 NB fp32
+    accumulators for each of the ceil(128 / S) consumer threads a rank owns at most."""
     ring = stages * (TMA_TILE * TMA_TILE * 2 * (2 if dual else 1) + nb * 8 * TMA_TILE * 2) + 1024
-    return ring + inbox_tiles * TMA_TILE * 8 * nb * 4
+    if cluster_s < 2:
+        return ring
+    return ring + (cluster_s - 1) * -(-TMA_CONSUMERS // cluster_s) * 4 * nb * 4
 
 
 def tma_config_error(cfg, m, dual, n, k):
@@ -139,7 +143,7 @@ def tma_config_error(cfg, m, dual, n, k):
     if not 1 <= s <= k // TMA_TILE:
         return f"S={s} must be 1..{k // TMA_TILE} (the {TMA_TILE}-wide K tiles of K={k})"
     nb = column_blocks(m)
-    smem = tma_smem_bytes(nb, stages, dual, s - 1 if c else 0)
+    smem = tma_smem_bytes(nb, stages, dual, s if c else 0)
     if smem > SMEM_LIMIT:
         inbox = f", S={s} (cluster inbox)" if c else ""
         return f"STAGES={stages}{inbox} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {SMEM_LIMIT}"

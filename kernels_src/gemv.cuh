@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     __shared__ __align__(8) uint64_t inbox_full;
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
-    if (a.cluster) open_inbox(&inbox_full, a.S, kTile);
+    if (a.cluster) open_inbox(&inbox_full, cluster_rank() == 0 ? (uint32_t)((a.S - 1) * kTile * sizeof(float)) : 0u);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
     const int kb_per_split = (a.K >> 5) / a.S;

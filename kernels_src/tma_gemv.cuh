@@ -23,9 +23,13 @@
 //    C = 0  every CTA writes its fp32 partial tile to a workspace and the last to arrive at the tile's counter
 //           sums the S partials in split order (deterministic), writes the output and resets the counter to 0,
 //           so the next launch or graph replay needs no clearing kernel;
-//    C = 1  the S CTAs of a tile form one thread-block cluster: ranks 1..S-1 push their partials from registers
-//           into rank 0's inbox after the ring (st.async, counted on one mbarrier) and leave; rank 0 adds them
-//           to its own and writes the output (common.cuh, open_inbox): no workspace, no fence, no counter.
+//    C = 1  the S CTAs of a tile form one thread-block cluster and reduce it scattered: rank r owns consumer
+//           threads [128 r / S, 128 (r + 1) / S) of the tile. Every other rank pushes those threads'
+//           accumulators from registers into rank r's inbox after the ring (st.async, counted on one mbarrier
+//           per rank) and leaves; rank r adds the S partials of its threads in rank order and writes them
+//           (common.cuh, open_inbox): no workspace, no fence, no counter. Scattered, because an SM takes in
+//           distributed shared memory at only ~25 GB/s: gathering a whole tile on rank 0 cost qkv_gate m = 32
+//           (16 KB in) ~1 us and the router at S = 16 (120 KB in) 5.8 us (notes/session11, calls 1 and 4).
 #pragma once
 #include "common.cuh"
 
@@ -50,8 +54,15 @@ __host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual) 
 __host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual) {
     return tma_smem_bytes(nb, stages, dual) <= (int)kSmemOptInLimit;
 }
-// C = 1: rank 0's cluster inbox follows the ring, S - 1 partial tiles of 4 NB floats per consumer thread.
-__host__ __device__ constexpr int tma_inbox_bytes(int nb, int s) { return (s - 1) * 4 * nb * kTmaConsumers * 4; }
+// C = 1: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)), and
+// tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
+__host__ __device__ constexpr int tma_owned_from(int rank, int s) { return rank * kTmaConsumers / s; }
+__host__ __device__ constexpr int tma_owner(int t, int s) { return ((t + 1) * s - 1) / kTmaConsumers; }
+// Each rank's inbox follows its ring: S - 1 slots (one per other rank, in rank order) of 4 NB floats for each
+// thread it owns, sized for the largest share, ceil(128 / S) threads.
+__host__ __device__ constexpr int tma_inbox_bytes(int nb, int s) {
+    return (s - 1) * ((kTmaConsumers + s - 1) / s) * 4 * nb * 4;
+}
 
 struct TmaGemvArgs {
     const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] blocks of 8 KB, each pre-swizzled
@@ -162,7 +173,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     __shared__ int is_last;
     __shared__ __align__(8) uint64_t inbox_full;
     uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    float* inbox = reinterpret_cast<float*>(ring + STAGES * kStage);  // C = 1, rank 0: [S - 1][kAcc][128 threads]
+    float* inbox = reinterpret_cast<float*>(ring + STAGES * kStage);  // C = 1: [S - 1][owned threads][kAcc]
 
     const int tile = blockIdx.x, split = blockIdx.y;
     const int k_tiles = a.K / kTmaTileK;
@@ -178,7 +189,11 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
     }
-    if (a.cluster) open_inbox(&inbox_full, a.S, kAcc * kTmaConsumers);  // tma_inbox_bytes on the host
+    if (a.cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
+        const int rank = (int)cluster_rank();
+        const int owned = tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S);
+        open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
+    }
     __syncthreads();
 
     float acc[kAcc];
@@ -226,26 +241,39 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 
     const int t = threadIdx.x;
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
-    if (a.cluster) {  // common.cuh: ranks 1..S-1 push their partial tiles into rank 0's inbox, rank 0 sums
+    if (a.cluster) {  // scattered: thread t's accumulators meet on the rank that owns t
         inbox_ready();
         const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
-        if (rank != 0) {
-            float* slot = inbox + ((size_t)(rank - 1) * kTmaConsumers + t) * kAcc;  // thread-major: 16-byte pushes
+        const int owner = tma_owner(t, a.S);
+        const int from = tma_owned_from(owner, a.S), owned = tma_owned_from(owner + 1, a.S) - from;
+        if (owner != rank) {  // into the owner's slot for this rank (its slots skip itself)
+            const int slot = rank < owner ? rank : rank - 1;
+            float* dst = inbox + ((size_t)slot * owned + (t - from)) * kAcc;  // thread-major: 16-byte pushes
 #pragma unroll
-            for (int e = 0; e < kAcc; e += 4) push_to_rank0(slot + e, &inbox_full, acc[e], acc[e + 1], acc[e + 2], acc[e + 3]);
+            for (int e = 0; e < kAcc; e += 4)
+                push_to_rank(owner, dst + e, &inbox_full, acc[e], acc[e + 1], acc[e + 2], acc[e + 3]);
             return;
         }
         mbar_wait_cluster(&inbox_full, 0);
-        for (int s = 0; s < a.S - 1; ++s) {  // rank order: deterministic
-            const float4* part = reinterpret_cast<const float4*>(inbox + ((size_t)s * kTmaConsumers + t) * kAcc);
+        float sum[kAcc];
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
+        for (int r = 0; r < a.S; ++r) {  // rank order: deterministic
+            if (r == rank) {
+#pragma unroll
+                for (int e = 0; e < kAcc; ++e) sum[e] += acc[e];
+                continue;
+            }
+            const int slot = r < rank ? r : r - 1;
+            const float4* part = reinterpret_cast<const float4*>(inbox + ((size_t)slot * owned + (t - from)) * kAcc);
 #pragma unroll
             for (int e = 0; e < kAcc; e += 4) {
                 const float4 v = part[e / 4];
-                acc[e] += v.x, acc[e + 1] += v.y, acc[e + 2] += v.z, acc[e + 3] += v.w;
+                sum[e] += v.x, sum[e + 1] += v.y, sum[e + 2] += v.z, sum[e + 3] += v.w;
             }
         }
 #pragma unroll
-        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile, t, e, acc[e]);
+        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile, t, e, sum[e]);
         return;
     }
     if (a.S == 1) {

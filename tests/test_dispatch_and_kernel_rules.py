@@ -149,7 +149,7 @@ def _cpp_smem_rules(tmp_path):
         f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n'
         "#include <cstdio>\nint main() {\n"
         ' printf("limit %d\\n", (int)okc::kSmemOptInLimit);\n'
-        " for (int s : {2, 8, 16}) for (int nb : {1, 2, 4}) {\n"
+        " for (int s : {2, 3, 8, 16}) for (int nb : {1, 2, 4}) {\n"
         "  for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4})\n"
         '   printf("gemv %d %d %d %d %d\\n", s, nb, nw, r, (int)okc::gemv_smem_bytes(nw, r, nb, s - 1));\n'
         "  for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d)\n"
@@ -173,6 +173,8 @@ def test_python_and_cuda_agree_on_the_cluster_inbox(tmp_path):
     m_of_nb = {1: 8, 2: 16, 4: 32}
     refused = 0
     for kind, values in rows:
+        if kind == "gemv" and values[0] not in dispatch.GEMV_S:
+            continue  # S = 3 is there for the TMA GEMV's uneven shares; the register GEMVs take no such S
         if kind == "gemv":
             s, nb, nw, r, smem = values
             error = dispatch.gemv_config_error((nw, s, 1, 0, r, 1), m_of_nb[nb], False, 4096, 8192)
@@ -182,11 +184,41 @@ def test_python_and_cuda_agree_on_the_cluster_inbox(tmp_path):
                 assert (zerror is None) == (smem <= limit), (values, zerror)
         else:
             s, nb, stages, dual, smem = values
-            assert dispatch.tma_smem_bytes(nb, stages, bool(dual), s - 1) == smem
+            assert dispatch.tma_smem_bytes(nb, stages, bool(dual), s) == smem
             error = dispatch.tma_config_error((s, stages, 1), m_of_nb[nb], bool(dual), 256, 8192)
             assert (error is None) == (smem <= limit), (values, error)
         refused += smem > limit
     assert refused > 0  # the limit binds somewhere, or this test would prove nothing
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
+    """tma_gemv.cuh's own tma_owned_from / tma_owner, compiled: for every S a cluster may have, the ranks' thread
+    ranges tile 0..127 without gaps, each rank owns at least one thread, tma_owner names the range a thread is
+    in, and the largest share fits the inbox tma_inbox_bytes sizes (ceil(128 / S) threads)."""
+    program = tmp_path / "owners.cu"
+    program.write_text(
+        f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
+        " for (int s = 2; s <= 16; ++s) {\n"
+        '  printf("s %d %d", s, okc::tma_inbox_bytes(1, s));\n'
+        '  for (int r = 0; r <= s; ++r) printf(" %d", okc::tma_owned_from(r, s));\n'
+        '  for (int t = 0; t < 128; ++t) printf(" %d", okc::tma_owner(t, s));\n'
+        '  printf("\\n");\n }\n}\n'
+    )
+    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "owners")], check=True)
+    out = subprocess.run([str(tmp_path / "owners")], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert len(lines) == 15
+    for line in lines:
+        values = list(map(int, line.split()[1:]))
+        s, inbox_bytes = values[0], values[1]
+        starts, owners = values[2 : 3 + s], values[3 + s :]
+        assert starts[0] == 0 and starts[-1] == 128 and len(owners) == 128
+        shares = [b - a for a, b in zip(starts, starts[1:])]
+        assert min(shares) >= 1
+        assert all(starts[owners[t]] <= t < starts[owners[t] + 1] for t in range(128)), s
+        assert inbox_bytes == (s - 1) * max(shares) * 4 * 4, s  # NB = 1: 4 floats per thread
 
 
 def test_zgemv_config_errors_name_the_field():

@@ -196,18 +196,51 @@ def test_pack_tma_rejects_unaligned_shapes():
         pack_tma_tiles(torch.zeros(96, 64, dtype=torch.bfloat16))
 
 
-def test_tma_cluster_reduction_covers_the_tile_once():
-    """C = 1: rank r of an S-CTA cluster reduces idx = r*160 + thread, stepping S*160, over the 128 * 4NB partial
-    floats (thread-major), and writes idx as accumulator idx // 128 of consumer thread idx % 128."""
-    for nb in (1, 2, 4):
-        k_tile = 4 * nb * 128
-        for s_splits in (2, 3, 5, 16):
-            seen = [
-                idx
-                for rank in range(s_splits)
-                for thread in range(160)
-                for idx in range(rank * 160 + thread, k_tile, s_splits * 160)
-            ]
-            assert sorted(seen) == list(range(k_tile)), (nb, s_splits)
-            cells = {tma_accumulator_coords(idx % 128, idx // 128) for idx in seen}
-            assert len(cells) == k_tile and max(c for _, c in cells) == 8 * nb - 1
+def emulate_tma_cluster_reduction(partials):
+    """C = 1 as tma_gemv.cuh does it, from its formulas: partials[r][t] = consumer thread t's kAcc accumulators
+    on rank r. Thread t belongs to rank owner(t) = ((t + 1) S - 1) // 128, which owns [128 r // S, 128 (r+1) // S);
+    every other rank pushes t's accumulators into the owner's inbox slot (its rank, skipping the owner's), at
+    float ((slot * owned + t - from) * kAcc); the owner sums the S partials in rank order. Returns the summed
+    [128, kAcc] tile and, per rank, how many inbox floats were written (each at most once)."""
+    s_splits, _, k_acc = partials.shape
+    inbox_floats = (s_splits - 1) * -(-128 // s_splits) * k_acc  # tma_inbox_bytes / 4
+    inboxes = torch.full((s_splits, inbox_floats), float("nan"), dtype=partials.dtype)
+    written = torch.zeros(s_splits, inbox_floats, dtype=torch.int64)
+    for rank in range(s_splits):
+        for t in range(128):
+            owner = ((t + 1) * s_splits - 1) // 128
+            start, owned = 128 * owner // s_splits, 128 * (owner + 1) // s_splits - 128 * owner // s_splits
+            assert start <= t < start + owned
+            if owner != rank:
+                slot = rank if rank < owner else rank - 1
+                at = (slot * owned + (t - start)) * k_acc
+                inboxes[owner, at : at + k_acc] = partials[rank, t]
+                written[owner, at : at + k_acc] += 1
+    out = torch.full((128, k_acc), float("nan"), dtype=partials.dtype)
+    for t in range(128):
+        owner = ((t + 1) * s_splits - 1) // 128
+        start, owned = 128 * owner // s_splits, 128 * (owner + 1) // s_splits - 128 * owner // s_splits
+        total = torch.zeros(k_acc, dtype=partials.dtype)
+        for r in range(s_splits):
+            if r == owner:
+                total += partials[r, t]
+            else:
+                at = ((r if r < owner else r - 1) * owned + (t - start)) * k_acc
+                total += inboxes[owner, at : at + k_acc]
+        out[t] = total
+    assert int(written.max()) <= 1, "two pushes into one inbox float"
+    return out, written.sum(dim=1)
+
+
+@pytest.mark.parametrize("s_splits", [2, 3, 5, 7, 12, 16])
+def test_tma_cluster_reduction_sums_every_thread_once_in_rank_order(s_splits):
+    for nb in (1, 4):
+        partials = torch.randn(s_splits, 128, 4 * nb, dtype=torch.float64)
+        out, received = emulate_tma_cluster_reduction(partials)
+        expected = torch.zeros(128, 4 * nb, dtype=torch.float64)
+        for r in range(s_splits):
+            expected += partials[r]
+        assert torch.equal(out, expected)  # the same additions in the same order: bit for bit
+        for rank in range(s_splits):  # what open_inbox arms: S - 1 partials of the threads the rank owns
+            owned = 128 * (rank + 1) // s_splits - 128 * rank // s_splits
+            assert int(received[rank]) == (s_splits - 1) * owned * 4 * nb
