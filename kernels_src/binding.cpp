@@ -7,8 +7,8 @@ const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* 
                             int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
                             long long stream);
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                                int N, int K, int S, int NB, int STAGES, bool cluster, bool dual, long long stream);
-const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster);
+                                int N, int K, int S, int NB, int STAGES, int cluster, bool dual, long long stream);
+const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster);
 const char* okc_launch_zgemv(const void* x, const void* w, const void* exceptions, const int* row_starts, void* out,
                              float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int capr,
                              int NW, int S, int UG, int NB, int R, int P, bool cluster, long long stream);
@@ -100,21 +100,21 @@ std::string gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tens
 // out[M, N] = x[M, K] . W[:N]^T through the bulk-copy + wgmma kernel (tma_gemv.cuh), W packed by
 // packing.pack_tma_bulk (dual: the router's hi and lo halves).
 std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
-                     torch::Tensor sem, int64_t N, int64_t K, int64_t S, int64_t NB, int64_t STAGES, bool cluster,
+                     torch::Tensor sem, int64_t N, int64_t K, int64_t S, int64_t NB, int64_t STAGES, int64_t C,
                      bool dual, int64_t stream) {
     const std::string bad = check_operands("tma_gemv", x, w, w2, out, ws, sem, N, K, NB, dual);
     if (!bad.empty()) return bad;
-    const char* refused = okc_tma_config_error((int)NB, (int)STAGES, dual, (int)S, cluster);
-    OKC_REQUIRE(refused == nullptr, "tma_gemv (NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ", refused);
+    const char* refused = okc_tma_config_error((int)NB, (int)STAGES, dual, (int)S, (int)C);
+    OKC_REQUIRE(refused == nullptr, "tma_gemv (NB=", NB, " STAGES=", STAGES, " C=", C, " dual=", dual, "): ", refused);
     OKC_REQUIRE(N % 64 == 0 && K % 64 == 0, "tma_gemv: need N % 64 == 0 and K % 64 == 0, got N=", N, " K=", K);
     OKC_REQUIRE(S >= 1 && S <= K / 64, "tma_gemv: S=", S, " must be 1..", K / 64, " (the 64-wide K tiles)");
     OKC_REQUIRE(S == 1 || ws.numel() >= (N / 64) * S * 64 * 8 * NB, "tma_gemv: workspace too small for S=", S);
     OKC_REQUIRE(S == 1 || sem.numel() >= N / 64, "tma_gemv: need one semaphore per 64-row tile (", N / 64, ")");
     const char* err = okc_launch_tma_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr,
                                           out.data_ptr(), ws.data_ptr<float>(), sem.data_ptr<int>(), (int)x.size(0),
-                                          (int)N, (int)K, (int)S, (int)NB, (int)STAGES, cluster, dual,
+                                          (int)N, (int)K, (int)S, (int)NB, (int)STAGES, (int)C, dual,
                                           (long long)stream);
-    OKC_REQUIRE(err == nullptr, "tma_gemv (S=", S, " NB=", NB, " STAGES=", STAGES, " dual=", dual, "): ", err);
+    OKC_REQUIRE(err == nullptr, "tma_gemv (S=", S, " NB=", NB, " STAGES=", STAGES, " C=", C, " dual=", dual, "): ", err);
     return "";
 }
 

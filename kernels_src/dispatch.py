@@ -28,8 +28,9 @@ GEMV_DOUBLE_DATA_REGS = 100
 TMA_TILE = 64
 TMA_CONSUMERS = 128  # threads of the consumer warpgroup (tma_gemv.cuh, kTmaConsumers)
 TMA_STAGES = (2, 4, 6, 8, 12, 16)
-# How S > 1 splits reduce: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory).
-TMA_C = (0, 1)
+# How S > 1 splits reduce: 0 semaphore + workspace; a thread-block cluster (distributed shared memory) with the
+# tile gathered on rank 0 (1) or scattered over the S ranks (2).
+TMA_C = (0, 1, 2)
 SMEM_LIMIT = 226 * 1024  # dynamic shared memory per block, every engine: Hopper's 227 KB less 1 KB for static
 # The compressed GEMV (kernels_src/zgemv.cuh, weights in kernels_src/compress.py's 12-bit format): the plain
 # GEMV's (NW, S, P, R, C), with UG 64-wide K groups in flight per warp and trip instead of U 32-wide blocks.
@@ -115,14 +116,15 @@ def gemv_config_error(cfg, m, dual, n, k):
     return None
 
 
-def tma_smem_bytes(nb, stages, dual, cluster_s=0):
+def tma_smem_bytes(nb, stages, dual, s=1, c=0):
     """Shared memory of one TMA-GEMV CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring plus 1 KB
-    to align it, then, for a cluster split over cluster_s = S CTAs (C = 1), the inbox: S - 1 slots of 4 NB fp32
-    accumulators for each of the ceil(128 / S) consumer threads a rank owns at most."""
+    to align it, then, for a cluster split (C = 1, 2) over S CTAs, the inbox: S - 1 slots of 4 NB fp32
+    accumulators for each consumer thread a rank owns, all 128 (C = 1) or at most ceil(128 / S) (C = 2)."""
     ring = stages * (TMA_TILE * TMA_TILE * 2 * (2 if dual else 1) + nb * 8 * TMA_TILE * 2) + 1024
-    if cluster_s < 2:
+    if c == 0:
         return ring
-    return ring + (cluster_s - 1) * -(-TMA_CONSUMERS // cluster_s) * 4 * nb * 4
+    owned = TMA_CONSUMERS if c == 1 else -(-TMA_CONSUMERS // s)
+    return ring + (s - 1) * owned * 4 * nb * 4
 
 
 def tma_config_error(cfg, m, dual, n, k):
@@ -135,7 +137,7 @@ def tma_config_error(cfg, m, dual, n, k):
     if c not in TMA_C:
         return f"C={c} is not one of {TMA_C}"
     if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
-        return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
+        return f"C={c} (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
     if not 1 <= m <= GEMV_MAX_M:
         return f"the TMA GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
     if n % TMA_TILE or k % TMA_TILE:
@@ -143,7 +145,7 @@ def tma_config_error(cfg, m, dual, n, k):
     if not 1 <= s <= k // TMA_TILE:
         return f"S={s} must be 1..{k // TMA_TILE} (the {TMA_TILE}-wide K tiles of K={k})"
     nb = column_blocks(m)
-    smem = tma_smem_bytes(nb, stages, dual, s if c else 0)
+    smem = tma_smem_bytes(nb, stages, dual, s, c)
     if smem > SMEM_LIMIT:
         inbox = f", S={s} (cluster inbox)" if c else ""
         return f"STAGES={stages}{inbox} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {SMEM_LIMIT}"

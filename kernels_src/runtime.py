@@ -154,7 +154,7 @@ def _tma_gemv(x, layer, n, cfg, state):
         s,
         column_blocks(m),
         stages,
-        bool(c),
+        c,
         dual,
         stream,
     )

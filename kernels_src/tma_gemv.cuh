@@ -19,17 +19,21 @@
 //    both straight from shared memory, keeping one K tile's wgmmas in flight while it waits for the next;
 //  * full / empty mbarriers per stage: TMA completes `full` by its byte count; each consumer warp arrives
 //    on `empty` once its wgmmas that read the stage have retired;
-//  * S > 1, reduced one of two ways (C, as in gemv.cuh):
+//  * S > 1, reduced one of three ways (C; 0 and 1 as in gemv.cuh):
 //    C = 0  every CTA writes its fp32 partial tile to a workspace and the last to arrive at the tile's counter
 //           sums the S partials in split order (deterministic), writes the output and resets the counter to 0,
 //           so the next launch or graph replay needs no clearing kernel;
-//    C = 1  the S CTAs of a tile form one thread-block cluster and reduce it scattered: rank r owns consumer
-//           threads [128 r / S, 128 (r + 1) / S) of the tile. Every other rank pushes those threads'
-//           accumulators from registers into rank r's inbox after the ring (st.async, counted on one mbarrier
-//           per rank) and leaves; rank r adds the S partials of its threads in rank order and writes them
-//           (common.cuh, open_inbox): no workspace, no fence, no counter. Scattered, because an SM takes in
-//           distributed shared memory at only ~25 GB/s: gathering a whole tile on rank 0 cost qkv_gate m = 32
-//           (16 KB in) ~1 us and the router at S = 16 (120 KB in) 5.8 us (notes/session11, calls 1 and 4).
+//    C = 1  gathered: the S CTAs of a tile form one thread-block cluster; ranks 1..S-1 push their partials
+//           from registers into rank 0's inbox after the ring (st.async, counted on one mbarrier) and leave;
+//           rank 0 adds them to its own in rank order and writes the output (common.cuh, open_inbox): no
+//           workspace, no fence, no counter;
+//    C = 2  scattered: the same cluster, but rank r owns consumer threads [128 r / S, 128 (r + 1) / S) of the
+//           tile; every other rank pushes those threads' accumulators into rank r's inbox and leaves, and rank
+//           r adds the S partials of its threads in rank order and writes them. An SM takes in distributed
+//           shared memory at only ~25 GB/s, so the gather costs in proportion to the bytes rank 0 receives
+//           ((S - 1) x 2 KB x NB: ~1 us at qkv_gate m = 32, 5.8 us for the router at S = 16); the scatter
+//           spreads them over S SMs but keeps every rank alive to the end. The sweep picks per shape
+//           (notes/session11: C = 2 won at NB = 4, C = 1 at NB <= 2 on qkv_gate).
 #pragma once
 #include "common.cuh"
 
@@ -54,14 +58,14 @@ __host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual) 
 __host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual) {
     return tma_smem_bytes(nb, stages, dual) <= (int)kSmemOptInLimit;
 }
-// C = 1: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)), and
+// C = 2: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)), and
 // tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
 __host__ __device__ constexpr int tma_owned_from(int rank, int s) { return rank * kTmaConsumers / s; }
 __host__ __device__ constexpr int tma_owner(int t, int s) { return ((t + 1) * s - 1) / kTmaConsumers; }
-// Each rank's inbox follows its ring: S - 1 slots (one per other rank, in rank order) of 4 NB floats for each
-// thread it owns, sized for the largest share, ceil(128 / S) threads.
-__host__ __device__ constexpr int tma_inbox_bytes(int nb, int s) {
-    return (s - 1) * ((kTmaConsumers + s - 1) / s) * 4 * nb * 4;
+// The cluster inbox follows the ring: S - 1 slots (one per other rank, in rank order) of 4 NB floats for each
+// thread the rank owns: all 128 (C = 1, rank 0), or at most ceil(128 / S) (C = 2). None for C = 0.
+__host__ __device__ constexpr int tma_inbox_bytes(int nb, int s, int c) {
+    return c == 0 ? 0 : (s - 1) * (c == 1 ? kTmaConsumers : (kTmaConsumers + s - 1) / s) * 4 * nb * 4;
 }
 
 struct TmaGemvArgs {
@@ -71,7 +75,7 @@ struct TmaGemvArgs {
     float* ws;  // split-K partials: [N/64][S][64 * 8 NB]
     int* sem;   // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    int cluster;  // 1: the S split CTAs of a tile are one cluster and reduce through distributed shared memory
+    int cluster;  // C: 1 / 2, the S split CTAs of a tile are one cluster and reduce gathered / scattered
 };
 
 // One box of a 2-D tensor map (c0: the inner coordinate, K; c1: rows) into shared memory, counted on `bar`.
@@ -191,7 +195,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
     if (a.cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
         const int rank = (int)cluster_rank();
-        const int owned = tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S);
+        const int owned = a.cluster == 2 ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
+                                         : (rank == 0 ? kTmaConsumers : 0);
         open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
     }
     __syncthreads();
@@ -241,11 +246,13 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 
     const int t = threadIdx.x;
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
-    if (a.cluster) {  // scattered: thread t's accumulators meet on the rank that owns t
+    if (a.cluster) {  // thread t's accumulators meet on the rank that owns t: rank 0 (C = 1) or tma_owner (C = 2)
         inbox_ready();
         const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
-        const int owner = tma_owner(t, a.S);
-        const int from = tma_owned_from(owner, a.S), owned = tma_owned_from(owner + 1, a.S) - from;
+        const bool scattered = a.cluster == 2;
+        const int owner = scattered ? tma_owner(t, a.S) : 0;
+        const int from = scattered ? tma_owned_from(owner, a.S) : 0;
+        const int owned = scattered ? tma_owned_from(owner + 1, a.S) - from : kTmaConsumers;
         if (owner != rank) {  // into the owner's slot for this rank (its slots skip itself)
             const int slot = rank < owner ? rank : rank - 1;
             float* dst = inbox + ((size_t)slot * owned + (t - from)) * kAcc;  // thread-major: 16-byte pushes

@@ -48,7 +48,7 @@ const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaS
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
         auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, OutT>;
-        const int smem = tma_smem_bytes(NB, STAGES, DUAL) + (a.cluster ? tma_inbox_bytes(NB, a.S) : 0);
+        const int smem = tma_smem_bytes(NB, STAGES, DUAL) + tma_inbox_bytes(NB, a.S, a.cluster);
         if (smem > (int)kSmemOptInLimit) return "the ring and the cluster inbox exceed the 226 KB of shared memory a block may take";
         static int opted_in = 0;  // per instantiation, the most asked for so far (not a stream operation: capture-safe)
         if (smem > opted_in) {
@@ -81,28 +81,29 @@ const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages
 }  // namespace okc
 
 // Why (NB, STAGES, dual) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
-const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, bool cluster) {
+const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster) {
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
     if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
         return "STAGES must be 2, 4, 6, 8, 12 or 16";
     if (!okc::tma_fits(NB, STAGES, dual)) return "the ring (STAGES x (weights + x)) exceeds the 226 KB of shared memory a block may take";
+    if (cluster < 0 || cluster > 2) return "C must be 0 (semaphore), 1 (cluster, gathered) or 2 (cluster, scattered)";
     if (cluster && (S < 2 || S > 16)) return "a cluster split needs 2 <= S <= 16";
-    if (cluster && okc::tma_smem_bytes(NB, STAGES, dual) + okc::tma_inbox_bytes(NB, S) > (int)okc::kSmemOptInLimit)
-        return "the ring and the cluster inbox (S - 1 partial tiles) exceed the 226 KB of shared memory a block may take";
+    if (okc::tma_smem_bytes(NB, STAGES, dual) + okc::tma_inbox_bytes(NB, S, cluster) > (int)okc::kSmemOptInLimit)
+        return "the ring and the cluster inbox (S - 1 partials) exceed the 226 KB of shared memory a block may take";
     return nullptr;
 }
 
 // Called by binding.cpp; every argument has been checked there. w, w2: packing.pack_tma_bulk tiles of >= N rows
 // (w2: the router's lo half, dual only); x: [M, K] bf16.
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                                int N, int K, int S, int NB, int STAGES, bool cluster, bool dual,
+                                int N, int K, int S, int NB, int STAGES, int cluster, bool dual,
                                 long long stream) {
     // The weights need no tensor map: their tiles are copied whole, by address (bulk_load_1d).
     CUtensorMap x_map;
     const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
     if (err != nullptr) return err;
     const okc::TmaGemvArgs a{static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(dual ? w2 : w), out, ws,
-                             sem, M, N, K, S, cluster ? 1 : 0};
+                             sem, M, N, K, S, cluster};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (NB) {
         case 1: return okc::tma_by_stages<1>(x_map, a, STAGES, dual, s);

@@ -15,8 +15,8 @@ STUB_LAUNCHERS = r"""
 const char* okc_launch_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                             int, int, int, int, bool, bool, long long) { return "stub launcher reached"; }
 const char* okc_launch_tma_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
-                                int, bool, bool, long long) { return "stub launcher reached"; }
-const char* okc_tma_config_error(int, int, bool, int, bool) { return nullptr; }
+                                int, int, bool, long long) { return "stub launcher reached"; }
+const char* okc_tma_config_error(int, int, bool, int, int) { return nullptr; }
 const char* okc_launch_zgemv(const void*, const void*, const void*, const int*, void*, float*, int*, int, int, int,
                              int, int, int, int, int, int, int, int, int, int, int, bool, long long) {
     return "stub launcher reached";
@@ -58,7 +58,7 @@ def test_refusals_are_returned_not_thrown(binding):
     x, w, out, ws, sem = _operands()
     got = binding.gemv(x, w, w, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, False, False, 0, 0)
     assert got == "gemv: x must be a CUDA tensor"
-    got = binding.tma_gemv(x, w, w, out, ws, sem, 256, 8192, 1, 1, 8, False, False, 0)
+    got = binding.tma_gemv(x, w, w, out, ws, sem, 256, 8192, 1, 1, 8, 0, False, 0)
     assert got == "tma_gemv: x must be a CUDA tensor"
     exceptions, starts = torch.zeros(16, 1, 2, dtype=torch.int32), torch.zeros(16, 17, dtype=torch.int32)
     zs = torch.zeros(256 * 8192 * 12 // 8, dtype=torch.uint8)

@@ -67,6 +67,9 @@ def test_tma_config_errors_name_the_field():
     assert "cluster" in dispatch.tma_config_error((1, 8, 1), 32, False, 2304, 8192)  # nothing to reduce
     assert "cluster" in dispatch.tma_config_error((32, 8, 1), 32, False, 2304, 8192)  # past 16 CTAs
     assert dispatch.tma_config_error((16, 8, 1), 32, False, 2304, 8192) is None
+    assert dispatch.tma_config_error((16, 8, 2), 32, False, 2304, 8192) is None
+    assert "C=2" in dispatch.tma_config_error((1, 8, 2), 32, False, 2304, 8192)
+    assert "C=3" in dispatch.tma_config_error((3, 8, 3), 32, False, 2304, 8192)
 
 
 def test_column_blocks():
@@ -143,7 +146,7 @@ def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
 
 def _cpp_smem_rules(tmp_path):
     """The CUDA headers' shared-memory arithmetic for C = 1 (the cluster inbox) at S = 2, 8, 16: gemv_smem_bytes
-    for every (NW, R, NB), tma_smem_bytes + tma_inbox_bytes for every (NB, STAGES, dual), and the limit."""
+    for every (NW, R, NB), tma_smem_bytes + tma_inbox_bytes for every (NB, STAGES, dual, C = 1, 2), and the limit."""
     program = tmp_path / "smem_rule.cu"
     program.write_text(
         f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n'
@@ -152,8 +155,8 @@ def _cpp_smem_rules(tmp_path):
         " for (int s : {2, 3, 8, 16}) for (int nb : {1, 2, 4}) {\n"
         "  for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4})\n"
         '   printf("gemv %d %d %d %d %d\\n", s, nb, nw, r, (int)okc::gemv_smem_bytes(nw, r, nb, s - 1));\n'
-        "  for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d)\n"
-        '   printf("tma %d %d %d %d %d\\n", s, nb, st, d, okc::tma_smem_bytes(nb, st, d) + okc::tma_inbox_bytes(nb, s));\n'
+        "  for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d) for (int c = 1; c <= 2; ++c)\n"
+        '   printf("tma %d %d %d %d %d %d\\n", s, nb, st, d, c, okc::tma_smem_bytes(nb, st, d) + okc::tma_inbox_bytes(nb, s, c));\n'
         " }\n}\n"
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "smem_rule")], check=True)
@@ -183,9 +186,9 @@ def test_python_and_cuda_agree_on_the_cluster_inbox(tmp_path):
             if zerror is None or "data registers" not in zerror:  # its register rule binds first at R = 4, NB = 4
                 assert (zerror is None) == (smem <= limit), (values, zerror)
         else:
-            s, nb, stages, dual, smem = values
-            assert dispatch.tma_smem_bytes(nb, stages, bool(dual), s) == smem
-            error = dispatch.tma_config_error((s, stages, 1), m_of_nb[nb], bool(dual), 256, 8192)
+            s, nb, stages, dual, c, smem = values
+            assert dispatch.tma_smem_bytes(nb, stages, bool(dual), s, c) == smem
+            error = dispatch.tma_config_error((s, stages, c), m_of_nb[nb], bool(dual), 256, 8192)
             assert (error is None) == (smem <= limit), (values, error)
         refused += smem > limit
     assert refused > 0  # the limit binds somewhere, or this test would prove nothing
@@ -201,7 +204,7 @@ def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
     program.write_text(
         f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
         " for (int s = 2; s <= 16; ++s) {\n"
-        '  printf("s %d %d", s, okc::tma_inbox_bytes(1, s));\n'
+        '  printf("s %d %d", s, okc::tma_inbox_bytes(1, s, 2));\n'
         '  for (int r = 0; r <= s; ++r) printf(" %d", okc::tma_owned_from(r, s));\n'
         '  for (int t = 0; t < 128; ++t) printf(" %d", okc::tma_owner(t, s));\n'
         '  printf("\\n");\n }\n}\n'

@@ -55,7 +55,7 @@ def test_tma_gemv_is_exact_enough_on_every_layer(submission):
             (layer, m, cfg)
             for layer in problem.layers
             for m in (1, 5, 9, 16, 17, 32)
-            for cfg in ((1, 4, 0), (3, 8, 0), (7, 6, 0), (3, 8, 1), (16, 4, 1))
+            for cfg in ((1, 4, 0), (3, 8, 0), (7, 6, 0), (3, 8, 1), (16, 4, 1), (3, 8, 2), (5, 6, 2), (16, 4, 2))
         ]
         plan += [(layer, m, cfg) for (layer, m), cfg in submission.TTABLE.items() if cfg is not None]
         for layer_name, m, cfg in plan:

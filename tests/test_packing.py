@@ -197,7 +197,7 @@ def test_pack_tma_rejects_unaligned_shapes():
 
 
 def emulate_tma_cluster_reduction(partials):
-    """C = 1 as tma_gemv.cuh does it, from its formulas: partials[r][t] = consumer thread t's kAcc accumulators
+    """C = 2 (scattered) as tma_gemv.cuh does it, from its formulas: partials[r][t] = consumer thread t's kAcc accumulators
     on rank r. Thread t belongs to rank owner(t) = ((t + 1) S - 1) // 128, which owns [128 r // S, 128 (r+1) // S);
     every other rank pushes t's accumulators into the owner's inbox slot (its rank, skipping the owner's), at
     float ((slot * owned + t - from) * kAcc); the owner sums the S partials in rank order. Returns the summed

@@ -23,7 +23,7 @@ FINALISTS = 4  # the fastest few of the coarse pass are timed again with more re
 # reduction cost that fewer of them per SM overlap.
 TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
 TMA_SWEEP_STAGES = (4, 6, 8, 12)
-TMA_SWEEP_C = (0, 1)
+TMA_SWEEP_C = (0, 1, 2)
 
 
 def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error) -> list[tuple[int, ...]]:
