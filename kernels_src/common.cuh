@@ -97,15 +97,15 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity
         : "memory");
 }
 
-// Cluster split-K (C = 1), shared by the three GEMVs: the S CTAs that split one output tile's K range are one
-// thread-block cluster (launch_splits). A rank that owns part of the tile keeps an inbox in its shared memory,
-// one slot per other rank and one mbarrier; the other ranks push their partials of that part into their slots
-// with st.async (each 16-byte store counted on that barrier's byte count) and leave. The owner waits on the
-// barrier once, adds the S partials in rank order (deterministic) and writes the output. After the slowest
-// split that is one one-way SM-to-SM trip, where the semaphore path (C = 0) takes three L2 round trips (publish
-// and fence, count, reload): notes/session9 measured that tail at 1.7-1.9 us of the TMA GEMV's time. The
-// register GEMVs give rank 0 the whole tile; the TMA GEMV, whose tiles are 16x larger, spreads it over all S
-// ranks, because an SM takes in distributed shared memory at only ~25 GB/s (notes/session11).
+// Cluster split-K (C = 1, and the TMA GEMV's C = 2), shared by the three GEMVs: the S CTAs that split one output
+// tile's K range are one thread-block cluster (launch_splits). A rank that owns part of the tile keeps an inbox
+// in its shared memory, one slot per other rank and one mbarrier; the other ranks push their partials of that
+// part into their slots with st.async (each 16-byte store counted on that barrier's byte count) and leave. The
+// owner waits on the barrier once, adds the S partials in rank order (deterministic) and writes the output.
+// After the slowest split that is one one-way SM-to-SM trip, where the semaphore path (C = 0) takes three L2
+// round trips (publish and fence, count, reload): notes/session9 measured that tail at 1.7-1.9 us of the TMA
+// GEMV's time. C = 1 gives rank 0 the whole tile; the TMA GEMV's C = 2 spreads it over all S ranks, because an
+// SM takes in distributed shared memory at only ~25 GB/s (notes/session11).
 __device__ __forceinline__ uint32_t cluster_rank() {
     uint32_t r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -125,7 +125,7 @@ __device__ __forceinline__ void open_inbox(uint64_t* full, uint32_t bytes) {
     asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 }
 
-// Every thread, once, after open_inbox: rank 0's barrier is armed (and no CTA leaves before all have started).
+// Every thread, once, after open_inbox: every rank's barrier is armed (and no CTA leaves before all have started).
 __device__ __forceinline__ void inbox_ready() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
 
 // Four floats into rank `to`'s inbox at `dst` (this CTA's address of the same shared-memory offset, 16-byte

@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     __shared__ int is_last;
     __shared__ __align__(8) uint64_t inbox_full;
     uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    float* inbox = reinterpret_cast<float*>(ring + STAGES * kStage);  // C = 1: [S - 1][owned threads][kAcc]
+    float* inbox = reinterpret_cast<float*>(ring + STAGES * kStage);  // C = 1, 2: [S - 1][threads owned][kAcc]
 
     const int tile = blockIdx.x, split = blockIdx.y;
     const int k_tiles = a.K / kTmaTileK;
