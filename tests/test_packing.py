@@ -197,36 +197,37 @@ def test_pack_tma_rejects_unaligned_shapes():
 
 
 def emulate_tma_cluster_reduction(partials):
-    """C = 2 (scattered) as tma_gemv.cuh does it, from its formulas: partials[r][t] = consumer thread t's kAcc accumulators
-    on rank r. Thread t belongs to rank owner(t) = ((t + 1) S - 1) // 128, which owns [128 r // S, 128 (r+1) // S);
-    every other rank pushes t's accumulators into the owner's inbox slot (its rank, skipping the owner's), at
-    float ((slot * owned + t - from) * kAcc); the owner sums the S partials in rank order. Returns the summed
-    [128, kAcc] tile and, per rank, how many inbox floats were written (each at most once)."""
+    """C = 2 (scattered) as tma_gemv.cuh does it, from its formulas: partials[r][t] = consumer thread t's kAcc
+    accumulators on rank r. Thread t belongs to rank owner(t) = ((t + 1) S - 1) // 128, which owns
+    [128 r // S, 128 (r+1) // S); every other rank pushes t's accumulators into the owner's inbox slot (its rank,
+    skipping the owner's), at float ((slot * owned + t - from) * kAcc); the owner sums the S partials in rank
+    order. Returns the summed [128, kAcc] tile and, per rank, how many inbox floats were written (each at most
+    once)."""
     s_splits, _, k_acc = partials.shape
     inbox_floats = (s_splits - 1) * -(-128 // s_splits) * k_acc  # tma_inbox_bytes / 4
     inboxes = torch.full((s_splits, inbox_floats), float("nan"), dtype=partials.dtype)
     written = torch.zeros(s_splits, inbox_floats, dtype=torch.int64)
+
+    def owner_and_offset(t, sender):
+        """(owner of thread t, where sender's accumulators of t sit in the owner's inbox)."""
+        owner = ((t + 1) * s_splits - 1) // 128
+        start, owned = 128 * owner // s_splits, 128 * (owner + 1) // s_splits - 128 * owner // s_splits
+        assert start <= t < start + owned
+        slot = sender if sender < owner else sender - 1
+        return owner, (slot * owned + (t - start)) * k_acc
+
     for rank in range(s_splits):
         for t in range(128):
-            owner = ((t + 1) * s_splits - 1) // 128
-            start, owned = 128 * owner // s_splits, 128 * (owner + 1) // s_splits - 128 * owner // s_splits
-            assert start <= t < start + owned
+            owner, at = owner_and_offset(t, rank)
             if owner != rank:
-                slot = rank if rank < owner else rank - 1
-                at = (slot * owned + (t - start)) * k_acc
                 inboxes[owner, at : at + k_acc] = partials[rank, t]
                 written[owner, at : at + k_acc] += 1
     out = torch.full((128, k_acc), float("nan"), dtype=partials.dtype)
     for t in range(128):
-        owner = ((t + 1) * s_splits - 1) // 128
-        start, owned = 128 * owner // s_splits, 128 * (owner + 1) // s_splits - 128 * owner // s_splits
         total = torch.zeros(k_acc, dtype=partials.dtype)
         for r in range(s_splits):
-            if r == owner:
-                total += partials[r, t]
-            else:
-                at = ((r if r < owner else r - 1) * owned + (t - start)) * k_acc
-                total += inboxes[owner, at : at + k_acc]
+            owner, at = owner_and_offset(t, r)
+            total += partials[r, t] if r == owner else inboxes[owner, at : at + k_acc]
         out[t] = total
     assert int(written.max()) <= 1, "two pushes into one inbox float"
     return out, written.sum(dim=1)
