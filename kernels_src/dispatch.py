@@ -35,9 +35,15 @@ TMA_C = (0, 1, 2)
 # the router). A layer whose weights compress() refuses runs its Z = 1 entries at Z = 0.
 TMA_Z = (0, 1)
 TMA_Z_TILE_BYTES = 4 * 3 * 32 * 16  # tma_gemv.cuh, kTmaZBytes: four 16-row blocks x three 16-byte parts x 32 lanes
-# Z = 1 also stages the tile's exception entries in shared memory (tma_gemv.cuh, tma_exception_bytes): at most
-# compress.MAX_EXCEPTIONS_PER_BLOCK (512) 8-byte entries and 17 row starts per 16-row block, four blocks.
-TMA_Z_EXCEPTION_BYTES = 4 * (512 * 8 + 17 * 4)
+# Z = 1 also keeps the exception warp's sums (64 rows x 8 NB tokens, fp32) and stages the tile's exception entries
+# in shared memory (tma_gemv.cuh, tma_exception_bytes): at most compress.MAX_EXCEPTIONS_PER_BLOCK (512) 8-byte
+# entries and 17 row starts per 16-row block, four blocks.
+TMA_Z_ENTRY_BYTES = 4 * (512 * 8 + 17 * 4)
+
+
+def tma_exception_bytes(nb):
+    """Z = 1: the exception sums and the most exception entries one 64-row tile may stage."""
+    return TMA_TILE * 8 * nb * 4 + TMA_Z_ENTRY_BYTES
 SMEM_LIMIT = 226 * 1024  # dynamic shared memory per block, every engine: Hopper's 227 KB less 1 KB for static
 # The compressed GEMV (kernels_src/zgemv.cuh, weights in kernels_src/compress.py's 12-bit format): the plain
 # GEMV's (NW, S, P, R, C), with UG 64-wide K groups in flight per warp and trip instead of U 32-wide blocks.
@@ -131,7 +137,7 @@ def tma_smem_bytes(nb, stages, dual, s=1, c=0, z=0):
     weights = TMA_Z_TILE_BYTES if z else TMA_TILE * TMA_TILE * 2 * (2 if dual else 1)
     ring = stages * (weights + nb * 8 * TMA_TILE * 2) + 1024
     owned = 0 if c == 0 else TMA_CONSUMERS if c == 1 else -(-TMA_CONSUMERS // s)
-    return ring + (s - 1) * owned * 4 * nb * 4 + (TMA_Z_EXCEPTION_BYTES if z else 0)
+    return ring + (s - 1) * owned * 4 * nb * 4 + (tma_exception_bytes(nb) if z else 0)
 
 
 def tma_config_error(cfg, m, dual, n, k):

@@ -43,7 +43,7 @@ static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
 
 // Shared memory of one CTA: the ring, the cluster inbox and, compressed (Z), the tile's exception entries.
 static int tma_total_smem(int nb, int stages, bool dual, bool z, int s, int cluster, int capr) {
-    return tma_smem_bytes(nb, stages, dual, z) + tma_inbox_bytes(nb, s, cluster) + (z ? tma_exception_bytes(capr) : 0);
+    return tma_smem_bytes(nb, stages, dual, z) + tma_inbox_bytes(nb, s, cluster) + (z ? tma_exception_bytes(capr, nb) : 0);
 }
 
 template <int NB, int STAGES, bool DUAL, bool Z>
@@ -61,7 +61,7 @@ const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaS
             if (err != cudaSuccess) return cudaGetErrorString(err);
             opted_in = smem;
         }
-        return launch_splits(kernel, dim3(a.N / kTmaTileRows, a.S), dim3(kTmaThreads), (size_t)smem, stream,
+        return launch_splits(kernel, dim3(a.N / kTmaTileRows, a.S), dim3(Z ? kTmaZThreads : kTmaThreads), (size_t)smem, stream,
                              a.cluster != 0, x, a);
     }
 }

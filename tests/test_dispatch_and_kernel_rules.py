@@ -128,7 +128,7 @@ def _cpp_tma_fits(tmp_path):
         "int main() { for (int nb : {1, 2, 4}) for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d)"
         " for (int z = 0; z < 2; ++z)"
         ' printf("%d %d %d %d %d %d\\n", nb, st, d, z, (int)okc::tma_fits(nb, st, d, z),'
-        " okc::tma_smem_bytes(nb, st, d, z) + (z ? okc::tma_exception_bytes(512) : 0)); }\n"
+        " okc::tma_smem_bytes(nb, st, d, z) + (z ? okc::tma_exception_bytes(512, nb) : 0)); }\n"
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "tma_rule")], check=True)
     out = subprocess.run([str(tmp_path / "tma_rule")], capture_output=True, text=True, check=True).stdout
@@ -165,7 +165,7 @@ def _cpp_smem_rules(tmp_path):
         "  for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d) for (int c = 1; c <= 2; ++c)\n"
         "   for (int z = 0; z < 2 - d; ++z)\n"
         '    printf("tma %d %d %d %d %d %d %d\\n", s, nb, st, d, c, z, okc::tma_smem_bytes(nb, st, d, z)'
-        " + okc::tma_inbox_bytes(nb, s, c) + (z ? okc::tma_exception_bytes(512) : 0));\n"
+        " + okc::tma_inbox_bytes(nb, s, c) + (z ? okc::tma_exception_bytes(512, nb) : 0));\n"
         " }\n}\n"
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "smem_rule")], check=True)

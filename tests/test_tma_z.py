@@ -123,7 +123,8 @@ def test_emulated_ztma_kernel_computes_the_product(m, splits):
 
 def test_dispatch_knows_the_kernels_z_sizes():
     assert dispatch.TMA_Z_TILE_BYTES == 6144 == 4 * 1536
-    assert dispatch.TMA_Z_EXCEPTION_BYTES == 4 * (MAX_EXCEPTIONS_PER_BLOCK * 8 + 17 * 4)
+    assert dispatch.TMA_Z_ENTRY_BYTES == 4 * (MAX_EXCEPTIONS_PER_BLOCK * 8 + 17 * 4)
+    assert dispatch.tma_exception_bytes(4) == 64 * 32 * 4 + dispatch.TMA_Z_ENTRY_BYTES
 
 
 def test_tma_config_errors_for_z():
