@@ -268,7 +268,7 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     type=click.Choice(sorted(CONFIG_FIELDS)),
     default="gemv",
     show_default=True,
-    help="gemv: the mma.sync GEMV's (NW, S, U, P, R, C) into CTABLE; tma: the TMA + wgmma GEMV's (S, STAGES, C, Z) into"
+    help="gemv: the mma.sync GEMV's (NW, S, U, P, R, C) into CTABLE; tma: the TMA + wgmma GEMV's (S, STAGES, C) into"
     " TTABLE, kept only where it beats what CTABLE runs; z: the compressed GEMV's (NW, S, UG, P, R, C) into ZTABLE,"
     " kept only where it beats what TTABLE and CTABLE run.",
 )

@@ -59,9 +59,9 @@ TABLES = (
     TableSpec(
         name="TTABLE",
         file="ttable.yaml",
-        fields=("S", "STAGES", "C", "Z"),
-        doc="(layer, m) -> (S, STAGES, C, Z) for the bulk-copy + wgmma GEMV (Z = 1: 12-bit compressed tiles); it"
-        " takes precedence over CTABLE, and None (or no entry) leaves the shape to CTABLE",
+        fields=("S", "STAGES", "C"),
+        doc="(layer, m) -> (S, STAGES, C) for the bulk-copy + wgmma GEMV; it takes precedence over CTABLE, and None"
+        " (or no entry) leaves the shape to CTABLE",
         **DECODE_M,
         check=_check_tma,
     ),

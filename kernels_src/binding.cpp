@@ -8,10 +8,7 @@ const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* 
                             long long stream);
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
                                 int N, int K, int S, int NB, int STAGES, int cluster, bool dual, long long stream);
-const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster, bool z, int capr);
-const char* okc_launch_ztma_gemv(const void* x, const void* zt, const void* exceptions, const int* row_starts,
-                                 void* out, float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K,
-                                 int capr, int S, int NB, int STAGES, int cluster, long long stream);
+const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster);
 const char* okc_launch_zgemv(const void* x, const void* w, const void* exceptions, const int* row_starts, void* out,
                              float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int capr,
                              int NW, int S, int UG, int NB, int R, int P, bool cluster, long long stream);
@@ -107,7 +104,7 @@ std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::
                      bool dual, int64_t stream) {
     const std::string bad = check_operands("tma_gemv", x, w, w2, out, ws, sem, N, K, NB, dual);
     if (!bad.empty()) return bad;
-    const char* refused = okc_tma_config_error((int)NB, (int)STAGES, dual, (int)S, (int)C, false, 0);
+    const char* refused = okc_tma_config_error((int)NB, (int)STAGES, dual, (int)S, (int)C);
     OKC_REQUIRE(refused == nullptr, "tma_gemv (NB=", NB, " STAGES=", STAGES, " C=", C, " dual=", dual, "): ", refused);
     OKC_REQUIRE(N % 64 == 0 && K % 64 == 0, "tma_gemv: need N % 64 == 0 and K % 64 == 0, got N=", N, " K=", K);
     OKC_REQUIRE(S >= 1 && S <= K / 64, "tma_gemv: S=", S, " must be 1..", K / 64, " (the 64-wide K tiles)");
@@ -121,54 +118,6 @@ std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::
     return "";
 }
 
-// What both compressed engines ask of compress()'s output for an [N, K] weight: a uint8 stream of at least N*K
-// 12-bit weights, exceptions [>= N/16, capr, 2] and row starts [>= N/16, 17], int32.
-static std::string check_compressed(const char* fn, const torch::Tensor& zs, const torch::Tensor& exceptions,
-                                    const torch::Tensor& row_starts, int64_t N, int64_t K) {
-    std::string bad;
-    if (!(bad = check_tensor(fn, zs, "compressed stream", at::kByte)).empty()) return bad;
-    if (!(bad = check_tensor(fn, exceptions, "exceptions", at::kInt)).empty()) return bad;
-    if (!(bad = check_tensor(fn, row_starts, "row_starts", at::kInt)).empty()) return bad;
-    OKC_REQUIRE(zs.numel() * 8 >= N * K * 12, fn, ": the stream holds fewer than N*K 12-bit weights");
-    OKC_REQUIRE(exceptions.dim() == 3 && exceptions.size(0) >= N / 16 && exceptions.size(2) == 2,
-                fn, ": exceptions must be [>= N/16, capr, 2], got ", exceptions.sizes());
-    OKC_REQUIRE(row_starts.dim() == 2 && row_starts.size(0) >= N / 16 && row_starts.size(1) == 17,
-                fn, ": row_starts must be [>= N/16, 17], got ", row_starts.sizes());
-    return "";
-}
-
-// out[M, N] = x[M, K] . W[:N]^T through the TMA GEMV on compressed weights (tma_gemv.cuh, Z = 1): zt is
-// compress.tma_tiles of a compress(order="wgmma") stream; exceptions, row_starts and t0..t3 the rest of its output.
-std::string ztma_gemv(torch::Tensor x, torch::Tensor zt, torch::Tensor exceptions, torch::Tensor row_starts,
-                      torch::Tensor out, torch::Tensor ws, torch::Tensor sem, int64_t N, int64_t K, int64_t S,
-                      int64_t NB, int64_t STAGES, int64_t C, int64_t t0, int64_t t1, int64_t t2, int64_t t3,
-                      int64_t stream) {
-    std::string bad;
-    if (!(bad = check_tensor("ztma_gemv", x, "x", at::kBFloat16)).empty()) return bad;
-    if (!(bad = check_compressed("ztma_gemv", zt, exceptions, row_starts, N, K)).empty()) return bad;
-    if (!(bad = check_tensor("ztma_gemv", out, "out", at::kBFloat16)).empty()) return bad;
-    if (!(bad = check_tensor("ztma_gemv", ws, "ws", at::kFloat)).empty()) return bad;
-    if (!(bad = check_tensor("ztma_gemv", sem, "sem", at::kInt)).empty()) return bad;
-    OKC_REQUIRE(x.dim() == 2 && x.size(1) == K, "ztma_gemv: x must be [M, ", K, "], got ", x.sizes());
-    const int64_t M = x.size(0);
-    OKC_REQUIRE(M >= 1 && M <= 8 * NB, "ztma_gemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
-    OKC_REQUIRE(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "ztma_gemv: out must be [", M, ", ", N, "]");
-    const int capr = (int)exceptions.size(1);
-    const char* refused = okc_tma_config_error((int)NB, (int)STAGES, false, (int)S, (int)C, true, capr);
-    OKC_REQUIRE(refused == nullptr, "ztma_gemv (NB=", NB, " STAGES=", STAGES, " C=", C, " capr=", capr, "): ", refused);
-    OKC_REQUIRE(N % 64 == 0 && K % 64 == 0 && K <= 65536, "ztma_gemv: need N % 64 == 0, K % 64 == 0 and K <= 65536, got N=",
-                N, " K=", K);
-    OKC_REQUIRE(S >= 1 && S <= K / 64, "ztma_gemv: S=", S, " must be 1..", K / 64, " (the 64-wide K tiles)");
-    OKC_REQUIRE(S == 1 || ws.numel() >= (N / 64) * S * 64 * 8 * NB, "ztma_gemv: workspace too small for S=", S);
-    OKC_REQUIRE(S == 1 || sem.numel() >= N / 64, "ztma_gemv: need one semaphore per 64-row tile (", N / 64, ")");
-    const char* err = okc_launch_ztma_gemv(x.data_ptr(), zt.data_ptr(), exceptions.data_ptr(),
-                                           row_starts.data_ptr<int>(), out.data_ptr(), ws.data_ptr<float>(),
-                                           sem.data_ptr<int>(), (int)t0, (int)t1, (int)t2, (int)t3, (int)M, (int)N,
-                                           (int)K, capr, (int)S, (int)NB, (int)STAGES, (int)C, (long long)stream);
-    OKC_REQUIRE(err == nullptr, "ztma_gemv (S=", S, " NB=", NB, " STAGES=", STAGES, " C=", C, "): ", err);
-    return "";
-}
-
 // out[M, N] = x[M, K] . W[:N]^T through the compressed GEMV (zgemv.cuh); zs, exceptions, row_starts and the table
 // words t0..t3 are kernels_src/compress.py's output.
 std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor exceptions, torch::Tensor row_starts,
@@ -177,7 +126,9 @@ std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor exceptions, t
                   int64_t t3, int64_t stream) {
     std::string bad;
     if (!(bad = check_tensor("zgemv", x, "x", at::kBFloat16)).empty()) return bad;
-    if (!(bad = check_compressed("zgemv", zs, exceptions, row_starts, N, K)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", zs, "compressed stream", at::kByte)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", exceptions, "exceptions", at::kInt)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", row_starts, "row_starts", at::kInt)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", out, "out", at::kBFloat16)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", ws, "ws", at::kFloat)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", sem, "sem", at::kInt)).empty()) return bad;
@@ -185,6 +136,11 @@ std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor exceptions, t
     const int64_t M = x.size(0);
     OKC_REQUIRE(M >= 1 && M <= 8 * NB, "zgemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
     OKC_REQUIRE(N % 16 == 0 && K % 64 == 0, "zgemv: need N % 16 == 0 and K % 64 == 0, got N=", N, " K=", K);
+    OKC_REQUIRE(zs.numel() * 8 >= N * K * 12, "zgemv: the stream holds fewer than N*K 12-bit weights");
+    OKC_REQUIRE(exceptions.dim() == 3 && exceptions.size(0) >= N / 16 && exceptions.size(2) == 2,
+                "zgemv: exceptions must be [>= N/16, capr, 2], got ", exceptions.sizes());
+    OKC_REQUIRE(row_starts.dim() == 2 && row_starts.size(0) >= N / 16 && row_starts.size(1) == 17,
+                "zgemv: row_starts must be [>= N/16, 17], got ", row_starts.sizes());
     OKC_REQUIRE(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "zgemv: out must be [", M, ", ", N, "]");
     OKC_REQUIRE(R >= 1 && (N / 16) % R == 0, "zgemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
     OKC_REQUIRE(NW >= 1 && NW <= 16, "zgemv: NW must be 1..16, got ", NW);

@@ -15,8 +15,7 @@ stored as its lo byte plus a 4-bit code: an index into a per-matrix table T of 1
     plus its entry. tests/test_compress.py proves it on adversarial inputs (every bf16 bit pattern, NaN, inf,
     -0.0, more than 16 hi bytes, all-exception blocks).
 
-Stream layout (what a warp loads), built on packing.pack_mma_a's fragment order (8 bf16 per lane per fragment;
-pack_wgmma_a's natural-k order for the TMA GEMV, whose tiles tma_tiles() regroups by 64 rows):
+Stream layout (what a warp loads), built on packing.pack_mma_a's fragment order (8 bf16 per lane per fragment):
 per 16-row block and 64-wide K group (two 32-wide K blocks = four fragments f = 2 kb + step),
   [row block][K group][part][lane][16 bytes]
     part 0: lo bytes of fragments 0, 1 (8 each, in the fragment's element order)
@@ -50,7 +49,7 @@ block, the outlier row's), o kept (0.22 %, at most 283).
 
 import torch
 
-from kernels_src.packing import pack_mma_a, pack_wgmma_a
+from kernels_src.packing import pack_mma_a
 
 TABLE_SIZE = 16
 K_GROUP = 64  # weights per row per K group: two 32-wide K blocks
@@ -77,38 +76,19 @@ def hi_byte_table(bits: torch.Tensor) -> torch.Tensor:
     return torch.tensor([0] + chosen + [0] * (TABLE_SIZE - 1 - len(chosen)), dtype=torch.int32)
 
 
-# Which mma A-fragment order the stream's fragments follow: the register GEMV's (k permuted within 32-wide
-# blocks so that x loads are contiguous, zgemv.cuh) or wgmma's natural order (x from shared memory, the TMA GEMV
-# at Z = 1). Both cover a K group with four 16-wide fragments; only which k each element slot carries differs.
-FRAGMENT_ORDERS = {"mma": pack_mma_a, "wgmma": pack_wgmma_a}
-
-
-def _fragments(bits: torch.Tensor, order: str) -> torch.Tensor:
-    """int32 bf16 bits [N, K] -> [N/16, K/64, 4 fragments, 32 lanes, 8 elements] in the given fragment order."""
+def _fragments(bits: torch.Tensor) -> torch.Tensor:
+    """int32 bf16 bits [N, K] -> [N/16, K/64, 4 fragments, 32 lanes, 8 elements] in pack_mma_a's order."""
     n, k = bits.shape
-    flat = FRAGMENT_ORDERS[order](bits.to(torch.int16)).to(torch.int32) & 0xFFFF
+    flat = pack_mma_a(bits.to(torch.int16)).to(torch.int32) & 0xFFFF
     return flat.reshape(n // 16, k // K_GROUP, 4, 32, 8)
 
 
-def tma_tiles(stream: torch.Tensor) -> torch.Tensor:
-    """A compress(order="wgmma") stream [N/16, K/64, 3, 32, 16] -> [N/64, K/64, 4, 3, 32, 16]: the compressed TMA
-    GEMV's 64 x 64 tiles, each the four 16-row blocks' 1536-byte K groups back to back (6 KB, one bulk copy), warp
-    j of the consumer warpgroup reading block j. Row tiles outermost: the unpooler's slice is a prefix."""
-    rb, groups = stream.shape[:2]
-    if rb % 4 or tuple(stream.shape[2:]) != (3, 32, 16):
-        raise ValueError(f"tma_tiles: expected a [N/16, K/64, 3, 32, 16] stream with N % 64 == 0, got {list(stream.shape)}")
-    return stream.reshape(rb // 4, 4, groups, 3, 32, 16).permute(0, 2, 1, 3, 4, 5).contiguous()
-
-
-def compress(w: torch.Tensor, name: str = "weight", order: str = "mma") -> dict:
+def compress(w: torch.Tensor, name: str = "weight") -> dict:
     """bf16 [N, K] (N % 16 == 0, K % 64 == 0) -> {"stream": uint8 [N/16, K/64, 3, 32, 16], "table": int32 [16]
     hi bytes, "table_words": the table as four uint32 ints T0..T3 (the kernel's prmt operands, little-endian),
     "exceptions": int32 [N/16, capr, 2], "row_starts": int32 [N/16, 17], "count": int}; the stream and the
     exception tables on w's device, the 16-entry table on the CPU.
-    order: the stream's fragment order, "mma" (zgemv.cuh) or "wgmma" (tma_gemv.cuh at Z = 1; see FRAGMENT_ORDERS).
     Raises CompressionError (one line, naming `name`) when the matrix cannot be served by the format."""
-    if order not in FRAGMENT_ORDERS:
-        raise CompressionError(f"{name}: unknown fragment order {order!r}, expected one of {sorted(FRAGMENT_ORDERS)}")
     if w.dtype != torch.bfloat16 or w.dim() != 2:
         raise CompressionError(f"{name}: expected a 2-D bfloat16 matrix, got {w.dtype} {tuple(w.shape)}")
     n, k = w.shape
@@ -151,8 +131,8 @@ def compress(w: torch.Tensor, name: str = "weight", order: str = "mma") -> dict:
     codes = torch.where(is_exc, torch.zeros_like(codes), codes)
     lo = torch.where(is_exc, torch.zeros_like(lo), lo)
 
-    lo_f = _fragments(lo, order)  # [RB, G, 4, 32, 8]
-    code_f = _fragments(codes, order)
+    lo_f = _fragments(lo)  # [RB, G, 4, 32, 8]
+    code_f = _fragments(codes)
     rb, groups = n // 16, k // K_GROUP
     stream = torch.empty(rb, groups, 3, 32, 16, dtype=torch.uint8, device=device)
     stream[:, :, 0] = torch.cat([lo_f[:, :, 0], lo_f[:, :, 1]], dim=-1).to(torch.uint8)

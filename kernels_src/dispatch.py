@@ -31,19 +31,6 @@ TMA_STAGES = (2, 4, 6, 8, 12, 16)
 # How S > 1 splits reduce: 0 semaphore + workspace; a thread-block cluster (distributed shared memory) with the
 # tile gathered on rank 0 (1) or scattered over the S ranks (2).
 TMA_C = (0, 1, 2)
-# Weights as bf16 tiles (0, 8 KB) or in kernels_src/compress.py's 12-bit format (1, 6 KB per 64 x 64 tile; never
-# the router). A layer whose weights compress() refuses runs its Z = 1 entries at Z = 0.
-TMA_Z = (0, 1)
-TMA_Z_TILE_BYTES = 4 * 3 * 32 * 16  # tma_gemv.cuh, kTmaZBytes: four 16-row blocks x three 16-byte parts x 32 lanes
-# Z = 1 also keeps the exception warp's sums (64 rows x 8 NB tokens, fp32) and stages the tile's exception entries
-# in shared memory (tma_gemv.cuh, tma_exception_bytes): at most compress.MAX_EXCEPTIONS_PER_BLOCK (512) 8-byte
-# entries and 17 row starts per 16-row block, four blocks.
-TMA_Z_ENTRY_BYTES = 4 * (512 * 8 + 17 * 4)
-
-
-def tma_exception_bytes(nb):
-    """Z = 1: the exception sums and the most exception entries one 64-row tile may stage."""
-    return TMA_TILE * 8 * nb * 4 + TMA_Z_ENTRY_BYTES
 SMEM_LIMIT = 226 * 1024  # dynamic shared memory per block, every engine: Hopper's 227 KB less 1 KB for static
 # The compressed GEMV (kernels_src/zgemv.cuh, weights in kernels_src/compress.py's 12-bit format): the plain
 # GEMV's (NW, S, P, R, C), with UG 64-wide K groups in flight per warp and trip instead of U 32-wide blocks.
@@ -129,31 +116,26 @@ def gemv_config_error(cfg, m, dual, n, k):
     return None
 
 
-def tma_smem_bytes(nb, stages, dual, s=1, c=0, z=0):
-    """Shared memory of one TMA-GEMV CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes + tma_exception_bytes):
-    the ring plus 1 KB to align it, then, for a cluster split (C = 1, 2) over S CTAs, the inbox: S - 1 slots of
-    4 NB fp32 accumulators for each consumer thread a rank owns, all 128 (C = 1) or at most ceil(128 / S)
-    (C = 2); then, compressed (Z = 1), the most exception entries a tile may have."""
-    weights = TMA_Z_TILE_BYTES if z else TMA_TILE * TMA_TILE * 2 * (2 if dual else 1)
-    ring = stages * (weights + nb * 8 * TMA_TILE * 2) + 1024
-    owned = 0 if c == 0 else TMA_CONSUMERS if c == 1 else -(-TMA_CONSUMERS // s)
-    return ring + (s - 1) * owned * 4 * nb * 4 + (tma_exception_bytes(nb) if z else 0)
+def tma_smem_bytes(nb, stages, dual, s=1, c=0):
+    """Shared memory of one TMA-GEMV CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring plus 1 KB
+    to align it, then, for a cluster split (C = 1, 2) over S CTAs, the inbox: S - 1 slots of 4 NB fp32
+    accumulators for each consumer thread a rank owns, all 128 (C = 1) or at most ceil(128 / S) (C = 2)."""
+    ring = stages * (TMA_TILE * TMA_TILE * 2 * (2 if dual else 1) + nb * 8 * TMA_TILE * 2) + 1024
+    if c == 0:
+        return ring
+    owned = TMA_CONSUMERS if c == 1 else -(-TMA_CONSUMERS // s)
+    return ring + (s - 1) * owned * 4 * nb * 4
 
 
 def tma_config_error(cfg, m, dual, n, k):
-    """Why (S, STAGES, C, Z) cannot run the TMA GEMV at m tokens on an [n, k] weight, or None if it can. A Z = 1
-    entry must also run at Z = 0: that is what serves it when the layer's weights do not compress."""
-    if not (isinstance(cfg, tuple) and len(cfg) == 4 and all(type(v) is int for v in cfg)):
-        return f"expected 4 integers [S, STAGES, C, Z], got {cfg!r}"
-    s, stages, c, z = cfg
+    """Why (S, STAGES, C) cannot run the TMA GEMV at m tokens on an [n, k] weight, or None if it can."""
+    if not (isinstance(cfg, tuple) and len(cfg) == 3 and all(type(v) is int for v in cfg)):
+        return f"expected 3 integers [S, STAGES, C], got {cfg!r}"
+    s, stages, c = cfg
     if stages not in TMA_STAGES:
         return f"STAGES={stages} is not one of {TMA_STAGES}"
     if c not in TMA_C:
         return f"C={c} is not one of {TMA_C}"
-    if z not in TMA_Z:
-        return f"Z={z} is not one of {TMA_Z}"
-    if z and dual:
-        return "Z=1: the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
     if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C={c} (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
     if not 1 <= m <= GEMV_MAX_M:
@@ -163,15 +145,10 @@ def tma_config_error(cfg, m, dual, n, k):
     if not 1 <= s <= k // TMA_TILE:
         return f"S={s} must be 1..{k // TMA_TILE} (the {TMA_TILE}-wide K tiles of K={k})"
     nb = column_blocks(m)
-    for zz in sorted({0, z}):  # Z = 1 and its Z = 0 fallback
-        smem = tma_smem_bytes(nb, stages, dual, s, c, zz)
-        if smem > SMEM_LIMIT:
-            inbox = f", S={s} (cluster inbox)" if c else ""
-            what = ", Z=1 (exception entries)" if zz else " (Z=0, the fallback of Z=1)" if z else ""
-            return (
-                f"STAGES={stages}{inbox}{what} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared"
-                f" memory, over {SMEM_LIMIT}"
-            )
+    smem = tma_smem_bytes(nb, stages, dual, s, c)
+    if smem > SMEM_LIMIT:
+        inbox = f", S={s} (cluster inbox)" if c else ""
+        return f"STAGES={stages}{inbox} at m={m}{' (dual)' if dual else ''} needs {smem} bytes of shared memory, over {SMEM_LIMIT}"
     if s > 1 and not c and (n // TMA_TILE) * s * TMA_TILE * 8 * nb > WORKSPACE_FLOATS:
         return f"S={s} needs more split-K workspace than the {WORKSPACE_FLOATS} floats there are"
     return None
@@ -202,7 +179,7 @@ def table_m_for(m):
 
 
 def route(layer, m, dual, ctable, defaults, ttable=None, ztable=None):
-    """(engine, config) for a call: ("z", (NW, S, UG, P, R, C)), ("tma", (S, STAGES, C, Z)),
+    """(engine, config) for a call: ("z", (NW, S, UG, P, R, C)), ("tma", (S, STAGES, C)),
     ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
 
     ZTABLE first (the compressed GEMV streams the fewest bytes), looked up like TTABLE below; runtime.py falls

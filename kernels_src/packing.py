@@ -1,6 +1,5 @@
-"""Weight layouts made once in prepare(): mma A-fragment order (k permuted for the register GEMVs, natural for
-wgmma's register A), 64 x 64 tiles for the TMA GEMV (pre-swizzled for its bulk copies), and the router's bf16
-hi+lo split."""
+"""Weight layouts made once in prepare(): mma A-fragment order, 64 x 64 tiles for the TMA GEMV (pre-swizzled
+for its bulk copies), and the router's bf16 hi+lo split."""
 
 import torch
 
@@ -27,20 +26,6 @@ def pack_mma_a(w):
     # dims of the view: rb, a, g, kb, t, y, z, e
     blocks = w.reshape(n // 16, 2, 8, k // 32, 4, 2, 2, 2)
     return blocks.permute(0, 3, 5, 2, 4, 6, 1, 7).contiguous().reshape(-1)
-
-
-def pack_wgmma_a(w):
-    """[N, K] bf16 -> flat bf16 tensor of A fragments in natural k order: what wgmma.m64nNk16 takes from
-    registers, where warp j of the warpgroup holds rows 16j..16j+15 in exactly the mma.m16n8k16 layout above with
-    no k permutation (its B operand, x, comes from shared memory in natural order). The compressed TMA GEMV
-    (tma_gemv.cuh, Z = 1) decodes these. Order, outermost first: [row block rb][k16 step f][g][t][z][a][e] where
-    row = 16rb + 8a + g and k = 16f + 8z + 2t + e. N % 16 == 0, K % 16 == 0."""
-    n, k = w.shape
-    if n % 16 or k % 16:
-        raise ValueError(f"pack_wgmma_a: weight [{n}, {k}] must have N % 16 == 0 and K % 16 == 0")
-    # dims of the view: rb, a, g, f, z, t, e
-    blocks = w.reshape(n // 16, 2, 8, k // 16, 2, 4, 2)
-    return blocks.permute(0, 3, 2, 5, 4, 1, 6).contiguous().reshape(-1)
 
 
 def pack_tma_tiles(w):

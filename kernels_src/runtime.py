@@ -3,7 +3,7 @@
 import torch
 from torch.utils.cpp_extension import load_inline
 
-from kernels_src.compress import CompressionError, compress, tma_tiles
+from kernels_src.compress import CompressionError, compress
 from kernels_src.dispatch import GEMV_MAX_M, WORKSPACE_FLOATS, column_blocks, route
 from kernels_src.packing import pack_mma_a, pack_tma_bulk, split_hi_lo
 
@@ -28,7 +28,7 @@ def _extension():
             name="okc_muse_proj",
             cpp_sources=BINDING_SRC,
             cuda_sources=CUDA_SRC,
-            functions=["gemv", "tma_gemv", "ztma_gemv", "zgemv"],
+            functions=["gemv", "tma_gemv", "zgemv"],
             extra_cuda_cflags=CUDA_FLAGS,
             verbose=False,
         )
@@ -53,13 +53,6 @@ def _engine(layer, m, state=None):
     return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, ztable)
 
 
-def compress_for_tma(w, layer):
-    """The TMA GEMV's Z = 1 operand: compress() in wgmma's fragment order, its stream regrouped into 6 KB tiles.
-    Raises CompressionError as compress() does."""
-    z = compress(w, layer, order="wgmma")
-    return {**z, "stream": tma_tiles(z["stream"])}
-
-
 def prepare(weights):
     """Everything slow, once, untimed: copies, hi+lo split, fragment packing, compilation and warm-up."""
     state = {}
@@ -75,25 +68,17 @@ def prepare(weights):
         else:
             state[layer] = (w,)
             state["cublas:" + layer] = w
-    routes = {(layer, _engine(layer, m)) for layer in weights for m in range(1, GEMV_MAX_M + 1)}
-    for layer in sorted({layer for layer, (engine, _) in routes if engine == "z"}):
+    engines = {(layer, _engine(layer, m)[0]) for layer in weights for m in range(1, GEMV_MAX_M + 1)}
+    for layer in sorted(layer for layer, engine in engines if engine == "z"):
         try:
             state["z:" + layer] = compress(state[layer][0], layer)
         except CompressionError as refused:  # the layer keeps its other engines; the run goes on
             print(f"prepare: {refused}", flush=True)  # the submission may import only torch, triton, typing
-            routes |= {(layer, _engine(layer, m, state)) for m in range(1, GEMV_MAX_M + 1)}
-    for layer in sorted({layer for layer, (engine, cfg) in routes if engine == "tma" and cfg[3]}):
-        try:
-            state["ztma:" + layer] = compress_for_tma(state[layer][0], layer)
-        except CompressionError as refused:  # its Z = 1 entries run on bf16 tiles (Z = 0)
-            print(f"prepare: {refused}", flush=True)
-    engines = {(layer, engine) for layer, (engine, _) in routes}
-    # Row blocks / row tiles are outermost in every packed order, so the unpooler's 1024-row slice is a prefix.
+            engines |= {(layer, _engine(layer, m, state)[0]) for m in range(1, GEMV_MAX_M + 1)}
+    # Row blocks / row tiles are outermost in both packed orders, so the unpooler's 1024-row slice is a prefix.
     for layer in sorted(layer for layer, engine in engines if engine == "gemv"):
         state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
-    for layer in sorted(
-        {layer for layer, (engine, cfg) in routes if engine == "tma" and not (cfg[3] and "ztma:" + layer in state)}
-    ):
+    for layer in sorted(layer for layer, engine in engines if engine == "tma"):
         state["tiles:" + layer] = tuple(pack_tma_bulk(part) for part in state[layer])
     state["ws"] = torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device)
     state["sem"] = torch.zeros(SEMAPHORES, dtype=torch.int32, device=device)
@@ -150,37 +135,12 @@ def _gemv(x, layer, n, cfg, state):
 
 
 def _tma_gemv(x, layer, n, cfg, state):
-    s, stages, c, z = cfg
+    s, stages, c = cfg
     m, k = x.shape
     dual = _is_dual(layer)
     out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
-    stream = torch.cuda.current_stream(x.device).cuda_stream
-    if z and "ztma:" + layer in state:  # else the layer's weights did not compress: bf16 tiles
-        zt = state["ztma:" + layer]
-        t = zt["table_words"]
-        _launch(
-            "ztma_gemv",
-            x,
-            zt["stream"],
-            zt["exceptions"],
-            zt["row_starts"],
-            out,
-            state["ws"],
-            state["sem"],
-            n,
-            k,
-            s,
-            column_blocks(m),
-            stages,
-            c,
-            t[0],
-            t[1],
-            t[2],
-            t[3],
-            stream,
-        )
-        return out
     tiles = state["tiles:" + layer]
+    stream = torch.cuda.current_stream(x.device).cuda_stream
     _launch(
         "tma_gemv",
         x,

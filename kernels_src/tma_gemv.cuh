@@ -34,19 +34,8 @@
 //           ((S - 1) x 2 KB x NB: ~1 us at qkv_gate m = 32, 5.8 us for the router at S = 16); the scatter
 //           spreads them over S SMs but keeps every rank alive to the end. The sweep picks per shape
 //           (notes/session11: C = 2 won at NB = 4, C = 1 at NB <= 2 on qkv_gate).
-//  * Z = 1: the weights stream in kernels_src/compress.py's 12-bit lossless format (6 KB per 64 x 64 tile instead
-//    of 8 KB: 25 % fewer bytes from HBM, the one lever left once the stream runs near the bandwidth floor). Warp
-//    j of the consumers reads its 16-row block's three 16-byte parts from the slot, rebuilds the four A fragments
-//    in registers with zformat.cuh's byte permutes and issues wgmma with A from registers (B, x, still from
-//    shared memory); tile i's fragments are decoded while tile i-1's wgmmas run. Weights outside the format's
-//    16-entry table (exceptions) stream as +0.0 and are summed apart by a sixth warp, off the consumers' path:
-//    it stages the tile's entries in shared memory, and while the ring streams it adds, per row and token,
-//    the exact products x[t, k] * w of the row's entries with k in this split's range (entry order, fp32,
-//    four entries' x loads in flight); the consumers add those sums to their accumulators after the last
-//    wgmma. (The first version had the consumers do this pass themselves: the ring stalled behind its L2
-//    round trips, notes/session12.)
 #pragma once
-#include "zformat.cuh"
+#include "common.cuh"
 
 #include <cuda.h>
 
@@ -57,27 +46,17 @@ constexpr int kTmaTileK = 64;                             // K per ring slot: 64
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
 constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
 constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
-constexpr int kTmaZThreads = kTmaThreads + 32;            // Z: + the exception warp
-constexpr int kTmaExceptionWarp = kTmaThreads / 32;       // its index
-
-constexpr int kTmaZBytes = kTmaTileRows / 16 * kZFragsPerGroup * 16;  // Z: 6 KB, four row blocks' K groups
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
-__host__ __device__ constexpr int tma_w_bytes(bool dual, bool z) { return z ? kTmaZBytes : kTmaWBytes * (dual ? 2 : 1); }
-__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual, bool z) {
-    return tma_w_bytes(dual, z) + tma_x_bytes(nb);  // every part a multiple of 1 KB: swizzle-aligned
+__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual) {
+    return kTmaWBytes * (dual ? 2 : 1) + tma_x_bytes(nb);  // every part a multiple of 1 KB: swizzle-aligned
 }
 // +1 KB: the dynamic shared memory base is only 16-byte aligned; the 128-byte swizzle needs 1024.
-__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual, bool z) {
-    return stages * tma_stage_bytes(nb, dual, z) + 1024;
+__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual) {
+    return stages * tma_stage_bytes(nb, dual) + 1024;
 }
-__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual, bool z) {
-    return !(dual && z) && tma_smem_bytes(nb, stages, dual, z) <= (int)kSmemOptInLimit;
-}
-// Z: after the inbox, the exception warp's sums ([64 rows][8 NB tokens] fp32), then the tile's exception entries
-// ([4 row blocks][capr] int2) and row starts ([4][17] int).
-__host__ __device__ constexpr int tma_exception_bytes(int capr, int nb) {
-    return kTmaTileRows * 8 * nb * 4 + kTmaTileRows / 16 * (capr * 8 + 17 * 4);
+__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual) {
+    return tma_smem_bytes(nb, stages, dual) <= (int)kSmemOptInLimit;
 }
 // C = 2: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)), and
 // tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
@@ -91,20 +70,12 @@ __host__ __device__ constexpr int tma_inbox_bytes(int nb, int s, int c) {
 
 struct TmaGemvArgs {
     const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] blocks of 8 KB, each pre-swizzled
-                        // (Z: compress.tma_tiles, [N/64][K/64] blocks of 6 KB)
     const uint8_t* w2;  // the router's lo half (dual), else w again
     void* out;  // [M, N]: bf16, or fp32 in dual mode
     float* ws;  // split-K partials: [N/64][S][64 * 8 NB]
     int* sem;   // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
     int cluster;  // C: 1 / 2, the S split CTAs of a tile are one cluster and reduce gathered / scattered
-    // Z only (compress.py): x itself for the exception products, the exception entries [N/16][capr] and row
-    // starts [N/16][17], and the 16-entry hi-byte table as four words.
-    const __nv_bfloat16* x;
-    const int2* exceptions;
-    const int* row_starts;
-    uint4 table;
-    int capr;
 };
 
 // One box of a 2-D tensor map (c0: the inner coordinate, K; c1: rows) into shared memory, counted on `bar`.
@@ -180,100 +151,6 @@ __device__ __forceinline__ void wgmma_bf16<4>(float (&d)[16], uint64_t a, uint64
         : "l"(a), "l"(b));
 }
 
-// The same with A from registers (Z = 1): warp j of the warpgroup holds rows 16j..16j+15 of the 64 x 16 A in the
-// mma.m16n8k16 fragment layout (packing.pack_wgmma_a). The registers must not change until the wgmma retires.
-template <int NB>
-__device__ __forceinline__ void wgmma_bf16_ra(float (&d)[4 * NB], const uint32_t (&a)[4], uint64_t b);
-
-template <>
-__device__ __forceinline__ void wgmma_bf16_ra<1>(float (&d)[4], const uint32_t (&a)[4], uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_bf16_ra<2>(float (&d)[8], const uint32_t (&a)[4], uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, "
-        "%12, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_bf16_ra<4>(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-        "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-
-// Z = 1: declare the registers the last wgmmas read live here (after the wait that retired them) and changed, so
-// that the compiler keeps them apart from the registers the next tile is decoded into meanwhile.
-__device__ __forceinline__ void hold_fragments(uint32_t (&a)[4][4]) {
-#pragma unroll
-    for (int f = 0; f < 4; ++f)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(a[f][j])::"memory");
-}
-
-constexpr int kTmaXGather = 4;  // exception entries whose x loads the exception warp keeps in flight
-
-// Z = 1, the exception warp: stage the tile's exception entries and row starts (compress.py's tables), then for
-// each of the tile's rows (two per lane) and each 8-token block, sum x[t, k] * w over the row's entries with k in
-// [k_begin, k_end) in entry order (exact bf16 x bf16 products, fp32 sums: deterministic), into sums[row][token]
-// (zeros for tokens >= M), and arrive on `ready`.
-template <int NB>
-__device__ __forceinline__ void tma_exception_sums(const TmaGemvArgs& a, int tile, int k_begin, int k_end, int lane,
-                                                   int2* entries, int* starts, float* sums, uint64_t* ready) {
-    constexpr int kBlocks = kTmaTileRows / 16;
-    const int2* src = a.exceptions + (size_t)tile * kBlocks * a.capr;
-    for (int e = lane; e < kBlocks * a.capr; e += 32) cp_async<8>(entries + e, src + e);
-    for (int e = lane; e < kBlocks * 17; e += 32) cp_async<4>(starts + e, a.row_starts + tile * kBlocks * 17 + e);
-    cp_async_wait_all();
-    __syncwarp();  // every lane's copies have landed before any lane reads them
-    for (int row = lane; row < kTmaTileRows; row += 32) {
-        const int rb = row / 16, i = row % 16;
-        const int2* block_entries = entries + rb * a.capr;
-        const int e_begin = starts[rb * 17 + i], e_end = starts[rb * 17 + i + 1];
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
-            float sum[8];
-#pragma unroll
-            for (int q = 0; q < 8; ++q) sum[q] = 0.f;
-            for (int e = e_begin; e < e_end; e += kTmaXGather) {
-                float xv[kTmaXGather][8], wv[kTmaXGather];
-#pragma unroll
-                for (int j = 0; j < kTmaXGather; ++j) {
-                    const int2 entry = block_entries[min(e + j, e_end - 1)];
-                    const int k = entry.x & 0xFFFF;
-                    const bool use = e + j < e_end && k >= k_begin && k < k_end;
-                    wv[j] = use ? __uint_as_float((uint32_t)entry.y << 16) : 0.f;  // bf16 bits -> fp32, exact
-#pragma unroll
-                    for (int q = 0; q < 8; ++q) {
-                        const int t = nb * 8 + q;
-                        xv[j][q] = use && t < a.M ? __bfloat162float(a.x[(size_t)t * a.K + k]) : 0.f;
-                    }
-                }
-#pragma unroll
-                for (int j = 0; j < kTmaXGather; ++j)
-#pragma unroll
-                    for (int q = 0; q < 8; ++q) sum[q] += xv[j][q] * wv[j];
-            }
-#pragma unroll
-            for (int q = 0; q < 8; ++q) sums[row * 8 * NB + nb * 8 + q] = sum[q];
-        }
-    }
-    mbar_arrive(ready);  // release: the sums are visible to the consumers that acquire it
-}
-
 // bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
@@ -289,25 +166,18 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int tile, int t,
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-template <int NB, int STAGES, bool DUAL, bool Z, typename OutT>
-__global__ void __launch_bounds__(Z ? kTmaZThreads : kTmaThreads, 1)
+template <int NB, int STAGES, bool DUAL, typename OutT>
+__global__ void __launch_bounds__(kTmaThreads, 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
-    static_assert(!(DUAL && Z), "the router's hi + lo pair is never compressed");
     constexpr int kAcc = 4 * NB;                          // fp32 accumulators per consumer thread
-    constexpr int kWBytes = tma_w_bytes(DUAL, Z);         // weight bytes per slot
-    constexpr int kStage = tma_stage_bytes(NB, DUAL, Z);  // bytes TMA lands in one ring slot
-    constexpr int kXOffset = kWBytes;                     // x's box follows the weight box(es)
+    constexpr int kStage = tma_stage_bytes(NB, DUAL);     // bytes TMA lands in one ring slot
+    constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);  // x's box follows the weight box(es)
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ int is_last;
     __shared__ __align__(8) uint64_t inbox_full;
-    __shared__ __align__(8) uint64_t exceptions_ready;  // Z: the exception warp's sums are written
     uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     float* inbox = reinterpret_cast<float*>(ring + STAGES * kStage);  // C = 1, 2: [S - 1][threads owned][kAcc]
-    // Z: [64][8 NB] sums, [4][capr] entries, [4][17] row starts (16-byte aligned: the inbox is whole float4s)
-    float* exception_sums = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(inbox) + tma_inbox_bytes(NB, a.S, a.cluster));
-    int2* entries = reinterpret_cast<int2*>(exception_sums + kTmaTileRows * 8 * NB);
-    int* starts = reinterpret_cast<int*>(entries + kTmaTileRows / 16 * a.capr);
 
     const int tile = blockIdx.x, split = blockIdx.y;
     const int k_tiles = a.K / kTmaTileK;
@@ -321,7 +191,6 @@ __global__ void __launch_bounds__(Z ? kTmaZThreads : kTmaThreads, 1)
             mbar_init(&full[s], 1);      // the producer's arrive.expect_tx; TMA's bytes complete the phase
             mbar_init(&empty[s], 4);     // one arrival per consumer warp
         }
-        if constexpr (Z) mbar_init(&exceptions_ready, 32);  // the exception warp's lanes
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
     }
     if (a.cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
@@ -335,12 +204,6 @@ __global__ void __launch_bounds__(Z ? kTmaZThreads : kTmaThreads, 1)
     float acc[kAcc];
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
-    if (Z && warp == kTmaExceptionWarp) {
-        if constexpr (Z) tma_exception_sums<NB>(a, tile, kt0 * kTmaTileK, (kt0 + n_k) * kTmaTileK, lane, entries, starts,
-                                                exception_sums, &exceptions_ready);
-        if (a.cluster) inbox_ready();
-        return;
-    }
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
             for (int i = 0; i < n_k; ++i) {
@@ -349,9 +212,8 @@ __global__ void __launch_bounds__(Z ? kTmaZThreads : kTmaThreads, 1)
                 uint8_t* slot = ring + s * kStage;
                 const int k0 = (kt0 + i) * kTmaTileK;
                 mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
-                // packed: one 8 KB block per matrix (6 KB compressed)
-                const size_t block = (size_t)(tile * k_tiles + kt0 + i) * (Z ? kTmaZBytes : kTmaWBytes);
-                bulk_load_1d(slot, a.w + block, Z ? kTmaZBytes : kTmaWBytes, &full[s]);
+                const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
+                bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
                 if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
                 tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
             }
@@ -359,7 +221,7 @@ __global__ void __launch_bounds__(Z ? kTmaZThreads : kTmaThreads, 1)
         __syncwarp();
         if (a.cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
         return;
-    } else if constexpr (!Z) {
+    } else {
         for (int i = 0; i < n_k; ++i) {
             const int s = i % STAGES;
             mbar_wait(&full[s], (i / STAGES) & 1);
@@ -380,54 +242,6 @@ __global__ void __launch_bounds__(Z ? kTmaZThreads : kTmaThreads, 1)
         }
         wgmma_wait<0>();
         fence_regs(acc);
-    } else {
-        // Per K tile: this warp's 16-row block, three 16-byte parts per lane -> four A fragments, decoded while
-        // the previous tile's wgmmas run; then wait for those, copy the fragments into `frag`, the registers the
-        // wgmmas read, and issue them. Two rules keep every wgmma's A registers intact until it retires:
-        //  * `frag` is declared live (and changed) right after each wait, so the compiler cannot hand its
-        //    registers to the next decode while a wgmma still reads them;
-        //  * frag is written only by those copies (asm volatile, not folded away), after the wait: decoding
-        //    straight into it would also make ptxas serialise every wgmma of the kernel (warning C7513).
-        uint32_t frag[4][4];
-#pragma unroll
-        for (int f = 0; f < 4; ++f)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) frag[f][j] = 0u;
-        for (int i = 0; i < n_k; ++i) {
-            const int s = i % STAGES;
-            mbar_wait(&full[s], (i / STAGES) & 1);
-            const uint8_t* slot = ring + s * kStage;
-            const Frag* mine = reinterpret_cast<const Frag*>(slot) + warp * kZFragsPerGroup + lane;
-            Frag part[kZParts];
-#pragma unroll
-            for (int p = 0; p < kZParts; ++p) part[p] = mine[p * 32];
-            uint32_t decoded[4][4];
-#pragma unroll
-            for (int f = 0; f < 4; ++f) decode_fragment(decoded[f], part, f, a.table);
-            wgmma_wait<0>();  // tile i - 1's wgmmas have retired: its slot and `frag` are free
-            fence_regs(acc);
-            hold_fragments(frag);
-            if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
-#pragma unroll
-            for (int f = 0; f < 4; ++f)
-#pragma unroll
-                for (int j = 0; j < 4; ++j) asm volatile("mov.b32 %0, %1;" : "=r"(frag[f][j]) : "r"(decoded[f][j]));
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < kTmaTileK / 16; ++kk)
-                wgmma_bf16_ra<NB>(acc, frag[kk], sw128_desc(smem_addr(slot) + kXOffset + kk * 32));
-            wgmma_commit();
-            fence_regs(acc);
-        }
-        wgmma_wait<0>();
-        fence_regs(acc);
-        mbar_wait(&exceptions_ready, 0);  // the exception warp's sums for this thread's rows and tokens
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) {
-            const int row = warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
-            const int token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
-            acc[e] += exception_sums[row * 8 * NB + token];
-        }
     }
 
     const int t = threadIdx.x;

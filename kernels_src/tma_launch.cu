@@ -41,38 +41,31 @@ static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-// Shared memory of one CTA: the ring, the cluster inbox and, compressed (Z), the tile's exception entries.
-static int tma_total_smem(int nb, int stages, bool dual, bool z, int s, int cluster, int capr) {
-    return tma_smem_bytes(nb, stages, dual, z) + tma_inbox_bytes(nb, s, cluster) + (z ? tma_exception_bytes(capr, nb) : 0);
-}
-
-template <int NB, int STAGES, bool DUAL, bool Z>
+template <int NB, int STAGES, bool DUAL>
 const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaStream_t stream) {
-    if constexpr (!tma_fits(NB, STAGES, DUAL, Z)) {
-        return "this (NB, STAGES, dual, Z) ring does not fit in shared memory and is not compiled in";
+    if constexpr (!tma_fits(NB, STAGES, DUAL)) {
+        return "this (NB, STAGES, dual) ring does not fit in shared memory and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, Z, OutT>;
-        const int smem = tma_total_smem(NB, STAGES, DUAL, Z, a.S, a.cluster, a.capr);
-        if (smem > (int)kSmemOptInLimit) return "the ring, the cluster inbox and the exception entries exceed the 226 KB of shared memory a block may take";
+        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, OutT>;
+        const int smem = tma_smem_bytes(NB, STAGES, DUAL) + tma_inbox_bytes(NB, a.S, a.cluster);
+        if (smem > (int)kSmemOptInLimit) return "the ring and the cluster inbox exceed the 226 KB of shared memory a block may take";
         static int opted_in = 0;  // per instantiation, the most asked for so far (not a stream operation: capture-safe)
         if (smem > opted_in) {
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
             if (err != cudaSuccess) return cudaGetErrorString(err);
             opted_in = smem;
         }
-        return launch_splits(kernel, dim3(a.N / kTmaTileRows, a.S), dim3(Z ? kTmaZThreads : kTmaThreads), (size_t)smem, stream,
+        return launch_splits(kernel, dim3(a.N / kTmaTileRows, a.S), dim3(kTmaThreads), (size_t)smem, stream,
                              a.cluster != 0, x, a);
     }
 }
 
 template <int NB>
-const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages, bool dual, bool z, cudaStream_t s) {
-#define OKC_TMA_STAGES(N)                                                \
-    case N:                                                              \
-        return dual ? launch_tma_variant<NB, N, true, false>(x, a, s)    \
-               : z  ? launch_tma_variant<NB, N, false, true>(x, a, s)    \
-                    : launch_tma_variant<NB, N, false, false>(x, a, s);
+const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages, bool dual, cudaStream_t s) {
+#define OKC_TMA_STAGES(N) \
+    case N:               \
+        return dual ? launch_tma_variant<NB, N, true>(x, a, s) : launch_tma_variant<NB, N, false>(x, a, s);
     switch (stages) {
         OKC_TMA_STAGES(2)
         OKC_TMA_STAGES(4)
@@ -85,30 +78,18 @@ const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages
     return "STAGES must be 2, 4, 6, 8, 12 or 16";
 }
 
-static const char* tma_by_nb(const CUtensorMap& x, const TmaGemvArgs& a, int nb, int stages, bool dual, bool z,
-                             cudaStream_t s) {
-    switch (nb) {
-        case 1: return tma_by_stages<1>(x, a, stages, dual, z, s);
-        case 2: return tma_by_stages<2>(x, a, stages, dual, z, s);
-        case 4: return tma_by_stages<4>(x, a, stages, dual, z, s);
-    }
-    return "NB must be 1, 2 or 4";
-}
-
 }  // namespace okc
 
-// Why (NB, STAGES, dual, Z) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
-// capr: the compressed weights' exception entries per 16-row block (Z only).
-const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster, bool z, int capr) {
+// Why (NB, STAGES, dual) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
+const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster) {
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
     if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
         return "STAGES must be 2, 4, 6, 8, 12 or 16";
-    if (dual && z) return "the router's hi + lo pair is never compressed";
-    if (!okc::tma_fits(NB, STAGES, dual, z)) return "the ring (STAGES x (weights + x)) exceeds the 226 KB of shared memory a block may take";
+    if (!okc::tma_fits(NB, STAGES, dual)) return "the ring (STAGES x (weights + x)) exceeds the 226 KB of shared memory a block may take";
     if (cluster < 0 || cluster > 2) return "C must be 0 (semaphore), 1 (cluster, gathered) or 2 (cluster, scattered)";
     if (cluster && (S < 2 || S > 16)) return "a cluster split needs 2 <= S <= 16";
-    if (okc::tma_total_smem(NB, STAGES, dual, z, S, cluster, capr) > (int)okc::kSmemOptInLimit)
-        return "the ring, the cluster inbox (S - 1 partials) and the exception entries exceed the 226 KB of shared memory a block may take";
+    if (okc::tma_smem_bytes(NB, STAGES, dual) + okc::tma_inbox_bytes(NB, S, cluster) > (int)okc::kSmemOptInLimit)
+        return "the ring and the cluster inbox (S - 1 partials) exceed the 226 KB of shared memory a block may take";
     return nullptr;
 }
 
@@ -121,30 +102,13 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
     CUtensorMap x_map;
     const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
     if (err != nullptr) return err;
-    okc::TmaGemvArgs a{};
-    a.w = static_cast<const uint8_t*>(w);
-    a.w2 = static_cast<const uint8_t*>(dual ? w2 : w);
-    a.out = out, a.ws = ws, a.sem = sem;
-    a.M = M, a.N = N, a.K = K, a.S = S, a.cluster = cluster;
-    return okc::tma_by_nb(x_map, a, NB, STAGES, dual, false, reinterpret_cast<cudaStream_t>(stream));
-}
-
-// The same kernel on compressed weights (Z = 1): zt is compress.tma_tiles of a compress(order="wgmma") stream,
-// exceptions / row_starts / t0..t3 the rest of compress()'s output. Every argument has been checked by binding.cpp.
-const char* okc_launch_ztma_gemv(const void* x, const void* zt, const void* exceptions, const int* row_starts,
-                                 void* out, float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K,
-                                 int capr, int S, int NB, int STAGES, int cluster, long long stream) {
-    CUtensorMap x_map;
-    const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
-    if (err != nullptr) return err;
-    okc::TmaGemvArgs a{};
-    a.w = a.w2 = static_cast<const uint8_t*>(zt);
-    a.out = out, a.ws = ws, a.sem = sem;
-    a.M = M, a.N = N, a.K = K, a.S = S, a.cluster = cluster;
-    a.x = static_cast<const __nv_bfloat16*>(x);
-    a.exceptions = static_cast<const int2*>(exceptions);
-    a.row_starts = row_starts;
-    a.table = make_uint4((uint32_t)t0, (uint32_t)t1, (uint32_t)t2, (uint32_t)t3);
-    a.capr = capr;
-    return okc::tma_by_nb(x_map, a, NB, STAGES, false, true, reinterpret_cast<cudaStream_t>(stream));
+    const okc::TmaGemvArgs a{static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(dual ? w2 : w), out, ws,
+                             sem, M, N, K, S, cluster};
+    const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+    switch (NB) {
+        case 1: return okc::tma_by_stages<1>(x_map, a, STAGES, dual, s);
+        case 2: return okc::tma_by_stages<2>(x_map, a, STAGES, dual, s);
+        case 4: return okc::tma_by_stages<4>(x_map, a, STAGES, dual, s);
+    }
+    return "NB must be 1, 2 or 4";
 }

@@ -167,10 +167,10 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
 
 def test_tma_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
     problem = load_problem()
-    beats = SweepPoint("qkv_gate", 32, (3, 8, 1, 0), 16.8, 18.0, 40, [], engine="tma", incumbent_us=17.6)
-    loses = SweepPoint("qkv_gate", 1, (4, 6, 0, 1), 16.3, 17.7, 40, [], engine="tma", incumbent_us=14.6)
-    near = SweepPoint("pooler", 32, (2, 6, 0, 0), 23.5, 24.6, 40, [], engine="tma", incumbent_us=23.8)  # < 2%
-    assert beats.choice == (3, 8, 1, 0) and loses.choice is None and near.choice is None
+    beats = SweepPoint("qkv_gate", 32, (3, 8, 1), 16.8, 18.0, 40, [], engine="tma", incumbent_us=17.6)
+    loses = SweepPoint("qkv_gate", 1, (4, 6, 0), 16.3, 17.7, 40, [], engine="tma", incumbent_us=14.6)
+    near = SweepPoint("pooler", 32, (2, 6, 0), 23.5, 24.6, 40, [], engine="tma", incumbent_us=23.8)  # < 2%
+    assert beats.choice == (3, 8, 1) and loses.choice is None and near.choice is None
     assert beats.note == "tma 16.80 us vs gemv 17.60 us"
     spec = next(t for t in TABLES if t.name == "TTABLE")
     current = parse_table(spec, load_located(REPO_ROOT / "tables" / "ttable.yaml", "ttable.yaml"), problem)
@@ -185,7 +185,7 @@ def test_tma_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
     path = tmp_path / "ttable.yaml"
     path.write_text(text)
     table = parse_table(spec, load_located(path, "ttable.yaml"), problem)
-    assert table.entries[("qkv_gate", 32)] == (3, 8, 1, 0)
+    assert table.entries[("qkv_gate", 32)] == (3, 8, 1)
     assert table.entries[("qkv_gate", 1)] is None and table.entries[("pooler", 32)] is None
     js = beats.to_json()
     assert js["engine"] == "tma" and js["incumbent_us"] == 17.6
@@ -201,5 +201,5 @@ def test_tma_candidates_are_all_admissible():
                 dispatch.tma_config_error(c, m, layer.dual, layer.n_for(m), layer.k) is None for c in cands
             )
     router = problem.layers["router"]
-    assert (4, 12, 0, 0) not in candidate_tma_configs(router, 32)  # 12 x 20 KB rings do not fit
-    assert (1, 8, 1, 0) not in candidate_tma_configs(router, 32)  # a one-CTA "cluster" has nothing to reduce
+    assert (4, 12, 0) not in candidate_tma_configs(router, 32)  # 12 x 20 KB rings do not fit
+    assert (1, 8, 1) not in candidate_tma_configs(router, 32)  # a one-CTA "cluster" has nothing to reduce

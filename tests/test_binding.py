@@ -16,11 +16,7 @@ const char* okc_launch_gemv(const void*, const void*, const void*, void*, float*
                             int, int, int, int, bool, bool, long long) { return "stub launcher reached"; }
 const char* okc_launch_tma_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                                 int, int, bool, long long) { return "stub launcher reached"; }
-const char* okc_tma_config_error(int, int, bool, int, int, bool, int) { return nullptr; }
-const char* okc_launch_ztma_gemv(const void*, const void*, const void*, const int*, void*, float*, int*, int, int, int,
-                                 int, int, int, int, int, int, int, int, int, long long) {
-    return "stub launcher reached";
-}
+const char* okc_tma_config_error(int, int, bool, int, int) { return nullptr; }
 const char* okc_launch_zgemv(const void*, const void*, const void*, const int*, void*, float*, int*, int, int, int,
                              int, int, int, int, int, int, int, int, int, int, int, bool, long long) {
     return "stub launcher reached";

@@ -55,21 +55,21 @@ def test_route_with_ttable(layer, m, dual, expected):
 
 
 def test_tma_config_errors_name_the_field():
-    assert "expected 4 integers" in dispatch.tma_config_error((1, 8, 0), 1, False, 1024, 1024)
-    assert "STAGES=5" in dispatch.tma_config_error((1, 5, 0, 0), 1, False, 1024, 1024)
-    assert "C=2" in dispatch.tma_config_error((1, 4, 2, 0), 1, False, 1024, 1024)
-    assert "S=17 must be 1..16" in dispatch.tma_config_error((17, 4, 0, 0), 1, False, 8192, 1024)
-    assert "divisible by 64" in dispatch.tma_config_error((1, 4, 0, 0), 1, False, 1000, 1024)
-    assert "shared memory" in dispatch.tma_config_error((4, 12, 0, 0), 32, True, 256, 8192)  # 12 x 20 KB
-    assert dispatch.tma_config_error((4, 8, 0, 0), 32, True, 256, 8192) is None
-    assert "workspace" in dispatch.tma_config_error((64, 4, 0, 0), 32, False, 8192, 4096)
-    assert dispatch.tma_config_error((3, 8, 0, 0), 32, False, 2304, 8192) is None
-    assert "cluster" in dispatch.tma_config_error((1, 8, 1, 0), 32, False, 2304, 8192)  # nothing to reduce
-    assert "cluster" in dispatch.tma_config_error((32, 8, 1, 0), 32, False, 2304, 8192)  # past 16 CTAs
-    assert dispatch.tma_config_error((16, 8, 1, 0), 32, False, 2304, 8192) is None
-    assert dispatch.tma_config_error((16, 8, 2, 0), 32, False, 2304, 8192) is None
-    assert "C=2" in dispatch.tma_config_error((1, 8, 2, 0), 32, False, 2304, 8192)
-    assert "C=3" in dispatch.tma_config_error((3, 8, 3, 0), 32, False, 2304, 8192)
+    assert "expected 3 integers" in dispatch.tma_config_error((1, 8), 1, False, 1024, 1024)
+    assert "STAGES=5" in dispatch.tma_config_error((1, 5, 0), 1, False, 1024, 1024)
+    assert "C=2" in dispatch.tma_config_error((1, 4, 2), 1, False, 1024, 1024)
+    assert "S=17 must be 1..16" in dispatch.tma_config_error((17, 4, 0), 1, False, 8192, 1024)
+    assert "divisible by 64" in dispatch.tma_config_error((1, 4, 0), 1, False, 1000, 1024)
+    assert "shared memory" in dispatch.tma_config_error((4, 12, 0), 32, True, 256, 8192)  # 12 x 20 KB
+    assert dispatch.tma_config_error((4, 8, 0), 32, True, 256, 8192) is None
+    assert "workspace" in dispatch.tma_config_error((64, 4, 0), 32, False, 8192, 4096)
+    assert dispatch.tma_config_error((3, 8, 0), 32, False, 2304, 8192) is None
+    assert "cluster" in dispatch.tma_config_error((1, 8, 1), 32, False, 2304, 8192)  # nothing to reduce
+    assert "cluster" in dispatch.tma_config_error((32, 8, 1), 32, False, 2304, 8192)  # past 16 CTAs
+    assert dispatch.tma_config_error((16, 8, 1), 32, False, 2304, 8192) is None
+    assert dispatch.tma_config_error((16, 8, 2), 32, False, 2304, 8192) is None
+    assert "C=2" in dispatch.tma_config_error((1, 8, 2), 32, False, 2304, 8192)
+    assert "C=3" in dispatch.tma_config_error((3, 8, 3), 32, False, 2304, 8192)
 
 
 def test_column_blocks():
@@ -120,35 +120,28 @@ def test_cuda_compiles_for_sm90a_without_spills():
 
 
 def _cpp_tma_fits(tmp_path):
-    """tma_fits() as the CUDA header computes it, for every (NB, STAGES, dual, Z), via a host-only program, with
-    the shared memory of a C = 0 CTA (Z = 1: plus the most exception entries a tile may stage)."""
+    """tma_fits() as the CUDA header computes it, for every (NB, STAGES, dual), via a host-only program."""
     program = tmp_path / "tma_rule.cu"
     program.write_text(
         f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int nb : {1, 2, 4}) for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d)"
-        " for (int z = 0; z < 2; ++z)"
-        ' printf("%d %d %d %d %d %d\\n", nb, st, d, z, (int)okc::tma_fits(nb, st, d, z),'
-        " okc::tma_smem_bytes(nb, st, d, z) + (z ? okc::tma_exception_bytes(512, nb) : 0)); }\n"
+        ' printf("%d %d %d %d %d\\n", nb, st, d, (int)okc::tma_fits(nb, st, d), okc::tma_smem_bytes(nb, st, d)); }\n'
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "tma_rule")], check=True)
     out = subprocess.run([str(tmp_path / "tma_rule")], capture_output=True, text=True, check=True).stdout
-    return {tuple(map(int, line.split()[:4])): tuple(map(int, line.split()[4:])) for line in out.splitlines()}
+    return {tuple(map(int, line.split()[:3])): tuple(map(int, line.split()[3:])) for line in out.splitlines()}
 
 
 @pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
-    """Python's shared-memory sizes equal CUDA's, and a config is admitted exactly when CUDA compiles its kernel
-    (Z = 1: when the compressed ring with its exception entries fits and so does its Z = 0 fallback)."""
     cpp = _cpp_tma_fits(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
-    assert len(cpp) == 3 * len(dispatch.TMA_STAGES) * 2 * 2
-    for (nb, stages, dual, z), (fits, smem) in cpp.items():
-        assert dispatch.tma_smem_bytes(nb, stages, bool(dual), 1, 0, z) == smem
-        error = dispatch.tma_config_error((1, stages, 0, z), m_of_nb[nb], bool(dual), 256, 8192)
-        runs = bool(fits) and smem <= dispatch.SMEM_LIMIT and (not z or cpp[(nb, stages, dual, 0)][0])
-        assert (error is None) == runs, (nb, stages, dual, z, error)
-    assert not cpp[(4, 16, 1, 1)][0]  # the router is never compressed
+    assert len(cpp) == 3 * len(dispatch.TMA_STAGES) * 2
+    for (nb, stages, dual), (fits, smem) in cpp.items():
+        assert dispatch.tma_smem_bytes(nb, stages, bool(dual)) == smem
+        error = dispatch.tma_config_error((1, stages, 0), m_of_nb[nb], bool(dual), 256, 8192)
+        assert (error is None) == bool(fits), (nb, stages, dual, error)
 
 
 def _cpp_smem_rules(tmp_path):
@@ -163,9 +156,7 @@ def _cpp_smem_rules(tmp_path):
         "  for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4})\n"
         '   printf("gemv %d %d %d %d %d\\n", s, nb, nw, r, (int)okc::gemv_smem_bytes(nw, r, nb, s - 1));\n'
         "  for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d) for (int c = 1; c <= 2; ++c)\n"
-        "   for (int z = 0; z < 2 - d; ++z)\n"
-        '    printf("tma %d %d %d %d %d %d %d\\n", s, nb, st, d, c, z, okc::tma_smem_bytes(nb, st, d, z)'
-        " + okc::tma_inbox_bytes(nb, s, c) + (z ? okc::tma_exception_bytes(512, nb) : 0));\n"
+        '   printf("tma %d %d %d %d %d %d\\n", s, nb, st, d, c, okc::tma_smem_bytes(nb, st, d) + okc::tma_inbox_bytes(nb, s, c));\n'
         " }\n}\n"
     )
     subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "smem_rule")], check=True)
@@ -195,11 +186,10 @@ def test_python_and_cuda_agree_on_the_cluster_inbox(tmp_path):
             if zerror is None or "data registers" not in zerror:  # its register rule binds first at R = 4, NB = 4
                 assert (zerror is None) == (smem <= limit), (values, zerror)
         else:
-            s, nb, stages, dual, c, z, smem = values
-            assert dispatch.tma_smem_bytes(nb, stages, bool(dual), s, c, z) == smem
-            error = dispatch.tma_config_error((s, stages, c, z), m_of_nb[nb], bool(dual), 256, 8192)
-            fallback = dispatch.tma_smem_bytes(nb, stages, bool(dual), s, c, 0)  # Z = 1 must also run at Z = 0
-            assert (error is None) == (smem <= limit and fallback <= limit), (values, error)
+            s, nb, stages, dual, c, smem = values
+            assert dispatch.tma_smem_bytes(nb, stages, bool(dual), s, c) == smem
+            error = dispatch.tma_config_error((s, stages, c), m_of_nb[nb], bool(dual), 256, 8192)
+            assert (error is None) == (smem <= limit), (values, error)
         refused += smem > limit
     assert refused > 0  # the limit binds somewhere, or this test would prove nothing
 

@@ -42,8 +42,8 @@ def test_every_tabulated_gemv_config_is_exact_enough(submission):
 
 
 def test_tma_gemv_is_exact_enough_on_every_layer(submission):
-    """The TMA + wgmma GEMV on every layer, the column-block edges, uneven K splits, bf16 and compressed tiles,
-    both weight distributions, NaN-poisoned outputs, and every configuration TTABLE uses."""
+    """The TMA + wgmma GEMV on every layer, the column-block edges, uneven K splits, both weight distributions,
+    NaN-poisoned outputs, and every configuration TTABLE uses."""
     problem = load_problem()
     gen = torch.Generator(device="cuda").manual_seed(5)
     for distribution, seed in (("normal", 3), ("heavy", 8)):
@@ -51,18 +51,11 @@ def test_tma_gemv_is_exact_enough_on_every_layer(submission):
         state = submission.prepare({name: w.clone() for name, w in weights.items()})
         for name in weights:
             state["tiles:" + name] = tuple(submission.pack_tma_bulk(part) for part in state[name])
-            if not problem.layers[name].dual:  # Z = 1; "heavy" weights refused here run at Z = 0
-                try:
-                    state["ztma:" + name] = submission.compress_for_tma(state[name][0], name)
-                except submission.CompressionError:
-                    pass
-        shapes = ((1, 4, 0), (3, 8, 0), (7, 6, 0), (3, 8, 1), (16, 4, 1), (3, 8, 2), (5, 6, 2), (16, 4, 2))
         plan = [
-            (layer, m, cfg + (z,))
+            (layer, m, cfg)
             for layer in problem.layers
             for m in (1, 5, 9, 16, 17, 32)
-            for cfg in shapes
-            for z in ((0,) if problem.layers[layer].dual else (0, 1))
+            for cfg in ((1, 4, 0), (3, 8, 0), (7, 6, 0), (3, 8, 1), (16, 4, 1), (3, 8, 2), (5, 6, 2), (16, 4, 2))
         ]
         plan += [(layer, m, cfg) for (layer, m), cfg in submission.TTABLE.items() if cfg is not None]
         for layer_name, m, cfg in plan:

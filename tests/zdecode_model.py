@@ -48,27 +48,17 @@ def decode_stream(stream: torch.Tensor, table_words: tuple[int, int, int, int]) 
     return torch.stack(regs, dim=2)
 
 
-def unpack_fragments(elems: torch.Tensor, n: int, k: int, order: str) -> torch.Tensor:
-    """Fragment-ordered elements [N/16, K/64, 4, 32, 8] -> [N, K]: the inverse of packing.pack_mma_a ("mma") or
-    packing.pack_wgmma_a ("wgmma"), written from their documented index formulas."""
-    flat = elems.reshape(-1)
-    if order == "mma":  # row = 16 rb + 8 a + g, k = 32 kb + 8 t + 4 y + 2 z + e
-        blocks = flat.reshape(n // 16, k // 32, 2, 8, 4, 2, 2, 2)  # rb, kb, y, g, t, z, a, e
-        return blocks.permute(0, 6, 3, 1, 4, 2, 5, 7).reshape(n, k)
-    # wgmma: row = 16 rb + 8 a + g, k = 16 f + 8 z + 2 t + e
-    blocks = flat.reshape(n // 16, k // 16, 8, 4, 2, 2, 2)  # rb, f, g, t, z, a, e
-    return blocks.permute(0, 5, 2, 1, 4, 3, 6).reshape(n, k)
-
-
-def decompress(z: dict, n: int, k: int, order: str = "mma") -> torch.Tensor:
+def decompress(z: dict, n: int, k: int) -> torch.Tensor:
     """The exact bf16 [N, K] a compressed matrix stands for: the decoded stream (exceptions read +0.0 there)
-    with each exception's bits put back. What the kernel computes is x . decompress(z)^T. order: the fragment
-    order compress() was given."""
+    with each exception's bits put back. What the kernel computes is x . decompress(z)^T."""
     regs = decode_stream(z["stream"], z["table_words"])  # [RB, G, 4, 32, 4]
     elems = torch.stack([regs & 0xFFFF, (regs >> 16) & 0xFFFF], dim=-1).reshape(
         n // 16, k // K_GROUP, 4, 32, 8
     )
-    bits = unpack_fragments(elems, n, k, order).clone()
+    # undo pack_mma_a: fragments f = 2 kb_local + step -> [rb][kb][step][lane][8] flat order
+    flat = elems.reshape(-1)
+    blocks = flat.reshape(n // 16, k // 32, 2, 8, 4, 2, 2, 2)  # rb, kb, y, g, t, z, a, e
+    bits = blocks.permute(0, 6, 3, 1, 4, 2, 5, 7).reshape(n, k).clone()
     exc, starts = z["exceptions"], z["row_starts"]
     for rb in range(exc.shape[0]):
         for i in range(16):  # the kernel's walk: row i's entries, in order

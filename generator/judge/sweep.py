@@ -24,7 +24,6 @@ FINALISTS = 4  # the fastest few of the coarse pass are timed again with more re
 TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
 TMA_SWEEP_STAGES = (4, 6, 8, 12)
 TMA_SWEEP_C = (0, 1, 2)
-TMA_SWEEP_Z = (0, 1)
 
 
 def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error) -> list[tuple[int, ...]]:
@@ -64,11 +63,11 @@ def candidate_z_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
     return _split_k_candidates(layer, m, dispatch.ZGEMV_FIELDS, 64, dispatch.zgemv_config_error)
 
 
-def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int, int, int]]:
-    """Every (S, STAGES, C, Z) of the TMA GEMV worth timing for this shape."""
+def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int, int]]:
+    """Every (S, STAGES, C) of the TMA GEMV worth timing for this shape."""
     return [
         cfg
-        for cfg in itertools.product(TMA_SWEEP_S, TMA_SWEEP_STAGES, TMA_SWEEP_C, TMA_SWEEP_Z)
+        for cfg in itertools.product(TMA_SWEEP_S, TMA_SWEEP_STAGES, TMA_SWEEP_C)
         if dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None
     ]
 
@@ -239,11 +238,6 @@ def run_sweep(
             state["packed:" + name] = tuple(module.pack_mma_a(part) for part in state[name])
         if engine == "tma" and "tiles:" + name not in state:
             state["tiles:" + name] = tuple(module.pack_tma_bulk(part) for part in state[name])
-        if engine == "tma" and not problem.layers[name].dual and "ztma:" + name not in state:
-            try:
-                state["ztma:" + name] = module.compress_for_tma(state[name][0], name)
-            except module.CompressionError as refused:  # its Z = 1 candidates would time Z = 0: skipped
-                print(f"sweep: {refused}")
         if engine == "z" and not problem.layers[name].dual and "z:" + name not in state:
             try:
                 state["z:" + name] = module.compress(state[name][0], name)
@@ -265,8 +259,6 @@ def run_sweep(
         ref, scale = reference(x, weights[layer_name], n)
         timed, wrong = {}, []
         candidates = candidates_for(layer, m) if engine != "z" or "z:" + layer_name in state else []
-        if engine == "tma" and "ztma:" + layer_name not in state:
-            candidates = [cfg for cfg in candidates if not cfg[3]]
         current = None
         if styles is not None:
             current = (module.ZTABLE if engine == "z" else module.CTABLE).get((layer_name, m))
