@@ -96,8 +96,9 @@ def dispatch(file: Path) -> None:
 )
 @click.option("--nvcc", default="nvcc", show_default=True)
 def compile_cmd(root: Path, nvcc: str) -> None:
-    """Compile CUDA_SRC with the local nvcc for sm_90a; report registers, spills and smem; fail on any spill."""
-    from generator.compile import compile_cuda
+    """Compile CUDA_SRC with the local nvcc for sm_90a; report registers, spills and smem; fail on any spill or
+    any kernel whose wgmma instructions ptxas had to serialise."""
+    from generator.compile import compile_cuda, demangle, serialized_wgmma
     from generator.sources import load_sources
 
     try:
@@ -124,6 +125,14 @@ def compile_cmd(root: Path, nvcc: str) -> None:
         _fail("ptxas reported no kernels", 1)
     if spilled:
         _fail(f"{len(spilled)} kernel(s) spill registers: {spilled[0].name}", 1)
+    serialized = serialized_wgmma(messages)
+    if serialized:
+        code, reason, mangled = serialized[0]
+        _fail(
+            f"{len(serialized)} kernel(s) have their wgmmas serialised by ptxas ({code}: {reason}):"
+            f" {demangle([mangled])[0]}",
+            1,
+        )
 
 
 def _load(file: Path):

@@ -57,6 +57,20 @@ def parse_ptxas(report: str) -> list[KernelResources]:
     return list(kernels.values())
 
 
+# ptxas reports, as mere "info", when it had to serialise a kernel's wgmma instructions (each one waits for the
+# previous to finish: C7510..C7520, "Potential Performance Loss: wgmma.mma_async instructions are serialized due
+# to ..."). That silently undoes a wgmma pipeline, so `compile` treats it as a failure.
+_SERIALIZED = re.compile(
+    r"\((C75\d\d)\) Potential Performance Loss: wgmma\.mma_async instructions are serialized(.*?)"
+    r" in the function '(\S+)'"
+)
+
+
+def serialized_wgmma(report: str) -> list[tuple[str, str, str]]:
+    """(code, reason, mangled kernel) for each wgmma serialisation ptxas reported."""
+    return [(m.group(1), m.group(2).strip(), m.group(3)) for m in _SERIALIZED.finditer(report)]
+
+
 def demangle(names: list[str]) -> list[str]:
     tool = shutil.which("cu++filt") or shutil.which("c++filt")
     if not tool or not names:

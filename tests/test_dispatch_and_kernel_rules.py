@@ -113,6 +113,27 @@ def test_python_and_cuda_agree_on_which_configs_exist(tmp_path):
 
 @pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_wgmma_serialisation_is_read_from_ptxas_info():
+    from generator.compile import serialized_wgmma
+
+    report = (
+        "ptxas info    : Used 101 registers\n"
+        "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non"
+        " wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage"
+        " in the function '_ZN3okc15tma_gemv_kernelILi4E'\n"
+    )
+    found = serialized_wgmma(report)
+    assert found == [
+        (
+            "C7515",
+            "due to non wgmma instructions defining accumulator registers of a wgmma between start and end of the"
+            " pipeline stage",
+            "_ZN3okc15tma_gemv_kernelILi4E",
+        )
+    ]
+    assert serialized_wgmma("ptxas info    : Used 101 registers\n") == []
+
+
 def test_cuda_compiles_for_sm90a_without_spills():
     result = CliRunner().invoke(main, ["compile"])
     assert result.exit_code == 0, result.output
