@@ -134,6 +134,38 @@ def test_wgmma_serialisation_is_read_from_ptxas_info():
     assert serialized_wgmma("ptxas info    : Used 101 registers\n") == []
 
 
+def test_compile_fails_on_a_serialised_wgmma_or_a_spill(tmp_path):
+    """`compile` reads ptxas's report: a clean kernel passes; a spill or a wgmma serialisation (reported only as
+    info) fails with one line naming it. A stand-in nvcc prints the report."""
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    clean = (
+        "ptxas info    : Compiling entry function '_Z6kernelv' for 'sm_90a'\n"
+        "ptxas info    : Function properties for _Z6kernelv\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 90 registers, used 1 barriers, 16 bytes smem\n"
+    )
+    serialised = clean + (
+        "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due to"
+        " non wgmma instructions defining input registers of a wgmma between start and end of the pipeline stage"
+        " in the function '_Z6kernelv'\n"
+    )
+    spilled = clean.replace("0 bytes spill stores", "8 bytes spill stores")
+    results = {}
+    for name, report in (("clean", clean), ("serialised", serialised), ("spilled", spilled)):
+        (tmp_path / f"{name}.txt").write_text(report)
+        nvcc = tmp_path / f"nvcc_{name}"
+        nvcc.write_text(f"#!/bin/sh\ncat {tmp_path / (name + '.txt')} >&2\n")
+        nvcc.chmod(0o755)
+        results[name] = CliRunner().invoke(main, ["compile", "--nvcc", str(nvcc)])
+    assert results["clean"].exit_code == 0, results["clean"].output
+    assert results["serialised"].exit_code == 1
+    assert "wgmmas serialised by ptxas (C7513: due to non wgmma instructions defining input" in results["serialised"].output
+    assert results["spilled"].exit_code == 1 and "spill registers" in results["spilled"].output
+
+
 def test_cuda_compiles_for_sm90a_without_spills():
     result = CliRunner().invoke(main, ["compile"])
     assert result.exit_code == 0, result.output
