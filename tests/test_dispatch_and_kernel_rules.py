@@ -87,17 +87,25 @@ def test_config_errors_name_the_field():
     assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1), 8, True, 256, 8192) is None
 
 
+def _host_program_output(tmp_path, name, source):
+    """stdout of a host-only C++ program (`source`, which includes the kernels' headers) built with nvcc and run:
+    how these tests read the CUDA side's own arithmetic."""
+    program = tmp_path / f"{name}.cu"
+    program.write_text(source)
+    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / name)], check=True)
+    return subprocess.run([str(tmp_path / name)], capture_output=True, text=True, check=True).stdout
+
+
 def _cpp_rule_table(tmp_path):
     """gemv_fits() as the CUDA header computes it, for every (U, NB, R, P, dual), via a host-only program."""
-    program = tmp_path / "rule.cu"
-    program.write_text(
+    out = _host_program_output(
+        tmp_path,
+        "rule",
         f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
         f" for (int p = 0; p < {len(dispatch.GEMV_P)}; ++p) for (int d = 0; d < 2; ++d)"
-        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n'
+        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n',
     )
-    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "rule")], check=True)
-    out = subprocess.run([str(tmp_path / "rule")], capture_output=True, text=True, check=True).stdout
     return {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
 
 
@@ -162,7 +170,10 @@ def test_compile_fails_on_a_serialised_wgmma_or_a_spill(tmp_path):
         results[name] = CliRunner().invoke(main, ["compile", "--nvcc", str(nvcc)])
     assert results["clean"].exit_code == 0, results["clean"].output
     assert results["serialised"].exit_code == 1
-    assert "wgmmas serialised by ptxas (C7513: due to non wgmma instructions defining input" in results["serialised"].output
+    assert (
+        "wgmmas serialised by ptxas (C7513: due to non wgmma instructions defining input"
+        in results["serialised"].output
+    )
     assert results["spilled"].exit_code == 1 and "spill registers" in results["spilled"].output
 
 
@@ -174,14 +185,13 @@ def test_cuda_compiles_for_sm90a_without_spills():
 
 def _cpp_tma_fits(tmp_path):
     """tma_fits() as the CUDA header computes it, for every (NB, STAGES, dual), via a host-only program."""
-    program = tmp_path / "tma_rule.cu"
-    program.write_text(
+    out = _host_program_output(
+        tmp_path,
+        "tma_rule",
         f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int nb : {1, 2, 4}) for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d)"
-        ' printf("%d %d %d %d %d\\n", nb, st, d, (int)okc::tma_fits(nb, st, d), okc::tma_smem_bytes(nb, st, d)); }\n'
+        ' printf("%d %d %d %d %d\\n", nb, st, d, (int)okc::tma_fits(nb, st, d), okc::tma_smem_bytes(nb, st, d)); }\n',
     )
-    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "tma_rule")], check=True)
-    out = subprocess.run([str(tmp_path / "tma_rule")], capture_output=True, text=True, check=True).stdout
     return {tuple(map(int, line.split()[:3])): tuple(map(int, line.split()[3:])) for line in out.splitlines()}
 
 
@@ -199,9 +209,11 @@ def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
 
 def _cpp_smem_rules(tmp_path):
     """The CUDA headers' shared-memory arithmetic for C = 1 (the cluster inbox) at S = 2, 8, 16: gemv_smem_bytes
-    for every (NW, R, NB), tma_smem_bytes + tma_inbox_bytes for every (NB, STAGES, dual, C = 1, 2), and the limit."""
-    program = tmp_path / "smem_rule.cu"
-    program.write_text(
+    for every (NW, R, NB), tma_smem_bytes + tma_inbox_bytes for every (NB, STAGES, dual, C = 1, 2), and the limit.
+    """
+    out = _host_program_output(
+        tmp_path,
+        "smem_rule",
         f'#include "{REPO_ROOT}/kernels_src/gemv.cuh"\n#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n'
         "#include <cstdio>\nint main() {\n"
         ' printf("limit %d\\n", (int)okc::kSmemOptInLimit);\n'
@@ -210,10 +222,8 @@ def _cpp_smem_rules(tmp_path):
         '   printf("gemv %d %d %d %d %d\\n", s, nb, nw, r, (int)okc::gemv_smem_bytes(nw, r, nb, s - 1));\n'
         "  for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d) for (int c = 1; c <= 2; ++c)\n"
         '   printf("tma %d %d %d %d %d %d\\n", s, nb, st, d, c, okc::tma_smem_bytes(nb, st, d) + okc::tma_inbox_bytes(nb, s, c));\n'
-        " }\n}\n"
+        " }\n}\n",
     )
-    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "smem_rule")], check=True)
-    out = subprocess.run([str(tmp_path / "smem_rule")], capture_output=True, text=True, check=True).stdout
     rows = [line.split() for line in out.splitlines()]
     limit = next(int(row[1]) for row in rows if row[0] == "limit")
     return limit, [(row[0], tuple(map(int, row[1:]))) for row in rows if row[0] != "limit"]
@@ -236,7 +246,9 @@ def test_python_and_cuda_agree_on_the_cluster_inbox(tmp_path):
             error = dispatch.gemv_config_error((nw, s, 1, 0, r, 1), m_of_nb[nb], False, 4096, 8192)
             zerror = dispatch.zgemv_config_error((nw, s, 1, 0, r, 1), m_of_nb[nb], False, 4096, 8192)
             assert (error is None) == (smem <= limit), (values, error)
-            if zerror is None or "data registers" not in zerror:  # its register rule binds first at R = 4, NB = 4
+            if (
+                zerror is None or "data registers" not in zerror
+            ):  # its register rule binds first at R = 4, NB = 4
                 assert (zerror is None) == (smem <= limit), (values, zerror)
         else:
             s, nb, stages, dual, c, smem = values
@@ -253,17 +265,16 @@ def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
     """tma_gemv.cuh's own tma_owned_from / tma_owner, compiled: for every S a cluster may have, the ranks' thread
     ranges tile 0..127 without gaps, each rank owns at least one thread, tma_owner names the range a thread is
     in, and the largest share fits the inbox tma_inbox_bytes sizes (ceil(128 / S) threads)."""
-    program = tmp_path / "owners.cu"
-    program.write_text(
+    out = _host_program_output(
+        tmp_path,
+        "owners",
         f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
         " for (int s = 2; s <= 16; ++s) {\n"
         '  printf("s %d %d", s, okc::tma_inbox_bytes(1, s, 2));\n'
         '  for (int r = 0; r <= s; ++r) printf(" %d", okc::tma_owned_from(r, s));\n'
         '  for (int t = 0; t < 128; ++t) printf(" %d", okc::tma_owner(t, s));\n'
-        '  printf("\\n");\n }\n}\n'
+        '  printf("\\n");\n }\n}\n',
     )
-    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "owners")], check=True)
-    out = subprocess.run([str(tmp_path / "owners")], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
     assert len(lines) == 15
     for line in lines:
@@ -324,20 +335,17 @@ def test_a_layer_compress_refused_takes_the_route_without_ztable(monkeypatch):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
     """zgemv_fits() against dispatch's rule, and the exception pass's tile index against the epilogue's map."""
-    program = tmp_path / "zrule.cu"
-    program.write_text(
+    lines = _host_program_output(
+        tmp_path,
+        "zrule",
         f'#include "{REPO_ROOT}/kernels_src/zgemv.cuh"\n#include <cstdio>\n'
         "template <int NB> int bad_indices() { int bad = 0; for (int idx = 0; idx < 4 * NB * 4 * 32; ++idx) {"
         " int r = 0, i = 0, t = 0; okc::tile_coords<NB>(idx, r, i, t); bad += okc::ztile_index<NB>(r, i, t) != idx; }"
         " return bad; }\n"
         'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>());'
         " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 2; ++p)"
-        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, p)); }\n'
-    )
-    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / "zrule")], check=True)
-    lines = subprocess.run(
-        [str(tmp_path / "zrule")], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
+        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, p)); }\n',
+    ).splitlines()
     assert lines[0] == "bad 0"
     m_of_nb = {1: 8, 2: 16, 4: 32}
     for line in lines[1:]:
