@@ -360,3 +360,79 @@ def sweep(
     if any(p.wrong for p in points):
         wrong = "; ".join(f"{p.layer} m={p.m} {list(c)}" for p in points for c in p.wrong_configs)
         _fail(f"configurations that computed wrong results (fix the kernel): {wrong}", 1)
+
+
+@main.command()
+@click.argument("launches", nargs=-1, required=True)
+@click.option(
+    "--file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DIST,
+    show_default=True,
+    help="The submission file whose kernels are profiled.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("profile"),
+    show_default=True,
+    help="Folder for the report (profile.ncu-rep) and its exports (details.txt, source.csv, sass.txt).",
+)
+@click.option("--set", "section_set", default="full", show_default=True, help="ncu's section set.")
+@click.option("--ncu", default="ncu", show_default=True, help="The Nsight Compute command line.")
+def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None:
+    """Nsight Compute on GEMV launches given as layer:m:engine:config (e.g. qkv_gate:32:tma:3,8,2), on the H200:
+    per kernel its time, DRAM throughput and issue rate, and each SASS instruction's count and stalls."""
+    import shutil
+    import subprocess
+
+    from generator.judge.profile import (
+        format_sass,
+        hot_instructions,
+        kernel_summaries,
+        ncu_commands,
+        parse_launch,
+        sass_tables,
+    )
+
+    problem = _problem()
+    try:
+        parsed = [parse_launch(text, problem) for text in launches]
+    except ValueError as exc:
+        _fail(str(exc))
+    if shutil.which(ncu) is None:
+        _fail(
+            f"{ncu} (Nsight Compute) is not on PATH: profile runs where the GPU is (see README, On the H200)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    run_profile, export_details, export_source = ncu_commands(
+        ncu, out / "profile", sys.executable, file, parsed, section_set
+    )
+    exports = {}
+    for name, command in (
+        ("run", run_profile),
+        ("details.txt", export_details),
+        ("source.csv", export_source),
+    ):
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            tail = (result.stdout + result.stderr).strip().splitlines()[-1:] or ["(no output)"]
+            _fail(f"ncu ({name}) exited {result.returncode}: {tail[0]}")
+        exports[name] = result.stdout
+    (out / "details.txt").write_text(exports["details.txt"])
+    (out / "source.csv").write_text(exports["source.csv"])
+    tables = sass_tables(exports["source.csv"])
+    (out / "sass.txt").write_text(format_sass(tables))
+    for summary in kernel_summaries(exports["details.txt"]):
+        figures = " ".join(
+            f"{key} {summary[key]:g}"
+            for key in ("duration_us", "dram_pct", "ipc_active", "registers")
+            if key in summary
+        )
+        click.echo(f"{summary['kernel']} {summary['grid']} x {summary['block']}: {figures}")
+    for name, rows in tables:
+        click.echo(f"\nmost sampled instructions of {name}:")
+        for r in hot_instructions(rows):
+            stalls = " ".join(f"{reason}:{n}" for reason, n in r["stalls"])
+            click.echo(f"  {r['samples']:6} {r['executed']:9}  {stalls:34} {r['sass']}")
+    click.echo(f"\nwrote {out}/profile.ncu-rep, details.txt, source.csv and sass.txt")

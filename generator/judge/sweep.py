@@ -208,6 +208,22 @@ def header_of(text: str) -> str:
     return "\n".join(head)
 
 
+def add_engine_state(module: ModuleType, state: dict, problem: Problem, engine: str, layers) -> None:
+    """What `engine` needs in a prepared state for `layers`, whatever the file's tables route there: the mma.sync
+    packing (always: the register GEMV is also the other engines' incumbent), the TMA tiles (tma) or the
+    compressed stream (z; a layer compress() refuses gets none, and its shapes no candidates, with one line)."""
+    for name in layers:
+        if "packed:" + name not in state:
+            state["packed:" + name] = tuple(module.pack_mma_a(part) for part in state[name])
+        if engine == "tma" and "tiles:" + name not in state:
+            state["tiles:" + name] = tuple(module.pack_tma_bulk(part) for part in state[name])
+        if engine == "z" and not problem.layers[name].dual and "z:" + name not in state:
+            try:
+                state["z:" + name] = module.compress(state[name][0], name)
+            except module.CompressionError as refused:
+                print(f"{refused} (the {engine} engine skips this layer)")
+
+
 def run_sweep(
     module: ModuleType,
     problem: Problem,
@@ -233,16 +249,7 @@ def run_sweep(
     device = "cuda"
     weights = make_weights(problem, "normal", seed, device)
     state = module.prepare({name: w.clone() for name, w in weights.items()})
-    for name in weights:  # the sweep times every layer, whatever the current tables route to the GEMVs
-        if "packed:" + name not in state:
-            state["packed:" + name] = tuple(module.pack_mma_a(part) for part in state[name])
-        if engine == "tma" and "tiles:" + name not in state:
-            state["tiles:" + name] = tuple(module.pack_tma_bulk(part) for part in state[name])
-        if engine == "z" and not problem.layers[name].dual and "z:" + name not in state:
-            try:
-                state["z:" + name] = module.compress(state[name][0], name)
-            except module.CompressionError as refused:  # its shapes get no candidates
-                print(f"sweep: {refused}")
+    add_engine_state(module, state, problem, engine, weights)  # every layer, whatever the tables route
     module._extension()
     launch = {"gemv": module._gemv, "tma": module._tma_gemv, "z": module._zgemv}[engine]
     candidates_for = {"gemv": candidate_configs, "tma": candidate_tma_configs, "z": candidate_z_configs}[

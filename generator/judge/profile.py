@@ -1,0 +1,216 @@
+"""profile: Nsight Compute (ncu) on chosen GEMV launches, and the two views of its report a kernel engineer reads
+first: per kernel, time, DRAM throughput and issue rate; per SASS instruction, how often it ran and where the warps
+stalled.
+
+Why a command: leave-one-out timing (notes/session13, calls 1-6) could not tell why the compressed TMA GEMV was
+slow; one ncu run did (its consumer loop issued ~255 instructions per warp per 64 x 64 tile against ~88 for bf16
+tiles). Run it on the H200, from the source tree (PYTHONPATH=.); the report and its exports land in one folder.
+
+A launch is written `layer:m:engine:config`, e.g. `qkv_gate:32:tma:3,8,2` or `pooler:1:z:8,1,4,0,1,0`: the
+engine's table fields in order (README, tables/*.yaml). Each is checked like a table entry before ncu starts.
+Inside ncu, `python -m generator.judge.profile FILE LAUNCH...` launches each once to warm up, then each once
+between cudaProfilerStart and cudaProfilerStop, so ncu (`--profile-from-start off`) sees exactly those."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.problem import Problem
+from kernels_src import dispatch
+
+# engine -> (runtime launcher name, number of fields, the config check a table entry gets)
+ENGINES = {
+    "gemv": ("_gemv", len(dispatch.GEMV_FIELDS), dispatch.gemv_config_error),
+    "tma": ("_tma_gemv", 3, dispatch.tma_config_error),
+    "z": ("_zgemv", len(dispatch.ZGEMV_FIELDS), dispatch.zgemv_config_error),
+}
+# What the summary reads from ncu's details page (metric name -> key); Duration comes in ns, us or ms.
+DETAIL_METRICS = {
+    "Duration": "duration_us",
+    "DRAM Throughput": "dram_pct",
+    "Executed Ipc Active": "ipc_active",
+    "Registers Per Thread": "registers",
+}
+_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
+
+
+@dataclass(frozen=True)
+class Launch:
+    layer: str
+    m: int
+    engine: str
+    config: tuple[int, ...]
+
+    @property
+    def spec(self) -> str:
+        return f"{self.layer}:{self.m}:{self.engine}:{','.join(map(str, self.config))}"
+
+
+def parse_launch(text: str, problem: Problem) -> Launch:
+    """`layer:m:engine:c1,c2,...` -> Launch, or ValueError with one line saying what is wrong."""
+    parts = text.split(":")
+    if len(parts) != 4:
+        raise ValueError(f"{text!r}: expected layer:m:engine:config, e.g. qkv_gate:32:tma:3,8,2")
+    layer_name, m_text, engine, cfg_text = parts
+    if layer_name not in problem.layers:
+        raise ValueError(f"{text!r}: unknown layer {layer_name!r} (one of {', '.join(problem.layers)})")
+    if engine not in ENGINES:
+        raise ValueError(f"{text!r}: unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    try:
+        m = int(m_text)
+        cfg = tuple(int(v) for v in cfg_text.split(","))
+    except ValueError:
+        raise ValueError(f"{text!r}: m and the config fields must be integers") from None
+    _, fields, config_error = ENGINES[engine]
+    if len(cfg) != fields:
+        raise ValueError(f"{text!r}: the {engine} engine takes {fields} config fields, got {len(cfg)}")
+    layer = problem.layers[layer_name]
+    error = config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
+    if error is not None:
+        raise ValueError(f"{text!r}: {error}")
+    return Launch(layer_name, m, engine, cfg)
+
+
+def ncu_commands(ncu: str, report: Path, python: str, file: Path, launches: list[Launch], section_set: str):
+    """The three ncu runs: profile the launches into `report` (.ncu-rep), then export its details page and its
+    SASS source page (CSV). Clocks are left alone (--clock-control none: the device's notes say so)."""
+    profile = [
+        ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "application-only",
+        "--set", section_set, "--import-source", "no", "-f", "-o", str(report),
+        python, "-m", "generator.judge.profile", str(file), *(launch.spec for launch in launches),
+    ]  # fmt: skip
+    rep = f"{report}.ncu-rep"
+    details = [ncu, "-i", rep, "--page", "details"]
+    source = [ncu, "-i", rep, "--page", "source", "--csv", "--print-source", "sass"]
+    return profile, details, source
+
+
+def kernel_summaries(details: str) -> list[dict]:
+    """Per profiled kernel of ncu's details page: its name and launch shape, and DETAIL_METRICS where present."""
+    header = re.compile(r"^  (\S.*?) \((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\), Context ")
+    kernels = []
+    for line in details.splitlines():
+        found = header.match(line)
+        if found:
+            grid, block = found.groups()[1:4], found.groups()[4:7]
+            kernels.append({"kernel": found.group(1), "grid": "x".join(grid), "block": "x".join(block)})
+            continue
+        if not kernels:
+            continue
+        fields = line.split()
+        for name, key in DETAIL_METRICS.items():
+            words = name.split()
+            if fields[: len(words)] == words and key not in kernels[-1] and len(fields) >= len(words) + 1:
+                value = float(fields[-1].replace(",", ""))
+                unit = fields[len(words)] if len(fields) == len(words) + 2 else ""
+                kernels[-1][key] = value * _TO_US[unit] if key == "duration_us" else value
+    return kernels
+
+
+def sass_tables(source_csv: str) -> list[tuple[str, list[dict]]]:
+    """ncu's SASS source page (CSV, one block per kernel, each opened by a "Kernel Name" row) -> per kernel, the
+    instructions that ran: index, address, SASS, times executed (warp level), warp-state samples and the two
+    stall reasons sampled most. A kernel whose block repeats an earlier one exactly is listed once."""
+    blocks, current = [], None
+    for line in source_csv.splitlines():
+        if line.startswith('"Kernel Name"'):
+            current = [line]
+            blocks.append(current)
+        elif current is not None:
+            current.append(line)
+    tables, seen = [], set()
+    for block in blocks:
+        name = next(csv.reader([block[0]]))[1]
+        rows = list(csv.reader(io.StringIO("\n".join(block[1:]))))
+        if not rows:
+            continue
+        head = rows[0]
+        col = {h: i for i, h in enumerate(head)}
+        stalls = [i for i, h in enumerate(head) if h.startswith("stall_") and "Not Issued" not in h]
+        ran = []
+        for index, row in enumerate(rows[1:]):
+            if len(row) != len(head):
+                continue
+            executed = int(float(row[col["Instructions Executed"]] or 0))
+            if executed == 0:
+                continue
+            by_reason = sorted(((float(row[i] or 0), head[i][len("stall_") :]) for i in stalls), reverse=True)
+            ran.append(
+                {
+                    "index": index,
+                    "address": row[col["Address"]],
+                    "sass": row[col["Source"]],
+                    "executed": executed,
+                    "samples": int(float(row[col["Warp Stall Sampling (All Samples)"]] or 0)),
+                    "stalls": [(reason, int(n)) for n, reason in by_reason[:2] if n > 0],
+                }
+            )
+        key = (name, tuple((r["sass"], r["executed"], r["samples"]) for r in ran))
+        if key not in seen:
+            seen.add(key)
+            tables.append((name, ran))
+    return tables
+
+
+def format_sass(tables: list[tuple[str, list[dict]]]) -> str:
+    """The trimmed source pages as text: one line per instruction that ran."""
+    lines = ["# index, warp-state samples, times executed (warp level), top stall reasons, SASS"]
+    for name, rows in tables:
+        lines.append(f"\n## {name}")
+        for r in rows:
+            stalls = " ".join(f"{reason}:{n}" for reason, n in r["stalls"])
+            lines.append(f"{r['index']:5} {r['samples']:6} {r['executed']:9}  {stalls:34} {r['sass']}")
+    return "\n".join(lines) + "\n"
+
+
+def hot_instructions(rows: list[dict], count: int = 8) -> list[dict]:
+    """The instructions with the most warp-state samples: where the kernel's warps spent their time."""
+    return sorted(rows, key=lambda r: -r["samples"])[:count]
+
+
+def launch_under_profiler(file: Path, specs: list[str]) -> None:
+    """What runs inside ncu: the file loaded and prepared on the `normal` weights, each launch's engine state built,
+    each launch run once to warm up (module load, tensor maps, shared-memory opt-in), then once each between
+    cudaProfilerStart and cudaProfilerStop."""
+    import torch
+
+    from generator.judge.loader import load_submission
+    from generator.judge.sweep import add_engine_state
+    from generator.judge.weights import make_weights, make_x
+    from generator.problem import load_problem
+
+    problem = load_problem()
+    launches = [parse_launch(spec, problem) for spec in specs]
+    module = load_submission(file)
+    weights = make_weights(problem, "normal", 0, "cuda")
+    state = module.prepare({name: w.clone() for name, w in weights.items()})
+    for engine in {launch.engine for launch in launches}:
+        add_engine_state(module, state, problem, engine, {launch.layer for launch in launches})
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    calls = []
+    for launch in launches:
+        layer = problem.layers[launch.layer]
+        x = make_x(launch.m, layer.k, gen, "cuda")
+        run = getattr(module, ENGINES[launch.engine][0])
+        calls.append(
+            lambda run=run, x=x, launch=launch, n=layer.n_for(launch.m): run(
+                x, launch.layer, n, launch.config, state
+            )
+        )
+    for call in calls:
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    for call in calls:
+        call()
+        torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+
+
+if __name__ == "__main__":
+    launch_under_profiler(Path(sys.argv[1]), sys.argv[2:])

@@ -1,0 +1,147 @@
+"""`generator profile`: launch specs checked like table entries, the ncu command lines, and the two readings of
+ncu's exports (details page, SASS source page), on excerpts of a real report (notes/session13, call 3: the TMA
+GEMV at Z = 0 and Z = 1 on branch ztma, qkv_gate m = 1, S = 1). A stand-in ncu runs the command end to end."""
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator.cli import main
+from generator.judge.profile import (
+    Launch,
+    hot_instructions,
+    kernel_summaries,
+    ncu_commands,
+    parse_launch,
+    sass_tables,
+)
+from generator.problem import load_problem
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return load_problem()
+
+
+def test_launch_specs_parse_for_every_engine(problem):
+    assert parse_launch("qkv_gate:32:tma:3,8,2", problem) == Launch("qkv_gate", 32, "tma", (3, 8, 2))
+    assert parse_launch("pooler:1:z:8,1,4,0,1,0", problem) == Launch("pooler", 1, "z", (8, 1, 4, 0, 1, 0))
+    gemv = parse_launch("router:32:gemv:16,4,1,0,1,1", problem)
+    assert gemv.spec == "router:32:gemv:16,4,1,0,1,1"
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("qkv_gate:32:tma", "expected layer:m:engine:config"),
+        ("attn:32:tma:3,8,2", "unknown layer 'attn'"),
+        ("qkv_gate:32:cublas:1", "unknown engine 'cublas'"),
+        ("qkv_gate:x:tma:3,8,2", "must be integers"),
+        ("qkv_gate:32:tma:3,8", "takes 3 config fields, got 2"),
+        ("qkv_gate:32:tma:3,5,2", "STAGES=5"),
+        ("router:32:z:8,1,4,0,1,0", "router"),
+    ],
+)
+def test_bad_launch_specs_say_what_is_wrong_in_one_line(problem, text, says):
+    with pytest.raises(ValueError) as refused:
+        parse_launch(text, problem)
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_ncu_commands_profile_only_the_marked_launches_and_export_both_pages(problem):
+    launches = [parse_launch("o:1:gemv:8,1,1,0,1,0", problem), parse_launch("qkv_gate:32:tma:3,8,2", problem)]
+    run, details, source = ncu_commands(
+        "ncu", Path("out/profile"), "python3", Path("dist/submission.py"), launches, "full"
+    )
+    assert (
+        run[:1] == ["ncu"]
+        and "--profile-from-start" in run
+        and run[run.index("--profile-from-start") + 1] == "off"
+    )
+    assert run[run.index("--clock-control") + 1] == "none"  # leave the clocks alone
+    assert run[run.index("-o") + 1] == "out/profile"
+    assert run[-6:] == [
+        "python3", "-m", "generator.judge.profile", "dist/submission.py", "o:1:gemv:8,1,1,0,1,0", "qkv_gate:32:tma:3,8,2"
+    ]  # fmt: skip
+    assert details == ["ncu", "-i", "out/profile.ncu-rep", "--page", "details"]
+    assert source[:5] == ["ncu", "-i", "out/profile.ncu-rep", "--page", "source"] and "sass" in source
+
+
+def test_kernel_summaries_read_time_dram_issue_rate_and_registers():
+    kernels = kernel_summaries((FIXTURES / "ncu_details.txt").read_text())
+    assert [(k["grid"], k["block"]) for k in kernels] == [("36x1x1", "160x1x1"), ("36x1x1", "320x1x1")]
+    assert kernels[0]["kernel"].startswith("void tma_gemv_kernel<1, 8, 0, 0,")
+    assert [k["duration_us"] for k in kernels] == [21.63, 43.20]
+    assert [k["dram_pct"] for k in kernels] == [37.67, 13.71]
+    assert [k["ipc_active"] for k in kernels] == [1.48, 2.04]
+    assert [k["registers"] for k in kernels] == [86, 89]
+
+
+def test_kernel_summaries_convert_duration_units():
+    details = (
+        "  void k() (1, 1, 1)x(32, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n"
+        "    Duration                    msecond         1.50\n"
+        "  void k2() (2, 1, 1)x(64, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n"
+        "    Duration                    nsecond          900\n"
+    )
+    assert [k["duration_us"] for k in kernel_summaries(details)] == [1500.0, 0.9]
+
+
+def test_sass_tables_keep_what_ran_once_per_kernel_with_its_stalls():
+    tables = sass_tables((FIXTURES / "ncu_source.csv").read_text())
+    assert len(tables) == 2  # the export repeats the first kernel's block: listed once
+    (bf16_name, bf16_rows), (z_name, z_rows) = tables
+    assert "(bool)0, (bool)0" in bf16_name and "(bool)0, (bool)1" in z_name
+    assert all(r["executed"] > 0 for r in bf16_rows + z_rows)  # the instructions that never ran are left out
+    hot = hot_instructions(z_rows, 1)[0]  # the consumers waiting on `full`
+    assert hot["sass"].strip().startswith("@!P2") and "BRA" in hot["sass"]
+    assert hot["samples"] == 241 and hot["stalls"][0] == ("long_sb", 240)
+
+
+def _stand_in_ncu(tmp_path: Path) -> Path:
+    """An `ncu` that profiles nothing and exports the fixtures: the command's plumbing without a GPU."""
+    ncu = tmp_path / "ncu"
+    ncu.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in\n'
+        f'  *"--page details"*) cat {FIXTURES / "ncu_details.txt"} ;;\n'
+        f'  *"--page source"*) cat {FIXTURES / "ncu_source.csv"} ;;\n'
+        '  *) echo "==PROF== profiled" ;;\n'
+        "esac\n"
+    )
+    ncu.chmod(0o755)
+    return ncu
+
+
+def test_profile_command_writes_the_exports_and_prints_the_summaries(tmp_path):
+    out = tmp_path / "profile"
+    result = CliRunner().invoke(
+        main, ["profile", "qkv_gate:1:tma:1,8,0", "--ncu", str(_stand_in_ncu(tmp_path)), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} >= {"details.txt", "source.csv", "sass.txt"}
+    assert "36x1x1 x 320x1x1: duration_us 43.2 dram_pct 13.71 ipc_active 2.04 registers 89" in result.output
+    assert "long_sb:240" in result.output
+    assert (out / "sass.txt").read_text().count("\n## ") == 2
+
+
+def test_profile_command_fails_in_one_line(tmp_path):
+    bad = CliRunner().invoke(
+        main, ["profile", "qkv_gate:32:tma:3,5,2", "--ncu", str(_stand_in_ncu(tmp_path))]
+    )
+    assert bad.exit_code == 2 and "STAGES=5" in bad.output
+    missing = CliRunner().invoke(
+        main, ["profile", "qkv_gate:32:tma:3,8,2", "--ncu", str(tmp_path / "no_ncu")]
+    )
+    assert missing.exit_code == 2 and "is not on PATH" in missing.output
+    failing = tmp_path / "ncu_fails"
+    failing.write_text("#!/bin/sh\necho '==ERROR== Failed to initialize the profiler' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    broke = CliRunner().invoke(
+        main, ["profile", "qkv_gate:32:tma:3,8,2", "--ncu", str(failing), "--out", str(tmp_path)]
+    )
+    assert broke.exit_code == 2 and "Failed to initialize the profiler" in broke.output
+    assert len(broke.output.strip().splitlines()) == 1
