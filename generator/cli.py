@@ -387,7 +387,9 @@ def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None
     import subprocess
 
     from generator.judge.profile import (
+        format_instruction,
         format_sass,
+        format_summary,
         hot_instructions,
         kernel_summaries,
         ncu_commands,
@@ -424,15 +426,9 @@ def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None
     tables = sass_tables(exports["source.csv"])
     (out / "sass.txt").write_text(format_sass(tables))
     for summary in kernel_summaries(exports["details.txt"]):
-        figures = " ".join(
-            f"{key} {summary[key]:g}"
-            for key in ("duration_us", "dram_pct", "ipc_active", "registers")
-            if key in summary
-        )
-        click.echo(f"{summary['kernel']} {summary['grid']} x {summary['block']}: {figures}")
+        click.echo(format_summary(summary))
     for name, rows in tables:
         click.echo(f"\nmost sampled instructions of {name}:")
         for r in hot_instructions(rows):
-            stalls = " ".join(f"{reason}:{n}" for reason, n in r["stalls"])
-            click.echo(f"  {r['samples']:6} {r['executed']:9}  {stalls:34} {r['sass']}")
+            click.echo("  " + format_instruction(r))
     click.echo(f"\nwrote {out}/profile.ncu-rep, details.txt, source.csv and sass.txt")

@@ -157,15 +157,25 @@ def sass_tables(source_csv: str) -> list[tuple[str, list[dict]]]:
     return tables
 
 
+def format_instruction(row: dict) -> str:
+    """One instruction that ran: warp-state samples, times executed (warp level), top stall reasons, SASS."""
+    stalls = " ".join(f"{reason}:{n}" for reason, n in row["stalls"])
+    return f"{row['samples']:6} {row['executed']:9}  {stalls:34} {row['sass']}"
+
+
 def format_sass(tables: list[tuple[str, list[dict]]]) -> str:
-    """The trimmed source pages as text: one line per instruction that ran."""
+    """The trimmed source pages as text: one line per instruction that ran, after its index on the page."""
     lines = ["# index, warp-state samples, times executed (warp level), top stall reasons, SASS"]
     for name, rows in tables:
         lines.append(f"\n## {name}")
-        for r in rows:
-            stalls = " ".join(f"{reason}:{n}" for reason, n in r["stalls"])
-            lines.append(f"{r['index']:5} {r['samples']:6} {r['executed']:9}  {stalls:34} {r['sass']}")
+        lines += [f"{r['index']:5} {format_instruction(r)}" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def format_summary(summary: dict) -> str:
+    """One kernel of kernel_summaries: its name, grid x block and the DETAIL_METRICS the page had."""
+    figures = " ".join(f"{key} {summary[key]:g}" for key in DETAIL_METRICS.values() if key in summary)
+    return f"{summary['kernel']} {summary['grid']} x {summary['block']}: {figures}"
 
 
 def hot_instructions(rows: list[dict], count: int = 8) -> list[dict]:
