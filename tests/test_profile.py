@@ -86,8 +86,10 @@ def test_kernel_summaries_convert_duration_units():
         "    Duration                    msecond         1.50\n"
         "  void k2() (2, 1, 1)x(64, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n"
         "    Duration                    nsecond          900\n"
+        "  void k3() (2, 1, 1)x(64, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n"
+        "    Duration                    fortnight          1\n"
     )
-    assert [k["duration_us"] for k in kernel_summaries(details)] == [1500.0, 0.9]
+    assert [k.get("duration_us") for k in kernel_summaries(details)] == [1500.0, 0.9, None]
 
 
 def test_sass_tables_keep_what_ran_once_per_kernel_with_its_stalls():

@@ -36,7 +36,16 @@ DETAIL_METRICS = {
     "Executed Ipc Active": "ipc_active",
     "Registers Per Thread": "registers",
 }
-_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
+_TO_US = {
+    "nsecond": 1e-3,
+    "ns": 1e-3,
+    "usecond": 1.0,
+    "us": 1.0,
+    "msecond": 1e3,
+    "ms": 1e3,
+    "second": 1e6,
+    "s": 1e6,
+}
 
 
 @dataclass(frozen=True)
@@ -108,7 +117,10 @@ def kernel_summaries(details: str) -> list[dict]:
             if fields[: len(words)] == words and key not in kernels[-1] and len(fields) >= len(words) + 1:
                 value = float(fields[-1].replace(",", ""))
                 unit = fields[len(words)] if len(fields) == len(words) + 2 else ""
-                kernels[-1][key] = value * _TO_US[unit] if key == "duration_us" else value
+                if key != "duration_us":
+                    kernels[-1][key] = value
+                elif unit in _TO_US:  # a unit this table does not know: no figure rather than a wrong one
+                    kernels[-1][key] = value * _TO_US[unit]
     return kernels
 
 
