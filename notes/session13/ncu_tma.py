@@ -2,7 +2,9 @@
 for `ncu --profile-from-start off`: where does a Z = 1 CTA spend ~290 ns per K tile when a Z = 0 CTA spends ~100
 (call 2: qkv_gate m = 1, S = 1: 46 us at STAGES 6..12 against 24 us; two consumer warpgroups did not help)?
 
-usage (b_ztma as the working directory, PYTHONPATH=.): python3 ../notes/session13/ncu_tma.py layer:m:S,STAGES,C,Z ..."""
+usage (b_ztma as the working directory, PYTHONPATH=.): python3 ../notes/session13/ncu_tma.py layer:m:S,STAGES,C,Z ...
+
+Kept as call 3 ran it; `python -m generator profile` now does the same (same ncu options, any engine)."""
 
 import sys
 
