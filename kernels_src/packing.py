@@ -1,5 +1,5 @@
 """Weight layouts made once in prepare(): mma A-fragment order, 64 x 64 tiles for the TMA GEMV (pre-swizzled
-for its bulk copies), and the router's bf16 hi+lo split."""
+for its bulk copies; stacked half tiles for its C = 3), and the router's bf16 hi+lo split."""
 
 import torch
 
@@ -58,6 +58,26 @@ def swizzle_128b(tiles):
 def pack_tma_bulk(w):
     """[N, K] bf16 -> the TMA GEMV's weight operand: pack_tma_tiles' 8 KB tiles, each pre-swizzled."""
     return swizzle_128b(pack_tma_tiles(w))
+
+
+def pack_tma_half_tiles(w):
+    """[N, K] bf16 -> [N/32, K/128, 64, 64] contiguous, for the TMA GEMV's half tiles (C = 3): a CTA owns 32 rows
+    and the whole K, and block (h, kb) stacks rows h..h+31 over K [128 kb, 128 kb + 64) on top of the same rows
+    over [128 kb + 64, 128 kb + 128). Read as one 64 x 64 wgmma A tile, its upper half meets x's first 64-wide
+    box and its lower half x's second (tma_gemv.cuh): each 8 KB copy carries 128 of K for 32 rows, so twice as
+    many CTAs stream as there are 64-row tiles, with no split-K reduction. Row groups are outermost: the first n
+    rows are a prefix."""
+    n, k = w.shape
+    if n % 32 or k % 128:
+        raise ValueError(f"pack_tma_half_tiles: weight [{n}, {k}] must have N % 32 == 0 and K % 128 == 0")
+    # dims of the view: row group, row, K block, half, k
+    return w.reshape(n // 32, 32, k // 128, 2, 64).permute(0, 2, 3, 1, 4).reshape(n // 32, k // 128, 64, 64).contiguous()
+
+
+def pack_tma_half_bulk(w):
+    """[N, K] bf16 -> the TMA GEMV's C = 3 weight operand: pack_tma_half_tiles' 8 KB blocks, each pre-swizzled
+    (the 128-byte swizzle depends on a row's index mod 8 only, so the two stacked halves swizzle as one tile)."""
+    return swizzle_128b(pack_tma_half_tiles(w))
 
 
 def split_hi_lo(w):

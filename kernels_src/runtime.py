@@ -4,8 +4,8 @@ import torch
 from torch.utils.cpp_extension import load_inline
 
 from kernels_src.compress import CompressionError, compress
-from kernels_src.dispatch import GEMV_MAX_M, WORKSPACE_FLOATS, column_blocks, route
-from kernels_src.packing import pack_mma_a, pack_tma_bulk, split_hi_lo
+from kernels_src.dispatch import GEMV_MAX_M, TMA_HALF, WORKSPACE_FLOATS, column_blocks, route
+from kernels_src.packing import pack_mma_a, pack_tma_bulk, pack_tma_half_bulk, split_hi_lo
 
 # Defined ahead of this code in dist/submission.py by templates/submission.py.j2:
 #   CUDA_SRC, BINDING_SRC   the CUDA kernels + launchers, and the torch-facing C++ shim
@@ -79,7 +79,10 @@ def prepare(weights):
     for layer in sorted(layer for layer, engine in engines if engine == "gemv"):
         state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
     for layer in sorted(layer for layer, engine in engines if engine == "tma"):
-        state["tiles:" + layer] = tuple(pack_tma_bulk(part) for part in state[layer])
+        for operand in sorted({_tma_operand(_engine(layer, m, state)[1]) for m in range(1, GEMV_MAX_M + 1)
+                               if _engine(layer, m, state)[0] == "tma"}):
+            pack = pack_tma_half_bulk if operand == "halftiles:" else pack_tma_bulk
+            state[operand + layer] = tuple(pack(part) for part in state[layer])
     state["ws"] = torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device)
     state["sem"] = torch.zeros(SEMAPHORES, dtype=torch.int32, device=device)
     if any(engine != "cublas" for _, engine in engines):
@@ -134,12 +137,17 @@ def _gemv(x, layer, n, cfg, state):
     return out
 
 
+def _tma_operand(cfg):
+    """The state key prefix of the packed weights a TMA config reads: 64-row tiles, or half tiles for C = 3."""
+    return "halftiles:" if cfg[2] == TMA_HALF else "tiles:"
+
+
 def _tma_gemv(x, layer, n, cfg, state):
     s, stages, c = cfg
     m, k = x.shape
     dual = _is_dual(layer)
     out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
-    tiles = state["tiles:" + layer]
+    tiles = state[_tma_operand(cfg) + layer]
     stream = torch.cuda.current_stream(x.device).cuda_stream
     _launch(
         "tma_gemv",

@@ -34,6 +34,15 @@
 //           ((S - 1) x 2 KB x NB: ~1 us at qkv_gate m = 32, 5.8 us for the router at S = 16); the scatter
 //           spreads them over S SMs but keeps every rank alive to the end. The sweep picks per shape
 //           (notes/session11: C = 2 won at NB = 4, C = 1 at NB <= 2 on qkv_gate).
+//  * C = 3, half tiles (HALF): no split at all. A CTA owns 32 weight rows and the whole K, so qkv_gate runs 72
+//    CTAs instead of 36 x S, and no reduction waits at the end. notes/session14 (launchprobe) timed the frame
+//    without the math: a cluster barrier or DSMEM push after the ring costs 0.5-0.8 us, and 72 CTAs streaming
+//    whole rows with x's boxes beside them beat 36 x 3 with the push by ~1.1 us on qkv_gate's 37.7 MB. wgmma's
+//    M is 64, so each 8 KB slot stacks the 32 rows' K [k0, k0 + 64) on top of their K [k0 + 64, k0 + 128)
+//    (packing.pack_tma_half_tiles) and meets two x boxes: one wgmma per box, into two accumulator sets; rows
+//    0-31 of the first (x's first box) and rows 32-63 of the second (its second box) are the useful halves, and
+//    the other two are discarded (the tensor cores have time to spare). Warps 2-3 hand theirs to warps 0-1
+//    through the idle ring at the end.
 #pragma once
 #include "common.cuh"
 
@@ -43,20 +52,23 @@ namespace okc {
 
 constexpr int kTmaTileRows = 64;                          // weight rows per CTA: the wgmma M
 constexpr int kTmaTileK = 64;                             // K per ring slot: 64 bf16 = one 128-byte swizzle row
+constexpr int kTmaHalfRows = 32;                          // C = 3: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
 constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
 constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
-__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual) {
-    return kTmaWBytes * (dual ? 2 : 1) + tma_x_bytes(nb);  // every part a multiple of 1 KB: swizzle-aligned
+// A slot: the weight block(s), then x's box (two boxes for half tiles); every part a multiple of 1 KB:
+// swizzle-aligned.
+__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual, bool half = false) {
+    return kTmaWBytes * (dual ? 2 : 1) + tma_x_bytes(nb) * (half ? 2 : 1);
 }
 // +1 KB: the dynamic shared memory base is only 16-byte aligned; the 128-byte swizzle needs 1024.
-__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual) {
-    return stages * tma_stage_bytes(nb, dual) + 1024;
+__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual, bool half = false) {
+    return stages * tma_stage_bytes(nb, dual, half) + 1024;
 }
-__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual) {
-    return tma_smem_bytes(nb, stages, dual) <= (int)kSmemOptInLimit;
+__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual, bool half = false) {
+    return tma_smem_bytes(nb, stages, dual, half) <= (int)kSmemOptInLimit;
 }
 // C = 2: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)), and
 // tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
@@ -69,13 +81,15 @@ __host__ __device__ constexpr int tma_inbox_bytes(int nb, int s, int c) {
 }
 
 struct TmaGemvArgs {
-    const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] blocks of 8 KB, each pre-swizzled
+    const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] blocks of 8 KB, each pre-swizzled (half tiles:
+                        // pack_tma_half_bulk's [N/32][K/128])
     const uint8_t* w2;  // the router's lo half (dual), else w again
     void* out;  // [M, N]: bf16, or fp32 in dual mode
     float* ws;  // split-K partials: [N/64][S][64 * 8 NB]
     int* sem;   // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    int cluster;  // C: 1 / 2, the S split CTAs of a tile are one cluster and reduce gathered / scattered
+    int cluster;  // C: 1 / 2, the S split CTAs of a tile are one cluster and reduce gathered / scattered; 0
+                  // otherwise (half tiles, C = 3, run as HALF with cluster 0)
 };
 
 // One box of a 2-D tensor map (c0: the inner coordinate, K; c1: rows) into shared memory, counted on `bar`.
@@ -157,21 +171,23 @@ __device__ __forceinline__ void consumers_sync() {
 }
 
 // Accumulator element e of consumer thread t (the wgmma D layout: warp w owns rows 16w..16w+15, like mma.sync's
-// C per 8-token block) -> out[token, row] for tokens < M.
+// C per 8-token block) -> out[token, row0 + row] for tokens < M.
 template <typename OutT>
-__device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int tile, int t, int e, float v) {
+__device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t, int e, float v) {
     const int warp = t >> 5, lane = t & 31;
-    const int row = tile * kTmaTileRows + warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
+    const int row = row0 + warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
     const int token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-template <int NB, int STAGES, bool DUAL, typename OutT>
+template <int NB, int STAGES, bool DUAL, bool HALF, typename OutT>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
-    constexpr int kAcc = 4 * NB;                          // fp32 accumulators per consumer thread
-    constexpr int kStage = tma_stage_bytes(NB, DUAL);     // bytes TMA lands in one ring slot
-    constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);  // x's box follows the weight box(es)
+    static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
+    constexpr int kAcc = 4 * NB;                             // fp32 accumulators per consumer thread (per set)
+    constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF);  // bytes TMA lands in one ring slot
+    constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);    // x's box follows the weight box(es)
+    constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ int is_last;
@@ -180,7 +196,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     float* inbox = reinterpret_cast<float*>(ring + STAGES * kStage);  // C = 1, 2: [S - 1][threads owned][kAcc]
 
     const int tile = blockIdx.x, split = blockIdx.y;
-    const int k_tiles = a.K / kTmaTileK;
+    const int k_tiles = a.K / kSlotK;  // slots a tile's K takes (its 8 KB blocks in the packed operand)
     const int kt0 = (int)((long long)split * k_tiles / a.S);  // uneven splits differ by at most one K tile
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -201,21 +217,22 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
     __syncthreads();
 
-    float acc[kAcc];
+    float acc[kAcc], acc2[kAcc];  // acc2: half tiles' second set (x's second box); unused, and dropped, otherwise
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f, acc2[e] = 0.f;
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
             for (int i = 0; i < n_k; ++i) {
                 const int s = i % STAGES;
                 if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);  // slot's previous use retired
                 uint8_t* slot = ring + s * kStage;
-                const int k0 = (kt0 + i) * kTmaTileK;
+                const int k0 = (kt0 + i) * kSlotK;
                 mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
                 const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
                 bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
                 if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
                 tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+                if constexpr (HALF) tma_load_2d(slot + kXOffset + tma_x_bytes(NB), &x_map, k0 + kTmaTileK, 0, &full[s]);
             }
         }
         __syncwarp();
@@ -227,24 +244,44 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
             mbar_wait(&full[s], (i / STAGES) & 1);
             const uint32_t slot = smem_addr(ring + s * kStage);
             fence_regs(acc);
+            if constexpr (HALF) fence_regs(acc2);
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
+                const uint64_t w_desc = sw128_desc(slot + kk * 32);
                 const uint64_t b = sw128_desc(slot + kXOffset + kk * 32);
-                wgmma_bf16<NB>(acc, sw128_desc(slot + kk * 32), b);
+                wgmma_bf16<NB>(acc, w_desc, b);
                 if constexpr (DUAL) wgmma_bf16<NB>(acc, sw128_desc(slot + kTmaWBytes + kk * 32), b);
+                if constexpr (HALF) wgmma_bf16<NB>(acc2, w_desc, sw128_desc(slot + kXOffset + tma_x_bytes(NB) + kk * 32));
             }
             wgmma_commit();
             fence_regs(acc);
+            if constexpr (HALF) fence_regs(acc2);
             wgmma_wait<1>();  // the previous slot's wgmmas have retired: hand that slot back to the producer
             fence_regs(acc);
+            if constexpr (HALF) fence_regs(acc2);
             if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
         }
         wgmma_wait<0>();
         fence_regs(acc);
+        if constexpr (HALF) fence_regs(acc2);
     }
 
     const int t = threadIdx.x;
+    if constexpr (HALF) {  // row r of the 32: acc of warp r / 16 (x's first box) + acc2 of warp 2 + r / 16 (second)
+        // The ring is idle: every copy has landed (each slot was waited on) and every wgmma has retired.
+        float* fold = reinterpret_cast<float*>(ring);
+        if (warp >= 2) {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) fold[e * 64 + (t - 64)] = acc2[e];
+        }
+        consumers_sync();
+        if (warp < 2) {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaHalfRows, t, e, acc[e] + fold[e * 64 + t]);
+        }
+        return;
+    }
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
     if (a.cluster) {  // thread t's accumulators meet on the rank that owns t: rank 0 (C = 1) or tma_owner (C = 2)
         inbox_ready();
@@ -280,12 +317,12 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
             }
         }
 #pragma unroll
-        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile, t, e, sum[e]);
+        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, sum[e]);
         return;
     }
     if (a.S == 1) {
 #pragma unroll
-        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile, t, e, acc[e]);
+        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, acc[e]);
         return;
     }
 
@@ -323,7 +360,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 #pragma unroll
         for (int e = 0; e < kAcc; ++e) sum[e] += __ldcg(parts + (size_t)s * kTile + e * kTmaConsumers);
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile, t, e, sum[e]);
+    for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, sum[e]);
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 

@@ -68,6 +68,13 @@ def test_tma_config_errors_name_the_field():
     assert "cluster" in dispatch.tma_config_error((32, 8, 1), 32, False, 2304, 8192)  # past 16 CTAs
     assert dispatch.tma_config_error((16, 8, 1), 32, False, 2304, 8192) is None
     assert dispatch.tma_config_error((16, 8, 2), 32, False, 2304, 8192) is None
+    # C = 3, half tiles: unsplit, plain weights, K in 128s, two x boxes per slot in the shared memory count
+    assert dispatch.tma_config_error((1, 12, 3), 32, False, 2304, 8192) is None  # 12 x 16 KB
+    assert "shared memory" in dispatch.tma_config_error((1, 16, 3), 32, False, 2304, 8192)  # 16 x 16 KB
+    assert dispatch.tma_config_error((1, 16, 3), 16, False, 2304, 8192) is None  # 16 x 12 KB
+    assert "S must be 1" in dispatch.tma_config_error((2, 8, 3), 16, False, 2304, 8192)
+    assert "not the router" in dispatch.tma_config_error((1, 8, 3), 16, True, 256, 8192)
+    assert "divisible by 128" in dispatch.tma_config_error((1, 8, 3), 16, False, 2304, 192)
     assert "C=2" in dispatch.tma_config_error((1, 8, 2), 32, False, 2304, 8192)
     assert "C=3" in dispatch.tma_config_error((3, 8, 3), 32, False, 2304, 8192)
 

@@ -51,11 +51,15 @@ def test_tma_gemv_is_exact_enough_on_every_layer(submission):
         state = submission.prepare({name: w.clone() for name, w in weights.items()})
         for name in weights:
             state["tiles:" + name] = tuple(submission.pack_tma_bulk(part) for part in state[name])
+            if not problem.layers[name].dual:
+                state["halftiles:" + name] = tuple(submission.pack_tma_half_bulk(part) for part in state[name])
+        configs = ((1, 4, 0), (3, 8, 0), (7, 6, 0), (3, 8, 1), (16, 4, 1), (3, 8, 2), (5, 6, 2), (16, 4, 2))
+        half_configs = ((1, 2, 3), (1, 8, 3), (1, 12, 3))  # C = 3: plain layers only
         plan = [
             (layer, m, cfg)
             for layer in problem.layers
             for m in (1, 5, 9, 16, 17, 32)
-            for cfg in ((1, 4, 0), (3, 8, 0), (7, 6, 0), (3, 8, 1), (16, 4, 1), (3, 8, 2), (5, 6, 2), (16, 4, 2))
+            for cfg in configs + (() if problem.layers[layer].dual else half_configs)
         ]
         plan += [(layer, m, cfg) for (layer, m), cfg in submission.TTABLE.items() if cfg is not None]
         for layer_name, m, cfg in plan:

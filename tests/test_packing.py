@@ -4,7 +4,15 @@ fragment layouts) and check that packed weights x the kernel's x fragments give 
 import pytest
 import torch
 
-from kernels_src.packing import pack_mma_a, pack_tma_bulk, pack_tma_tiles, split_hi_lo, swizzle_128b
+from kernels_src.packing import (
+    pack_mma_a,
+    pack_tma_bulk,
+    pack_tma_half_bulk,
+    pack_tma_half_tiles,
+    pack_tma_tiles,
+    split_hi_lo,
+    swizzle_128b,
+)
 
 
 def a_fragment_coords(lane, reg, half):
@@ -194,6 +202,58 @@ def test_tma_accumulators_cover_the_tile_once():
 def test_pack_tma_rejects_unaligned_shapes():
     with pytest.raises(ValueError, match="N % 64"):
         pack_tma_tiles(torch.zeros(96, 64, dtype=torch.bfloat16))
+
+
+def emulate_tma_half_tiles(operand, x, n, k):
+    """What C = 3 computes, from tma_gemv.cuh's formulas: CTA `tile` (32 rows) copies block tile * K/128 + i into
+    a slot, which both wgmmas read as one 64 x 64 A tile through the 128-byte swizzle; x's boxes at K 128 i and
+    128 i + 64 are the B of the first (acc) and the second (acc2) set. Thread t < 64 writes acc[e] plus thread
+    t + 64's acc2[e] (the same lane and element, 32 D rows further down) to out[token, 32 tile + row]."""
+    m = x.shape[0]
+    nb = 1 if m <= 8 else 2 if m <= 16 else 4
+    slots = k // 128
+    blocks = operand.float().reshape(-1, 4096)
+    xs = torch.zeros(8 * nb, k)
+    xs[:m] = x.float()
+    out = torch.full((m, n), float("nan"))
+    for tile in range(n // 32):
+        acc = torch.zeros(64, 8 * nb)
+        acc2 = torch.zeros(64, 8 * nb)
+        for i in range(slots):
+            a_tile = sw128_read(blocks[tile * slots + i])
+            acc += a_tile @ xs[:, 128 * i : 128 * i + 64].t()
+            acc2 += a_tile @ xs[:, 128 * i + 64 : 128 * i + 128].t()
+        for thread in range(64):
+            for e in range(4 * nb):
+                r, token = tma_accumulator_coords(thread, e)
+                r2, token2 = tma_accumulator_coords(thread + 64, e)
+                assert (r2, token2) == (r + 32, token)  # the fold pairs the same output element
+                if token < m:
+                    out[token, tile * 32 + r] = acc[r, token] + acc2[r2, token]
+    return out
+
+
+@pytest.mark.parametrize("m", [1, 5, 9, 16, 17, 32])
+def test_tma_half_tiles_reproduce_the_product(m):
+    n, k = 96, 384  # 3 row groups of 32, 3 slots of 128
+    gen = torch.Generator().manual_seed(100 + m)
+    w = torch.randn(n, k, generator=gen).to(torch.bfloat16)
+    x = torch.randn(m, k, generator=gen).to(torch.bfloat16)
+    got = emulate_tma_half_tiles(pack_tma_half_bulk(w), x, n, k)
+    torch.testing.assert_close(got, x.float() @ w.float().t(), rtol=1e-5, atol=1e-4)
+
+
+def test_tma_half_tiles_stack_the_two_k_halves_and_keep_row_groups_outermost():
+    n, k = 64, 256
+    w = torch.arange(n * k, dtype=torch.float32).reshape(n, k)
+    tiles = pack_tma_half_tiles(w)
+    assert tiles.shape == (2, 2, 64, 64)
+    assert sorted(tiles.flatten().tolist()) == list(range(n * k))
+    assert torch.equal(tiles[1, 1, :32], w[32:64, 128:192])  # upper half: K [128 kb, 128 kb + 64)
+    assert torch.equal(tiles[1, 1, 32:], w[32:64, 192:256])  # lower half: the next 64 of K, same rows
+    assert torch.equal(tiles.flatten()[: 32 * k], pack_tma_half_tiles(w[:32].contiguous()).flatten())
+    with pytest.raises(ValueError, match="K % 128"):
+        pack_tma_half_tiles(torch.zeros(32, 64, dtype=torch.bfloat16))
 
 
 def emulate_tma_cluster_reduction(partials):
