@@ -188,6 +188,11 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF);  // bytes TMA lands in one ring slot
     constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);    // x's box follows the weight box(es)
     constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
+    // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back. Half tiles feed 72
+    // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, and twice the wgmmas per slot:
+    // one group in flight left them consumer-bound (notes/session14, call 9: 16.9-20.5 us against 15.3-16.1).
+    // The producer can then run STAGES - kInFlight slots ahead, so kInFlight < STAGES.
+    constexpr int kInFlight = HALF ? (STAGES > 3 ? 3 : STAGES - 1) : 1;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ int is_last;
@@ -257,10 +262,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
             wgmma_commit();
             fence_regs(acc);
             if constexpr (HALF) fence_regs(acc2);
-            wgmma_wait<1>();  // the previous slot's wgmmas have retired: hand that slot back to the producer
+            wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
             fence_regs(acc);
             if constexpr (HALF) fence_regs(acc2);
-            if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % STAGES]);
+            if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(i - kInFlight) % STAGES]);
         }
         wgmma_wait<0>();
         fence_regs(acc);
