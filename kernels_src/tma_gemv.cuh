@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back. Half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, and twice the wgmmas per slot:
-    // one group in flight left them consumer-bound (notes/session14, call 9: 16.9-20.5 us against 15.3-16.1).
+    // one group in flight left them consumer-bound (notes/session14, call 10: 16.9-20.5 us against 15.3-16.1).
     // The producer can then run STAGES - kInFlight slots ahead, so kInFlight < STAGES.
     constexpr int kInFlight = HALF ? (STAGES > 3 ? 3 : STAGES - 1) : 1;
     extern __shared__ uint8_t smem_raw[];
