@@ -71,12 +71,18 @@ def pack_tma_half_tiles(w):
     if n % 32 or k % 128:
         raise ValueError(f"pack_tma_half_tiles: weight [{n}, {k}] must have N % 32 == 0 and K % 128 == 0")
     # dims of the view: row group, row, K block, half, k
-    return w.reshape(n // 32, 32, k // 128, 2, 64).permute(0, 2, 3, 1, 4).reshape(n // 32, k // 128, 64, 64).contiguous()
+    return (
+        w.reshape(n // 32, 32, k // 128, 2, 64)
+        .permute(0, 2, 3, 1, 4)
+        .reshape(n // 32, k // 128, 64, 64)
+        .contiguous()
+    )
 
 
 def pack_tma_half_bulk(w):
     """[N, K] bf16 -> the TMA GEMV's C = 3 weight operand: pack_tma_half_tiles' 8 KB blocks, each pre-swizzled
-    (the 128-byte swizzle depends on a row's index mod 8 only, so the two stacked halves swizzle as one tile)."""
+    (the 128-byte swizzle depends on a row's index mod 8 only, so the two stacked halves swizzle as one tile).
+    """
     return swizzle_128b(pack_tma_half_tiles(w))
 
 

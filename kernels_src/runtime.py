@@ -79,8 +79,13 @@ def prepare(weights):
     for layer in sorted(layer for layer, engine in engines if engine == "gemv"):
         state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
     for layer in sorted(layer for layer, engine in engines if engine == "tma"):
-        for operand in sorted({_tma_operand(_engine(layer, m, state)[1]) for m in range(1, GEMV_MAX_M + 1)
-                               if _engine(layer, m, state)[0] == "tma"}):
+        for operand in sorted(
+            {
+                _tma_operand(_engine(layer, m, state)[1])
+                for m in range(1, GEMV_MAX_M + 1)
+                if _engine(layer, m, state)[0] == "tma"
+            }
+        ):
             pack = pack_tma_half_bulk if operand == "halftiles:" else pack_tma_bulk
             state[operand + layer] = tuple(pack(part) for part in state[layer])
     state["ws"] = torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device)

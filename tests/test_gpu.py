@@ -52,7 +52,9 @@ def test_tma_gemv_is_exact_enough_on_every_layer(submission):
         for name in weights:
             state["tiles:" + name] = tuple(submission.pack_tma_bulk(part) for part in state[name])
             if not problem.layers[name].dual:
-                state["halftiles:" + name] = tuple(submission.pack_tma_half_bulk(part) for part in state[name])
+                state["halftiles:" + name] = tuple(
+                    submission.pack_tma_half_bulk(part) for part in state[name]
+                )
         configs = ((1, 4, 0), (3, 8, 0), (7, 6, 0), (3, 8, 1), (16, 4, 1), (3, 8, 2), (5, 6, 2), (16, 4, 2))
         half_configs = ((1, 2, 3), (1, 8, 3), (1, 12, 3))  # C = 3: plain layers only
         plan = [

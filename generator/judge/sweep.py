@@ -129,7 +129,9 @@ class SweepPoint:
         """The table entry: the best config, or None when the baseline is as fast (CTABLE: cuBLAS serves the
         shape; TTABLE: CTABLE decides)."""
         if self.current is not None and self.best == self.current:
-            return self.current  # no challenger won: the table keeps what it had, whatever cuBLAS did this run
+            return (
+                self.current
+            )  # no challenger won: the table keeps what it had, whatever cuBLAS did this run
         if self.best is None or self.best_us > self.baseline_us * (1 - MIN_GAIN):
             return None
         return self.best
@@ -275,7 +277,9 @@ def run_sweep(
             candidates = restrict_to_styles(candidates, styles, current)
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
-                with poisoned_allocations():  # NaN-filled output: an element no CTA wrote cannot pass as right
+                with (
+                    poisoned_allocations()
+                ):  # NaN-filled output: an element no CTA wrote cannot pass as right
                     out = launch(x, layer_name, n, cfg, state)
                 torch.cuda.synchronize()
             except RuntimeError as exc:
