@@ -79,13 +79,7 @@ def prepare(weights):
     for layer in sorted(layer for layer, engine in engines if engine == "gemv"):
         state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
     for layer in sorted(layer for layer, engine in engines if engine == "tma"):
-        for operand in sorted(
-            {
-                _tma_operand(_engine(layer, m, state)[1])
-                for m in range(1, GEMV_MAX_M + 1)
-                if _engine(layer, m, state)[0] == "tma"
-            }
-        ):
+        for operand in _tma_operands(layer, state):
             pack = pack_tma_half_bulk if operand == "halftiles:" else pack_tma_bulk
             state[operand + layer] = tuple(pack(part) for part in state[layer])
     state["ws"] = torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device)
@@ -145,6 +139,12 @@ def _gemv(x, layer, n, cfg, state):
 def _tma_operand(cfg):
     """The state key prefix of the packed weights a TMA config reads: 64-row tiles, or half tiles for C = 3."""
     return "halftiles:" if cfg[2] == TMA_HALF else "tiles:"
+
+
+def _tma_operands(layer, state):
+    """The packed TMA operands (state key prefixes) that the routes of `layer` for m = 1..GEMV_MAX_M read."""
+    routes = (_engine(layer, m, state) for m in range(1, GEMV_MAX_M + 1))
+    return sorted({_tma_operand(cfg) for engine, cfg in routes if engine == "tma"})
 
 
 def _tma_gemv(x, layer, n, cfg, state):

@@ -189,9 +189,11 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);    // x's box follows the weight box(es)
     constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back. Half tiles feed 72
-    // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, and twice the wgmmas per slot:
-    // one group in flight left them consumer-bound (notes/session14, call 10: 16.9-20.5 us against 15.3-16.1).
-    // The producer can then run STAGES - kInFlight slots ahead, so kInFlight < STAGES.
+    // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the wgmmas per
+    // slot, so they keep 3 (the 64-row tiles 1). Measured (notes/session14, calls 10 and 11, best C = 3 config,
+    // us): qkv_gate m = 1 16.91 -> 19.14, m = 32 20.53 -> 20.10; pooler m = 16 21.39 -> 21.18 (at 12 stages).
+    // Mixed, and qkv_gate stays 4-5 us behind the 64-row tiles either way: wgmma latency is not what caps half
+    // tiles there. The producer runs STAGES - kInFlight slots ahead, so kInFlight < STAGES.
     constexpr int kInFlight = HALF ? (STAGES > 3 ? 3 : STAGES - 1) : 1;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];

@@ -338,6 +338,29 @@ def test_a_layer_compress_refused_takes_the_route_without_ztable(monkeypatch):
     )  # refused in prepare(): CTABLE / TTABLE serve it
 
 
+def test_prepare_packs_the_tma_operands_the_routes_read(monkeypatch):
+    """prepare() packs 64-row tiles for a layer whose TTABLE routes use C = 0..2, half tiles for C = 3, both when
+    its rows mix them, and none where no route is the TMA GEMV."""
+    from generator.judge.loader import load_submission
+
+    module = load_submission(REPO_ROOT / "dist" / "submission.py")
+    ttable = {
+        ("pooler", 16): (1, 12, 3),
+        ("pooler", 32): (3, 8, 1),
+        ("qkv_gate", 32): (3, 8, 2),
+        ("o", 32): (1, 6, 3),
+    }
+    for layer in ("qkv_gate", "o", "pooler", "unpooler"):
+        for m in (1, 8, 16):
+            ttable.setdefault((layer, m), None)
+    monkeypatch.setattr(module, "TTABLE", ttable)
+    monkeypatch.setattr(module, "ZTABLE", {})
+    assert module._tma_operands("pooler", {}) == ["halftiles:", "tiles:"]
+    assert module._tma_operands("qkv_gate", {}) == ["tiles:"]
+    assert module._tma_operands("o", {}) == ["halftiles:"]
+    assert module._tma_operands("unpooler", {}) == []
+
+
 @pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
