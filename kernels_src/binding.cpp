@@ -98,7 +98,7 @@ std::string gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tens
 }
 
 // out[M, N] = x[M, K] . W[:N]^T through the bulk-copy + wgmma kernel (tma_gemv.cuh), W packed by
-// packing.pack_tma_bulk (dual: the router's hi and lo halves), or by pack_tma_half_bulk for C = 3.
+// packing.pack_tma_bulk (dual: the router's hi and lo halves), or by pack_tma_half_bulk for C = 3, 4.
 std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
                      torch::Tensor sem, int64_t N, int64_t K, int64_t S, int64_t NB, int64_t STAGES, int64_t C,
                      bool dual, int64_t stream) {
@@ -107,7 +107,7 @@ std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::
     const char* refused = okc_tma_config_error((int)NB, (int)STAGES, dual, (int)S, (int)C);
     OKC_REQUIRE(refused == nullptr, "tma_gemv (NB=", NB, " STAGES=", STAGES, " C=", C, " dual=", dual, "): ", refused);
     OKC_REQUIRE(N % 64 == 0 && K % 64 == 0, "tma_gemv: need N % 64 == 0 and K % 64 == 0, got N=", N, " K=", K);
-    OKC_REQUIRE(C != 3 || K % 128 == 0, "tma_gemv: C=3 (half tiles) needs K % 128 == 0, got K=", K);
+    OKC_REQUIRE(C < 3 || K % 128 == 0, "tma_gemv: C=", C, " (half tiles) needs K % 128 == 0, got K=", K);
     OKC_REQUIRE(S >= 1 && S <= K / 64, "tma_gemv: S=", S, " must be 1..", K / 64, " (the 64-wide K tiles)");
     OKC_REQUIRE(S == 1 || ws.numel() >= (N / 64) * S * 64 * 8 * NB, "tma_gemv: workspace too small for S=", S);
     OKC_REQUIRE(S == 1 || sem.numel() >= N / 64, "tma_gemv: need one semaphore per 64-row tile (", N / 64, ")");

@@ -4,7 +4,7 @@ import torch
 from torch.utils.cpp_extension import load_inline
 
 from kernels_src.compress import CompressionError, compress
-from kernels_src.dispatch import GEMV_MAX_M, TMA_HALF, WORKSPACE_FLOATS, column_blocks, route
+from kernels_src.dispatch import GEMV_MAX_M, TMA_HALF_C, WORKSPACE_FLOATS, column_blocks, route
 from kernels_src.packing import pack_mma_a, pack_tma_bulk, pack_tma_half_bulk, split_hi_lo
 
 # Defined ahead of this code in dist/submission.py by templates/submission.py.j2:
@@ -137,8 +137,8 @@ def _gemv(x, layer, n, cfg, state):
 
 
 def _tma_operand(cfg):
-    """The state key prefix of the packed weights a TMA config reads: 64-row tiles, or half tiles for C = 3."""
-    return "halftiles:" if cfg[2] == TMA_HALF else "tiles:"
+    """The state key prefix of the packed weights a TMA config reads: 64-row tiles, or half tiles for C = 3, 4."""
+    return "halftiles:" if cfg[2] in TMA_HALF_C else "tiles:"
 
 
 def _tma_operands(layer, state):

@@ -41,13 +41,13 @@ static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF>
+template <int NB, int STAGES, bool DUAL, bool HALF, bool SWAP = false>
 const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaStream_t stream) {
     if constexpr (!tma_fits(NB, STAGES, DUAL, HALF)) {
         return "this (NB, STAGES, dual, half) ring does not fit in shared memory and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, OutT>;
+        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, SWAP, OutT>;
         const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF) + tma_inbox_bytes(NB, a.S, a.cluster);
         if (smem > (int)kSmemOptInLimit) return "the ring and the cluster inbox exceed the 226 KB of shared memory a block may take";
         static int opted_in = 0;  // per instantiation, the most asked for so far (not a stream operation: capture-safe)
@@ -62,13 +62,14 @@ const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaS
 }
 
 template <int NB>
-const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages, bool dual, bool half,
+const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages, bool dual, int c,
                           cudaStream_t s) {
-#define OKC_TMA_STAGES(N)                                                     \
-    case N:                                                                   \
-        return half   ? launch_tma_variant<NB, N, false, true>(x, a, s)   \
-               : dual ? launch_tma_variant<NB, N, true, false>(x, a, s)   \
-                      : launch_tma_variant<NB, N, false, false>(x, a, s);
+#define OKC_TMA_STAGES(N)                                                          \
+    case N:                                                                        \
+        return c == 4 ? launch_tma_variant<NB, N, false, true, true>(x, a, s)    \
+               : c == 3 ? launch_tma_variant<NB, N, false, true>(x, a, s)        \
+               : dual   ? launch_tma_variant<NB, N, true, false>(x, a, s)        \
+                        : launch_tma_variant<NB, N, false, false>(x, a, s);
     switch (stages) {
         OKC_TMA_STAGES(2)
         OKC_TMA_STAGES(4)
@@ -88,11 +89,12 @@ const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int clust
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
     if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
         return "STAGES must be 2, 4, 6, 8, 12 or 16";
-    const bool half = cluster == 3;
+    const bool half = cluster == 3 || cluster == 4;
     if (!okc::tma_fits(NB, STAGES, dual, half)) return "the ring (STAGES x (weights + x)) exceeds the 226 KB of shared memory a block may take";
-    if (cluster < 0 || cluster > 3)
-        return "C must be 0 (semaphore), 1 (cluster, gathered), 2 (cluster, scattered) or 3 (half tiles, no split)";
-    if (half && (S != 1 || dual)) return "C = 3 (half tiles) runs plain bf16 weights with S = 1";
+    if (cluster < 0 || cluster > 4)
+        return "C must be 0 (semaphore), 1 (cluster, gathered), 2 (cluster, scattered), 3 (half tiles, no split) or "
+               "4 (swapped half tiles)";
+    if (half && (S != 1 || dual)) return "C = 3, 4 (half tiles) run plain bf16 weights with S = 1";
     if (half) return nullptr;
     if (cluster && (S < 2 || S > 16)) return "a cluster split needs 2 <= S <= 16";
     if (okc::tma_smem_bytes(NB, STAGES, dual) + okc::tma_inbox_bytes(NB, S, cluster) > (int)okc::kSmemOptInLimit)
@@ -101,7 +103,7 @@ const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int clust
 }
 
 // Called by binding.cpp; every argument has been checked there. w, w2: packing.pack_tma_bulk tiles of >= N rows
-// (w2: the router's lo half, dual only), or pack_tma_half_bulk's for C = 3; x: [M, K] bf16.
+// (w2: the router's lo half, dual only), or pack_tma_half_bulk's for C = 3, 4; x: [M, K] bf16.
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
                                 int N, int K, int S, int NB, int STAGES, int cluster, bool dual,
                                 long long stream) {
@@ -109,14 +111,14 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
     CUtensorMap x_map;
     const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
     if (err != nullptr) return err;
-    const bool half = cluster == 3;  // half tiles: no split, so no cluster either
+    const bool half = cluster == 3 || cluster == 4;  // half tiles: no split, so no cluster either
     const okc::TmaGemvArgs a{static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(dual ? w2 : w), out, ws,
                              sem, M, N, K, S, half ? 0 : cluster};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (NB) {
-        case 1: return okc::tma_by_stages<1>(x_map, a, STAGES, dual, half, s);
-        case 2: return okc::tma_by_stages<2>(x_map, a, STAGES, dual, half, s);
-        case 4: return okc::tma_by_stages<4>(x_map, a, STAGES, dual, half, s);
+        case 1: return okc::tma_by_stages<1>(x_map, a, STAGES, dual, cluster, s);
+        case 2: return okc::tma_by_stages<2>(x_map, a, STAGES, dual, cluster, s);
+        case 4: return okc::tma_by_stages<4>(x_map, a, STAGES, dual, cluster, s);
     }
     return "NB must be 1, 2 or 4";
 }

@@ -243,6 +243,81 @@ def test_tma_half_tiles_reproduce_the_product(m):
     torch.testing.assert_close(got, x.float() @ w.float().t(), rtol=1e-5, atol=1e-4)
 
 
+def tma_x_box(xs, k0):
+    """x's box at K [k0, k0 + 64) as TMA lands it in shared memory: NB * 8 token rows of 128 bytes, 128-byte
+    swizzled (logical 16-byte chunk c of row r stored at chunk c ^ (r & 7)); returns the flat bf16 bytes."""
+    box = xs[:, k0 : k0 + 64].reshape(-1, 8, 8)
+    rows = torch.arange(box.shape[0])
+    stored = torch.empty_like(box)
+    for c in range(8):
+        stored[rows, c ^ (rows % 8)] = box[:, c]
+    return stored.flatten()
+
+
+def ldmatrix_x4(box, addresses):
+    """ldmatrix.x4 from a flat bf16 box: lane l names the 16-byte row of matrix l // 8, row l % 8; register j of
+    lane l gets matrix j's row l // 4, elements 2 (l % 4) and + 1."""
+    rows = [box[a // 2 : a // 2 + 8] for a in addresses]
+    return [[rows[8 * j + lane // 4][2 * (lane % 4) : 2 * (lane % 4) + 2] for j in range(4)] for lane in range(32)]
+
+
+def emulate_tma_swapped_half_tiles(operand, x, n, k):
+    """What C = 4 computes, from tma_gemv.cuh's formulas: CTA `tile` copies the same half-tile blocks as C = 3;
+    for k step kk of a slot, warps 0 (NB <= 2) or 0-1 (NB = 4) ldmatrix their A fragments (tokens as rows) out
+    of x's box kk / 4 at ldmatrix_x_fragment's addresses, warps 2-3 give zeros, and B is the slot read through
+    the 128-byte swizzle from byte (kk / 4) * 4096 + (kk % 4) * 32: weight rows 0..31 x 16 of K. Set kk % 4
+    accumulates; the sets' sum of D[token, row] goes to out[token, 32 tile + row] for tokens < m."""
+    m = x.shape[0]
+    nb = 1 if m <= 8 else 2 if m <= 16 else 4
+    slots = k // 128
+    blocks = operand.float().reshape(-1, 4096)
+    xs = torch.zeros(8 * nb, k)
+    xs[:m] = x.float()
+    out = torch.full((m, n), float("nan"))
+    for tile in range(n // 32):
+        acc = torch.zeros(4, 64, 32)
+        for i in range(slots):
+            slot = sw128_read(blocks[tile * slots + i])  # [64, 64]: the descriptor's logical view
+            boxes = [tma_x_box(xs, 128 * i + 64 * b) for b in range(2)]
+            for kk in range(8):
+                a_tile = torch.zeros(64, 16)
+                for warp in range(4):
+                    if warp * 16 >= nb * 8:
+                        continue  # zeros
+                    addresses = []
+                    for lane in range(32):
+                        j = lane >> 3
+                        token = (warp * 16 + (lane & 7) + (8 if j & 1 else 0)) % (nb * 8)
+                        chunk = 2 * (kk % 4) + (j >> 1)
+                        addresses.append(token * 128 + ((chunk ^ (token & 7)) << 4))
+                    regs = ldmatrix_x4(boxes[kk // 4], addresses)
+                    for lane in range(32):
+                        for reg in range(4):
+                            for half in range(2):
+                                r, c = a_fragment_coords(lane, reg, half)
+                                a_tile[16 * warp + r, c] = regs[lane][reg][half]
+                b_tile = slot[(kk // 4) * 32 : (kk // 4) * 32 + 32, (kk % 4) * 16 : (kk % 4) * 16 + 16]  # [n, k]
+                acc[kk % 4] += a_tile @ b_tile.t()
+        total = (acc[0] + acc[1]) + (acc[2] + acc[3])
+        for warp in range(2 if nb == 4 else 1):
+            for lane in range(32):
+                for e in range(16):
+                    token, row = tma_accumulator_coords(32 * warp + lane, e)
+                    if token < m:
+                        out[token, tile * 32 + row] = total[token, row]
+    return out
+
+
+@pytest.mark.parametrize("m", [1, 5, 8, 9, 16, 17, 32])
+def test_tma_swapped_half_tiles_reproduce_the_product(m):
+    n, k = 64, 256  # 2 row groups of 32, 2 slots of 128
+    gen = torch.Generator().manual_seed(200 + m)
+    w = torch.randn(n, k, generator=gen).to(torch.bfloat16)
+    x = torch.randn(m, k, generator=gen).to(torch.bfloat16)
+    got = emulate_tma_swapped_half_tiles(pack_tma_half_bulk(w), x, n, k)
+    torch.testing.assert_close(got, x.float() @ w.float().t(), rtol=1e-5, atol=1e-4)
+
+
 def test_tma_half_tiles_stack_the_two_k_halves_and_keep_row_groups_outermost():
     n, k = 64, 256
     w = torch.arange(n * k, dtype=torch.float32).reshape(n, k)
