@@ -39,7 +39,8 @@
 //    without the math: a cluster barrier or DSMEM push after the ring costs 0.5-0.8 us, and 72 CTAs streaming
 //    whole rows with x's boxes beside them beat 36 x 3 with the push by ~1.1 us on qkv_gate's 37.7 MB. wgmma's
 //    M is 64, so each 8 KB slot stacks the 32 rows' K [k0, k0 + 64) on top of their K [k0 + 64, k0 + 128)
-//    (packing.pack_tma_half_tiles) and meets two x boxes: one wgmma per box, into two accumulator sets; rows
+//    (packing.pack_tma_half_tiles) and meets two x boxes (landed by one copy of a 3-D tensor map, tma_load_3d:
+//    the copies per SM, not the bytes, cap 72 streaming CTAs): one wgmma per box, into two accumulator sets; rows
 //    0-31 of the first (x's first box) and rows 32-63 of the second (its second box) are the useful halves, and
 //    the other two are discarded (the tensor cores have time to spare). Warps 2-3 hand theirs to warps 0-1
 //    through the idle ring at the end.
@@ -106,6 +107,17 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
             smem_addr(dst)),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// One box of a 3-D tensor map (c0 innermost) into shared memory, counted on `bar`. Half tiles read x as
+// [K/64][M][64]: a box of two 64-wide K chunks lands as x's two 2-D boxes back to back, in one copy.
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                            uint64_t* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+        "[%5];" ::"r"(smem_addr(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
         : "memory");
 }
 
@@ -337,8 +349,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
                 const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
                 bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
                 if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
-                tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
-                if constexpr (HALF) tma_load_2d(slot + kXOffset + tma_x_bytes(NB), &x_map, k0 + kTmaTileK, 0, &full[s]);
+                if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
+                    tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
+                else
+                    tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
             }
         }
         __syncwarp();

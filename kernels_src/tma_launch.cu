@@ -26,18 +26,26 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char** error) 
 }
 
 // A [rows, K] row-major bf16 matrix read in boxes of `box_rows` x 64 (128 bytes), 128-byte swizzled, rows past
-// the end read as zeros.
-static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, int K, int box_rows) {
+// the end read as zeros. k_chunks = 2 (half tiles) makes it 3-D, [K/64][rows][64], with boxes of two 64-wide K
+// chunks: the two boxes a half-tile slot needs arrive in one copy instead of two. Why it matters: at 72 CTAs
+// (qkv_gate's half tiles) each SM issues a copy every ~70 ns at the floor's rate, and the launchprobe streams
+// (notes/session14, call 9) slowed from 13.7 to 22.1 us when the copies per byte doubled.
+static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, int K, int box_rows, int k_chunks) {
     const char* error = nullptr;
     auto encode = tensor_map_encoder(&error);
     if (encode == nullptr) return error;
-    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)K * 2};  // bytes between rows
-    const cuuint32_t box[2] = {(cuuint32_t)kTmaTileK, (cuuint32_t)box_rows};
-    const cuuint32_t steps[2] = {1, 1};
-    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box,
-                              steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const cuuint64_t dims[3] = {(cuuint64_t)kTmaTileK, (cuuint64_t)rows, (cuuint64_t)(K / kTmaTileK)};
+    const cuuint64_t strides[2] = {(cuuint64_t)K * 2, (cuuint64_t)kTmaTileK * 2};  // bytes between rows, chunks
+    const cuuint32_t box[3] = {(cuuint32_t)kTmaTileK, (cuuint32_t)box_rows, (cuuint32_t)k_chunks};
+    const cuuint32_t steps[3] = {1, 1, 1};
+    // 2-D: [rows, K] itself, boxes of box_rows x 64.
+    const cuuint64_t dims2[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+    const cuuint32_t box2[2] = {(cuuint32_t)kTmaTileK, (cuuint32_t)box_rows};
+    const bool flat = k_chunks == 1;
+    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, flat ? 2 : 3, const_cast<void*>(base),
+                              flat ? dims2 : dims, strides, flat ? box2 : box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
@@ -108,10 +116,10 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
                                 int N, int K, int S, int NB, int STAGES, int cluster, bool dual,
                                 long long stream) {
     // The weights need no tensor map: their tiles are copied whole, by address (bulk_load_1d).
-    CUtensorMap x_map;
-    const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8);
-    if (err != nullptr) return err;
     const bool half = cluster == 3 || cluster == 4;  // half tiles: no split, so no cluster either
+    CUtensorMap x_map;
+    const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8, half ? 2 : 1);
+    if (err != nullptr) return err;
     const okc::TmaGemvArgs a{static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(dual ? w2 : w), out, ws,
                              sem, M, N, K, S, half ? 0 : cluster};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);

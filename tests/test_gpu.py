@@ -56,7 +56,14 @@ def test_tma_gemv_is_exact_enough_on_every_layer(submission):
                     submission.pack_tma_half_bulk(part) for part in state[name]
                 )
         configs = ((1, 4, 0), (3, 8, 0), (7, 6, 0), (3, 8, 1), (16, 4, 1), (3, 8, 2), (5, 6, 2), (16, 4, 2))
-        half_configs = ((1, 2, 3), (1, 8, 3), (1, 12, 3), (1, 2, 4), (1, 8, 4), (1, 12, 4))  # plain layers only
+        half_configs = (
+            (1, 2, 3),
+            (1, 8, 3),
+            (1, 12, 3),
+            (1, 2, 4),
+            (1, 8, 4),
+            (1, 12, 4),
+        )  # plain layers only
         plan = [
             (layer, m, cfg)
             for layer in problem.layers

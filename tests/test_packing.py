@@ -258,7 +258,9 @@ def ldmatrix_x4(box, addresses):
     """ldmatrix.x4 from a flat bf16 box: lane l names the 16-byte row of matrix l // 8, row l % 8; register j of
     lane l gets matrix j's row l // 4, elements 2 (l % 4) and + 1."""
     rows = [box[a // 2 : a // 2 + 8] for a in addresses]
-    return [[rows[8 * j + lane // 4][2 * (lane % 4) : 2 * (lane % 4) + 2] for j in range(4)] for lane in range(32)]
+    return [
+        [rows[8 * j + lane // 4][2 * (lane % 4) : 2 * (lane % 4) + 2] for j in range(4)] for lane in range(32)
+    ]
 
 
 def emulate_tma_swapped_half_tiles(operand, x, n, k):
@@ -296,7 +298,9 @@ def emulate_tma_swapped_half_tiles(operand, x, n, k):
                             for half in range(2):
                                 r, c = a_fragment_coords(lane, reg, half)
                                 a_tile[16 * warp + r, c] = regs[lane][reg][half]
-                b_tile = slot[(kk // 4) * 32 : (kk // 4) * 32 + 32, (kk % 4) * 16 : (kk % 4) * 16 + 16]  # [n, k]
+                b_tile = slot[
+                    (kk // 4) * 32 : (kk // 4) * 32 + 32, (kk % 4) * 16 : (kk % 4) * 16 + 16
+                ]  # [n, k]
                 acc[kk % 4] += a_tile @ b_tile.t()
         total = (acc[0] + acc[1]) + (acc[2] + acc[3])
         for warp in range(2 if nb == 4 else 1):
