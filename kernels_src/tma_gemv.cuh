@@ -137,6 +137,16 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
            ((uint64_t)1 << 62);
 }
 
+// The descriptor of the operand `units` x 16 bytes further on: the address field is the low 14 bits and never
+// carries (shared memory addresses are < 2^18), so only the low word changes.
+__device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t units) {
+    uint64_t out;
+    asm("{\n.reg .b32 lo, hi;\nmov.b64 {lo, hi}, %1;\nadd.u32 lo, lo, %2;\nmov.b64 %0, {lo, hi};\n}"
+        : "=l"(out)
+        : "l"(desc), "r"(units));
+    return out;
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -197,22 +207,36 @@ __device__ __forceinline__ void wgmma_bf16_rs_n32(float (&d)[16], const uint32_t
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
-// C = 4: warp `warp`'s A fragment for 16 of K (chunks 2 q and 2 q + 1 of a 128-byte row) out of x's box at
-// `box` (NB * 8 token rows of 64 bf16, 128-byte swizzled: chunk c of row r is stored at chunk c ^ (r & 7)).
-// ldmatrix.x4: lanes 8j..8j+7 address the rows of matrix j = (tokens 0-7 | 8-15) x (k 0-7 | 8-15), which land
-// in register j as mma.sync's A registers 0..3 expect. A box of 8 rows (NB = 1) serves tokens 8-15 from rows
-// 0-7 again: those D rows are never written.
+// C = 4: where this lane's ldmatrix.x4 reads warp `warp`'s A fragment for k step q (16 of K: chunks 2 q and
+// 2 q + 1 of a 128-byte row) in x's box (NB * 8 token rows of 64 bf16, 128-byte swizzled: chunk c of row r is
+// stored at chunk c ^ (r & 7)), as a byte offset from the box. Lanes 8j..8j+7 address the rows of matrix
+// j = (tokens 0-7 | 8-15) x (k 0-7 | 8-15), which lands in register j as mma.sync's A registers 0..3 expect. A
+// box of 8 rows (NB = 1) serves tokens 8-15 from rows 0-7 again: those D rows are never written.
 template <int NB>
-__device__ __forceinline__ void ldmatrix_x_fragment(uint32_t (&a)[4], uint32_t box, int q, int warp, int lane) {
+__device__ __forceinline__ uint32_t x_fragment_offset(int q, int warp, int lane) {
     const int j = lane >> 3;
     const int token = (warp * 16 + (lane & 7) + ((j & 1) ? 8 : 0)) % (NB * 8);
     const int chunk = 2 * q + (j >> 1);
-    const uint32_t addr = box + token * 128 + ((chunk ^ (token & 7)) << 4);
+    return token * 128 + ((chunk ^ (token & 7)) << 4);
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                  : "r"(addr)
                  : "memory");
 }
+
+// A ring position: slot s (0..STAGES-1) and the parity of its `full` phase, stepped instead of dividing the loop
+// counter (the consumers have one warp per scheduler, so every instruction of the per-slot loop is on the clock).
+template <int STAGES>
+struct RingPos {
+    int s = 0;
+    uint32_t phase = 0;
+    __device__ __forceinline__ void next() {
+        if (++s == STAGES) s = 0, phase ^= 1;
+    }
+};
 
 // bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
 __device__ __forceinline__ void consumers_sync() {
@@ -247,32 +271,42 @@ __device__ __forceinline__ void swapped_consumer(const TmaGemvArgs& a, uint8_t* 
     for (int j = 0; j < kSets; ++j)
 #pragma unroll
         for (int e = 0; e < 16; ++e) acc[j][e] = 0.f;
-    for (int i = 0; i < n_k; ++i) {
-        const int s = i % STAGES;
-        mbar_wait(&full[s], (i / STAGES) & 1);
-        const uint32_t slot = smem_addr(ring + s * kStage);
-        const uint32_t x_box = slot + kTmaWBytes;
-        uint32_t frag[kSteps][4];
+    // Everything per slot that does not depend on the slot is computed once: the weights' descriptor at slot 0
+    // (slot s, k step kk is desc_plus'd (s kStage + (kk / 4) 4 KB + (kk % 4) 32) / 16) and this lane's ldmatrix
+    // addresses in slot 0's first x box.
+    const uint32_t ring_addr = smem_addr(ring);
+    const uint64_t w_desc0 = sw128_desc(ring_addr);
+    uint32_t x_at[4];
 #pragma unroll
-        for (int kk = 0; kk < kSteps; ++kk) {
-            if (has_tokens)
-                ldmatrix_x_fragment<NB>(frag[kk], x_box + (kk / 4) * tma_x_bytes(NB), kk % 4, warp, lane);
-            else
-                frag[kk][0] = frag[kk][1] = frag[kk][2] = frag[kk][3] = 0u;
+    for (int q = 0; q < 4; ++q) x_at[q] = ring_addr + kTmaWBytes + x_fragment_offset<NB>(q, warp, lane);
+    uint32_t frag[kSteps][4];
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) frag[kk][0] = frag[kk][1] = frag[kk][2] = frag[kk][3] = 0u;
+    RingPos<STAGES> pos;
+    int done = STAGES - kInFlight;  // the slot whose wgmmas retire next: (i - kInFlight) mod STAGES
+    for (int i = 0; i < n_k; ++i) {
+        mbar_wait(&full[pos.s], pos.phase);
+        const uint32_t slot_off = pos.s * kStage;
+        if (has_tokens) {
+#pragma unroll
+            for (int kk = 0; kk < kSteps; ++kk) ldmatrix_x4(frag[kk], x_at[kk % 4] + slot_off + (kk / 4) * tma_x_bytes(NB));
         }
 #pragma unroll
         for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kSteps; ++kk)
-            wgmma_bf16_rs_n32(acc[kk % kSets], frag[kk], sw128_desc(slot + (kk / 4) * kHalfBytes + (kk % 4) * 32));
+            wgmma_bf16_rs_n32(acc[kk % kSets], frag[kk],
+                              desc_plus(w_desc0, (slot_off + (kk / 4) * kHalfBytes + (kk % 4) * 32) / 16));
         wgmma_commit();
 #pragma unroll
         for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
         wgmma_wait<kInFlight>();
 #pragma unroll
         for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-        if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(i - kInFlight) % STAGES]);
+        if (i >= kInFlight && lane == 0) mbar_arrive(&empty[done]);
+        if (++done == STAGES) done = 0;
+        pos.next();
     }
     wgmma_wait<0>();
 #pragma unroll
@@ -340,9 +374,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     for (int e = 0; e < kAcc; ++e) acc[e] = 0.f, acc2[e] = 0.f;
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
-            for (int i = 0; i < n_k; ++i) {
-                const int s = i % STAGES;
-                if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);  // slot's previous use retired
+            RingPos<STAGES> pos;
+            for (int i = 0; i < n_k; ++i, pos.next()) {
+                const int s = pos.s;
+                if (i >= STAGES) mbar_wait(&empty[s], pos.phase ^ 1);  // the slot's previous use has retired
                 uint8_t* slot = ring + s * kStage;
                 const int k0 = (kt0 + i) * kSlotK;
                 mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
@@ -362,20 +397,25 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         swapped_consumer<NB, STAGES>(a, ring, full, empty, warp, lane);
         return;
     } else {
+        // Slot 0's descriptors, computed once: slot s, k step kk is desc_plus'd (s kStage + kk 32) / 16. (Plain
+        // 64-bit adds here made ptxas serialise the wgmmas of the plain kernels, C7514.)
+        const uint64_t w_desc0 = sw128_desc(smem_addr(ring));
+        const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kXOffset);
+        RingPos<STAGES> pos;
+        int done = STAGES - kInFlight;  // the slot whose wgmmas retire next: (i - kInFlight) mod STAGES
         for (int i = 0; i < n_k; ++i) {
-            const int s = i % STAGES;
-            mbar_wait(&full[s], (i / STAGES) & 1);
-            const uint32_t slot = smem_addr(ring + s * kStage);
+            mbar_wait(&full[pos.s], pos.phase);
+            const uint32_t step = (uint32_t)(pos.s * kStage) >> 4;
             fence_regs(acc);
             if constexpr (HALF) fence_regs(acc2);
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
-                const uint64_t w_desc = sw128_desc(slot + kk * 32);
-                const uint64_t b = sw128_desc(slot + kXOffset + kk * 32);
+                const uint64_t w_desc = desc_plus(w_desc0, step + 2 * kk);
+                const uint64_t b = desc_plus(x_desc0, step + 2 * kk);
                 wgmma_bf16<NB>(acc, w_desc, b);
-                if constexpr (DUAL) wgmma_bf16<NB>(acc, sw128_desc(slot + kTmaWBytes + kk * 32), b);
-                if constexpr (HALF) wgmma_bf16<NB>(acc2, w_desc, sw128_desc(slot + kXOffset + tma_x_bytes(NB) + kk * 32));
+                if constexpr (DUAL) wgmma_bf16<NB>(acc, w_desc + kTmaWBytes / 16, b);
+                if constexpr (HALF) wgmma_bf16<NB>(acc2, w_desc, b + tma_x_bytes(NB) / 16);
             }
             wgmma_commit();
             fence_regs(acc);
@@ -383,7 +423,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
             wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
             fence_regs(acc);
             if constexpr (HALF) fence_regs(acc2);
-            if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(i - kInFlight) % STAGES]);
+            if (i >= kInFlight && lane == 0) mbar_arrive(&empty[done]);
+            if (++done == STAGES) done = 0;
+            pos.next();
         }
         wgmma_wait<0>();
         fence_regs(acc);
