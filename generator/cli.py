@@ -95,17 +95,34 @@ def dispatch(file: Path) -> None:
     "--root", type=click.Path(file_okay=False, path_type=Path), default=REPO_ROOT, show_default=True
 )
 @click.option("--nvcc", default="nvcc", show_default=True)
-def compile_cmd(root: Path, nvcc: str) -> None:
+@click.option(
+    "--loops",
+    "loops_of",
+    metavar="TEXT",
+    help="Also disassemble (cuobjdump) and print the steady-state MMA loop of each kernel whose name contains "
+    "TEXT (e.g. tma_gemv_kernel<2, 16): its instructions, MMAs and instructions per MMA, a GPU-free measure of "
+    "a consumer loop's issue cost.",
+)
+@click.option(
+    "--cuobjdump", "cuobjdump_path", help="The cuobjdump for --loops [default: PATH, nvcc's, triton's]."
+)
+def compile_cmd(root: Path, nvcc: str, loops_of: str | None, cuobjdump_path: str | None) -> None:
     """Compile CUDA_SRC with the local nvcc for sm_90a; report registers, spills and smem; fail on any spill or
     any kernel whose wgmma instructions ptxas had to serialise."""
     from generator.compile import compile_cuda, demangle, serialized_wgmma
+    from generator.sass import find_cuobjdump
     from generator.sources import load_sources
 
     try:
         sources = load_sources(root)
     except BuildError as exc:
         _fail(str(exc))
-    code, messages, kernels = compile_cuda(sources.cuda, nvcc=nvcc)
+    cuobjdump = None
+    if loops_of is not None:
+        cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
+        if cuobjdump is None:
+            _fail("--loops needs cuobjdump: none on PATH, beside nvcc or in triton; pass --cuobjdump", 2)
+    code, messages, kernels, sass = compile_cuda(sources.cuda, nvcc=nvcc, cuobjdump=cuobjdump)
     if code != 0:
         errors = [line for line in messages.splitlines() if "error" in line] or messages.splitlines()[-5:]
         click.echo("\n".join(errors[:20]), err=True)
@@ -123,6 +140,8 @@ def compile_cmd(root: Path, nvcc: str) -> None:
     )
     if not kernels:
         _fail("ptxas reported no kernels", 1)
+    if loops_of is not None:
+        _print_loops(sass, loops_of)
     if spilled:
         _fail(f"{len(spilled)} kernel(s) spill registers: {spilled[0].name}", 1)
     serialized = serialized_wgmma(messages)
@@ -133,6 +152,29 @@ def compile_cmd(root: Path, nvcc: str) -> None:
             f" {demangle([mangled])[0]}",
             1,
         )
+
+
+def _print_loops(sass: str, name_part: str) -> None:
+    """compile --loops: each matching kernel's steady-state MMA loop (generator/sass.py)."""
+    from generator.compile import demangle
+    from generator.sass import split_functions, steady_loop
+
+    functions = split_functions(sass)
+    if not functions:
+        _fail("cuobjdump printed no functions", 1)
+    names = dict(zip(functions, demangle(list(functions))))
+    matching = [mangled for mangled in functions if name_part in names[mangled]]
+    if not matching:
+        _fail(f"no kernel's name contains {name_part!r}", 1)
+    click.echo(f"{'loop instrs':>11} {'MMAs':>5} {'per MMA':>7} {'R2UR':>5}  kernel")
+    for mangled in sorted(matching, key=names.get):
+        loop = steady_loop(functions[mangled])
+        if loop is None:
+            click.echo(f"{'-':>11} {'-':>5} {'-':>7} {'-':>5}  {names[mangled]} (no MMA loop)")
+        else:
+            click.echo(
+                f"{loop.instructions:>11} {loop.mma:>5} {loop.per_mma:>7.1f} {loop.r2ur:>5}  {names[mangled]}"
+            )
 
 
 def _load(file: Path):

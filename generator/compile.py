@@ -82,16 +82,22 @@ def demangle(names: list[str]) -> list[str]:
 
 
 def compile_cuda(
-    cuda_src: str, nvcc: str = "nvcc", extra_flags: list[str] | None = None
-) -> tuple[int, str, list]:
-    """(nvcc return code, its messages, kernels) for CUDA_SRC compiled to an object file in a temp folder."""
+    cuda_src: str, nvcc: str = "nvcc", extra_flags: list[str] | None = None, cuobjdump: str | None = None
+) -> tuple[int, str, list, str]:
+    """(nvcc return code, its messages, kernels, SASS) for CUDA_SRC compiled to an object file in a temp folder.
+    The SASS (cuobjdump -sass of the object) is "" unless a cuobjdump is given and nvcc succeeded."""
     with tempfile.TemporaryDirectory(prefix="okc_compile_") as tmp:
         src = Path(tmp) / "cuda_src.cu"
+        obj = Path(tmp) / "cuda_src.o"
         src.write_text(cuda_src)
-        cmd = [nvcc, "-c", *nvcc_flags(), *(extra_flags or []), str(src), "-o", str(Path(tmp) / "cuda_src.o")]
+        cmd = [nvcc, "-c", *nvcc_flags(), *(extra_flags or []), str(src), "-o", str(obj)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        sass = ""
+        if cuobjdump and proc.returncode == 0:
+            dump = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True, check=False)
+            sass = dump.stdout if dump.returncode == 0 else ""
     messages = proc.stdout + proc.stderr
     kernels = parse_ptxas(messages)
     for kernel, name in zip(kernels, demangle([k.mangled for k in kernels])):
         kernel.name = name
-    return proc.returncode, messages, kernels
+    return proc.returncode, messages, kernels, sass
