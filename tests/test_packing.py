@@ -127,17 +127,24 @@ def sw128_read(slot):
     return slot[physical // 2].reshape(64, 64)
 
 
+def padded_x(x):
+    """(m, NB, x as the kernel's boxes see it): NB column blocks of 8 tokens, rows m..8 NB - 1 zero (TMA's
+    out-of-bounds fill)."""
+    m = x.shape[0]
+    nb = 1 if m <= 8 else 2 if m <= 16 else 4
+    xs = torch.zeros(8 * nb, x.shape[1])
+    xs[:m] = x.float()
+    return m, nb, xs
+
+
 def emulate_tma_gemv(operand, x, n, k, s_splits):
     """What the TMA GEMV computes, from the kernel's own index formulas: CTA (tile, split) bulk-copies the 8 KB
     block (tile * K/64 + kt) of the packed operand into a ring slot, which wgmma reads through the 128-byte
     swizzle, and x's 64-wide boxes (rows >= m are zeros), for kt in its uneven share of the K tiles; the split
     partials are summed in split order; each consumer thread writes its accumulators to out[token, row]."""
-    m = x.shape[0]
-    nb = 1 if m <= 8 else 2 if m <= 16 else 4
+    m, nb, xs = padded_x(x)
     k_tiles = k // 64
     blocks = operand.float().reshape(-1, 4096)  # one bulk copy each
-    xs = torch.zeros(8 * nb, k)
-    xs[:m] = x.float()
     out = torch.full((m, n), float("nan"))
     covered = torch.zeros(n // 64, k_tiles, dtype=torch.int64)
     for tile in range(n // 64):
@@ -209,12 +216,9 @@ def emulate_tma_half_tiles(operand, x, n, k):
     a slot, which both wgmmas read as one 64 x 64 A tile through the 128-byte swizzle; x's boxes at K 128 i and
     128 i + 64 are the B of the first (acc) and the second (acc2) set. Thread t < 64 writes acc[e] plus thread
     t + 64's acc2[e] (the same lane and element, 32 D rows further down) to out[token, 32 tile + row]."""
-    m = x.shape[0]
-    nb = 1 if m <= 8 else 2 if m <= 16 else 4
+    m, nb, xs = padded_x(x)
     slots = k // 128
     blocks = operand.float().reshape(-1, 4096)
-    xs = torch.zeros(8 * nb, k)
-    xs[:m] = x.float()
     out = torch.full((m, n), float("nan"))
     for tile in range(n // 32):
         acc = torch.zeros(64, 8 * nb)
@@ -266,15 +270,12 @@ def ldmatrix_x4(box, addresses):
 def emulate_tma_swapped_half_tiles(operand, x, n, k):
     """What C = 4 computes, from tma_gemv.cuh's formulas: CTA `tile` copies the same half-tile blocks as C = 3;
     for k step kk of a slot, warps 0 (NB <= 2) or 0-1 (NB = 4) ldmatrix their A fragments (tokens as rows) out
-    of x's box kk / 4 at ldmatrix_x_fragment's addresses, warps 2-3 give zeros, and B is the slot read through
+    of x's box kk / 4 at x_fragment_offset's addresses, warps 2-3 give zeros, and B is the slot read through
     the 128-byte swizzle from byte (kk / 4) * 4096 + (kk % 4) * 32: weight rows 0..31 x 16 of K. Set kk % 4
     accumulates; the sets' sum of D[token, row] goes to out[token, 32 tile + row] for tokens < m."""
-    m = x.shape[0]
-    nb = 1 if m <= 8 else 2 if m <= 16 else 4
+    m, nb, xs = padded_x(x)
     slots = k // 128
     blocks = operand.float().reshape(-1, 4096)
-    xs = torch.zeros(8 * nb, k)
-    xs[:m] = x.float()
     out = torch.full((m, n), float("nan"))
     for tile in range(n // 32):
         acc = torch.zeros(4, 64, 32)
