@@ -39,8 +39,8 @@
 //    without the math: a cluster barrier or DSMEM push after the ring costs 0.5-0.8 us, and 72 CTAs streaming
 //    whole rows with x's boxes beside them beat 36 x 3 with the push by ~1.1 us on qkv_gate's 37.7 MB. wgmma's
 //    M is 64, so each 8 KB slot stacks the 32 rows' K [k0, k0 + 64) on top of their K [k0 + 64, k0 + 128)
-//    (packing.pack_tma_half_tiles) and meets two x boxes (landed by one copy of a 3-D tensor map, tma_load_3d:
-//    the copies per SM, not the bytes, cap 72 streaming CTAs): one wgmma per box, into two accumulator sets; rows
+//    (packing.pack_tma_half_tiles) and meets two x boxes (landed together by one copy of a 3-D tensor map,
+//    tma_load_3d): one wgmma per box, into two accumulator sets; rows
 //    0-31 of the first (x's first box) and rows 32-63 of the second (its second box) are the useful halves, and
 //    the other two are discarded (the tensor cores have time to spare). Warps 2-3 hand theirs to warps 0-1
 //    through the idle ring at the end.
@@ -50,8 +50,9 @@
 //    x's boxes, warps 2-3 (tokens 32-63, which never exist here) pass zeros. Why: C = 3's A is the whole 64-row
 //    slot, read from shared memory twice per slot (once per x box, half of it discarded each time), so every
 //    weight byte crosses the shared-memory port three times (the copy in, two wgmma reads); swapped it crosses
-//    twice, and the wasted half of the work moves to the tensor cores, which have time to spare at m <= 32.
-//    The accumulators are tokens x weight rows, so the output rows come out contiguous per token.
+//    twice, and the wasted half of the work moves to the tensor cores. Measured (notes/session15, calls 1-4):
+//    correct, but slower than C = 3 on every shape swept (qkv_gate 19.7-20.2 us against 15.8-17.5 after the
+//    per-slot instruction cut of call 4); kept for the sweep while the consumer loops change.
 #pragma once
 #include "common.cuh"
 

@@ -27,9 +27,9 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char** error) 
 
 // A [rows, K] row-major bf16 matrix read in boxes of `box_rows` x 64 (128 bytes), 128-byte swizzled, rows past
 // the end read as zeros. k_chunks = 2 (half tiles) makes it 3-D, [K/64][rows][64], with boxes of two 64-wide K
-// chunks: the two boxes a half-tile slot needs arrive in one copy instead of two. Why it matters: at 72 CTAs
-// (qkv_gate's half tiles) each SM issues a copy every ~70 ns at the floor's rate, and the launchprobe streams
-// (notes/session14, call 9) slowed from 13.7 to 22.1 us when the copies per byte doubled.
+// chunks: the two boxes a half-tile slot needs arrive in one copy instead of two. (Tried because the launchprobe
+// streams slowed from 13.7 to 22.1 us when their copies per byte doubled, notes/session14 call 9; it changed
+// nothing measurable on half tiles, notes/session15 call 2: their consumer loop was the limit. One copy stays.)
 static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, int K, int box_rows, int k_chunks) {
     const char* error = nullptr;
     auto encode = tensor_map_encoder(&error);
