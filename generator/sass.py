@@ -65,7 +65,8 @@ def split_functions(sass: str) -> dict[str, list[tuple[int, str]]]:
 
 
 def mma_loops(instructions: list[tuple[int, str]]) -> list[Loop]:
-    """Every loop (a branch to an earlier address) whose body holds at least one MMA, smallest body first."""
+    """Every loop (a branch to an earlier address) whose body holds at least one MMA, fewest instructions per
+    MMA first (then the smaller body)."""
     loops = []
     for address, text in instructions:
         match = _BACK_BRANCH.search(text)
@@ -77,7 +78,7 @@ def mma_loops(instructions: list[tuple[int, str]]) -> list[Loop]:
         if mma:
             r2ur = sum("R2UR" in op for op in body)
             loops.append(Loop(start, address, len(body), mma, r2ur))
-    return sorted(loops, key=lambda loop: (loop.instructions, loop.start))
+    return sorted(loops, key=lambda loop: (loop.per_mma, loop.instructions, loop.start))
 
 
 def _is_predicated_mma(op: str) -> bool:
@@ -86,7 +87,9 @@ def _is_predicated_mma(op: str) -> bool:
 
 
 def steady_loop(instructions: list[tuple[int, str]]) -> Loop | None:
-    """The steady-state MMA loop: the smallest loop body that holds an MMA (outer loops and the prologue's
-    remainder copies are larger); None for a kernel without one."""
+    """The steady-state MMA loop: the loop with the fewest instructions per MMA; None for a kernel without one.
+    Not the smallest body: an mbarrier retry block at the end of a function branches back into the middle of an
+    unrolled loop, and its "body" (everything from there to the retry block) can be smaller than the loop while
+    holding only its last MMAs."""
     loops = mma_loops(instructions)
     return loops[0] if loops else None

@@ -7,7 +7,8 @@ from generator.sass import Loop, split_functions, steady_loop
 
 # The shape of cuobjdump -sass output: a function header, then one instruction per line with its byte address. The
 # kernel has a steady loop (0x0040-0x0090: 6 instructions, 2 HGMMA), an mbarrier retry block at the end that
-# branches back into it (larger: not the steady loop), and a second function without any MMA.
+# branches back into it (larger: not the steady loop), a second function without any MMA, and a third whose retry
+# block branches back to its loop's last MMA: a smaller body than the loop's, at more instructions per MMA.
 SASS = """
 \tcode for sm_90a
 \t\tFunction : _Z6streamv
@@ -34,12 +35,26 @@ SASS = """
 \t\tFunction : _Z4copyv
         /*0000*/                   LDC R1, c[0x0][0x28] ;                       /* 0x00000a00ff017b82 */
         /*0010*/                   BRA 0x0000 ;                                 /* 0x0000000000189947 */
+\t\t..........
+
+
+\t\tFunction : _Z8unrolledv
+        /*0000*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R3+URZ], R4 ;   /* 0x00000004030075a7 */
+        /*0010*/              @!P1 BRA 0x0080 ;                                 /* 0x0000000000189947 */
+        /*0020*/                   HGMMA.64x16x16.F32.BF16 R32, gdesc[UR8], R32 ;  /* 0x00200000082079f0 */
+        /*0030*/                   HGMMA.64x16x16.F32.BF16 R24, gdesc[UR16], R24 ;  /* 0x0020000010 */
+        /*0040*/                   HGMMA.64x16x16.F32.BF16 R32, gdesc[UR8], R32 ;  /* 0x00200000082079f0 */
+        /*0050*/                   HGMMA.64x16x16.F32.BF16 R24, gdesc[UR16], R24, gsb0 ;  /* 0x0020000010 */
+        /*0060*/               @P0 BRA 0x0000 ;                                 /* 0xfffffff000b02947 */
+        /*0070*/                   EXIT ;                                       /* 0x000000000000794d */
+        /*0080*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R3+URZ], R4 ;   /* 0x00000004030075a7 */
+        /*0090*/                   BRA 0x0050 ;                                 /* 0x0000000000189947 */
 """
 
 
 def test_sass_is_split_per_function_with_addresses():
     functions = split_functions(SASS)
-    assert list(functions) == ["_Z6streamv", "_Z4copyv"]
+    assert list(functions) == ["_Z6streamv", "_Z4copyv", "_Z8unrolledv"]
     assert functions["_Z6streamv"][0] == (0, "LDC R1, c[0x0][0x28]")
     assert functions["_Z6streamv"][7] == (0x70, "HGMMA.64x16x16.F32.BF16 R32, gdesc[UR8], R32")
     assert len(functions["_Z6streamv"]) == 15 and len(functions["_Z4copyv"]) == 2
@@ -51,6 +66,8 @@ def test_the_steady_loop_is_the_smallest_loop_holding_an_mma():
     assert loop == Loop(start=0x40, end=0x90, instructions=6, mma=2, r2ur=1)
     assert loop.per_mma == 3.0
     assert steady_loop(functions["_Z4copyv"]) is None  # a loop, but no MMA in it
+    # The retry block's branch back to 0x50 spans 5 instructions and 1 MMA: smaller than the loop, but not it.
+    assert steady_loop(functions["_Z8unrolledv"]) == Loop(start=0x0, end=0x60, instructions=7, mma=4, r2ur=0)
 
 
 def test_compile_loops_prints_the_matching_kernels_loop(tmp_path):
