@@ -228,8 +228,9 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], uint32_t addr) {
                  : "memory");
 }
 
-// A ring position: slot s (0..STAGES-1) and the parity of its `full` phase, stepped instead of dividing the loop
-// counter (the consumers have one warp per scheduler, so every instruction of the per-slot loop is on the clock).
+// The producer's ring position: slot s (0..STAGES-1) and the parity of its phase, stepped instead of dividing
+// the loop counter. (The consumers walk the ring a round at a time with the slots unrolled instead, which also
+// makes every slot's descriptors compile-time offsets: their per-slot loop is what paces 72-CTA half tiles.)
 template <int STAGES>
 struct RingPos {
     int s = 0;
@@ -283,31 +284,33 @@ __device__ __forceinline__ void swapped_consumer(const TmaGemvArgs& a, uint8_t* 
     uint32_t frag[kSteps][4];
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) frag[kk][0] = frag[kk][1] = frag[kk][2] = frag[kk][3] = 0u;
-    RingPos<STAGES> pos;
-    int done = STAGES - kInFlight;  // the slot whose wgmmas retire next: (i - kInFlight) mod STAGES
-    for (int i = 0; i < n_k; ++i) {
-        mbar_wait(&full[pos.s], pos.phase);
-        const uint32_t slot_off = pos.s * kStage;
-        if (has_tokens) {
+    uint32_t phase = 0;
+    for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {  // as the main consumer: slots unrolled
 #pragma unroll
-            for (int kk = 0; kk < kSteps; ++kk) ldmatrix_x4(frag[kk], x_at[kk % 4] + slot_off + (kk / 4) * tma_x_bytes(NB));
+        for (int s = 0; s < STAGES; ++s) {
+            const int i = round * STAGES + s;
+            if (i >= n_k) break;
+            mbar_wait(&full[s], phase);
+            if (has_tokens) {
+#pragma unroll
+                for (int kk = 0; kk < kSteps; ++kk)
+                    ldmatrix_x4(frag[kk], x_at[kk % 4] + s * kStage + (kk / 4) * tma_x_bytes(NB));
+            }
+#pragma unroll
+            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kSteps; ++kk)
+                wgmma_bf16_rs_n32(acc[kk % kSets], frag[kk],
+                                  desc_plus(w_desc0, (s * kStage + (kk / 4) * kHalfBytes + (kk % 4) * 32) / 16));
+            wgmma_commit();
+#pragma unroll
+            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
+            wgmma_wait<kInFlight>();
+#pragma unroll
+            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
+            if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
         }
-#pragma unroll
-        for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kSteps; ++kk)
-            wgmma_bf16_rs_n32(acc[kk % kSets], frag[kk],
-                              desc_plus(w_desc0, (slot_off + (kk / 4) * kHalfBytes + (kk % 4) * 32) / 16));
-        wgmma_commit();
-#pragma unroll
-        for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-        wgmma_wait<kInFlight>();
-#pragma unroll
-        for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-        if (i >= kInFlight && lane == 0) mbar_arrive(&empty[done]);
-        if (++done == STAGES) done = 0;
-        pos.next();
     }
     wgmma_wait<0>();
 #pragma unroll
@@ -402,31 +405,35 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         // 64-bit adds here made ptxas serialise the wgmmas of the plain kernels, C7514.)
         const uint64_t w_desc0 = sw128_desc(smem_addr(ring));
         const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kXOffset);
-        RingPos<STAGES> pos;
-        int done = STAGES - kInFlight;  // the slot whose wgmmas retire next: (i - kInFlight) mod STAGES
-        for (int i = 0; i < n_k; ++i) {
-            mbar_wait(&full[pos.s], pos.phase);
-            const uint32_t step = (uint32_t)(pos.s * kStage) >> 4;
-            fence_regs(acc);
-            if constexpr (HALF) fence_regs(acc2);
-            wgmma_fence();
+        // The ring is walked a round at a time, its STAGES slots unrolled, so every slot's descriptors are slot 0's
+        // plus compile-time offsets.
+        uint32_t phase = 0;
+        for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {
 #pragma unroll
-            for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
-                const uint64_t w_desc = desc_plus(w_desc0, step + 2 * kk);
-                const uint64_t b = desc_plus(x_desc0, step + 2 * kk);
-                wgmma_bf16<NB>(acc, w_desc, b);
-                if constexpr (DUAL) wgmma_bf16<NB>(acc, w_desc + kTmaWBytes / 16, b);
-                if constexpr (HALF) wgmma_bf16<NB>(acc2, w_desc, b + tma_x_bytes(NB) / 16);
+            for (int s = 0; s < STAGES; ++s) {
+                const int i = round * STAGES + s;
+                if (i >= n_k) break;
+                mbar_wait(&full[s], phase);
+                fence_regs(acc);
+                if constexpr (HALF) fence_regs(acc2);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
+                    const uint32_t at = (s * kStage + kk * 32) / 16;
+                    const uint64_t b = desc_plus(x_desc0, at);
+                    wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
+                    if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
+                    if constexpr (HALF)
+                        wgmma_bf16<NB>(acc2, desc_plus(w_desc0, at), desc_plus(x_desc0, at + tma_x_bytes(NB) / 16));
+                }
+                wgmma_commit();
+                fence_regs(acc);
+                if constexpr (HALF) fence_regs(acc2);
+                wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
+                fence_regs(acc);
+                if constexpr (HALF) fence_regs(acc2);
+                if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
             }
-            wgmma_commit();
-            fence_regs(acc);
-            if constexpr (HALF) fence_regs(acc2);
-            wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
-            fence_regs(acc);
-            if constexpr (HALF) fence_regs(acc2);
-            if (i >= kInFlight && lane == 0) mbar_arrive(&empty[done]);
-            if (++done == STAGES) done = 0;
-            pos.next();
         }
         wgmma_wait<0>();
         fence_regs(acc);
