@@ -8,7 +8,7 @@ S=$(date +%s)
 timeout -s INT 300 python3 -m generator sweep --engine tma --reps 20 \
     --layers qkv_gate --layers pooler --layers o --layers unpooler --layers router --m 1 --m 8 --m 16 --m 32 \
     --json $OUT/sweep_tma.json > $OUT/sweep_tma.txt 2>&1
-echo "sweep rc=$? t=$(( $(date +%s)-S ))"; grep -v "^launch failed" $OUT/sweep_tma.txt | tail -18; cp tables/ttable.yaml $OUT/
+echo "sweep rc=$? t=$(( $(date +%s)-S ))"; grep -v "^launch failed" $OUT/sweep_tma.txt | tail -22; cp tables/ttable.yaml $OUT/
 python3 - <<'PY' > $OUT/sweep_c_best.txt 2>&1
 import json, os
 for p in json.load(open(os.environ["OUT"] + "/sweep_tma.json")):
