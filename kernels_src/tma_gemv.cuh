@@ -228,18 +228,6 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], uint32_t addr) {
                  : "memory");
 }
 
-// The producer's ring position: slot s (0..STAGES-1) and the parity of its phase, stepped instead of dividing
-// the loop counter. (The consumers walk the ring a round at a time with the slots unrolled instead, which also
-// makes every slot's descriptors compile-time offsets: their per-slot loop is what paces 72-CTA half tiles.)
-template <int STAGES>
-struct RingPos {
-    int s = 0;
-    uint32_t phase = 0;
-    __device__ __forceinline__ void next() {
-        if (++s == STAGES) s = 0, phase ^= 1;
-    }
-};
-
 // bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
@@ -378,20 +366,24 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     for (int e = 0; e < kAcc; ++e) acc[e] = 0.f, acc2[e] = 0.f;
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
-            RingPos<STAGES> pos;
-            for (int i = 0; i < n_k; ++i, pos.next()) {
-                const int s = pos.s;
-                if (i >= STAGES) mbar_wait(&empty[s], pos.phase ^ 1);  // the slot's previous use has retired
-                uint8_t* slot = ring + s * kStage;
-                const int k0 = (kt0 + i) * kSlotK;
-                mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
-                const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
-                bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
-                if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
-                if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
-                    tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
-                else
-                    tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+            // A round of the ring at a time, its slots unrolled, as the consumers walk it.
+            for (int round = 0; round * STAGES < n_k; ++round) {
+#pragma unroll
+                for (int s = 0; s < STAGES; ++s) {
+                    const int i = round * STAGES + s;
+                    if (i >= n_k) break;
+                    if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
+                    uint8_t* slot = ring + s * kStage;
+                    const int k0 = (kt0 + i) * kSlotK;
+                    mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
+                    const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
+                    bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
+                    if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+                    if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
+                        tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
+                    else
+                        tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+                }
             }
         }
         __syncwarp();
