@@ -228,17 +228,6 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], uint32_t addr) {
                  : "memory");
 }
 
-// A ring position: slot s (0..STAGES-1) and the parity of its `full` phase, stepped instead of dividing the loop
-// counter (the consumers have one warp per scheduler, so every instruction of the per-slot loop is on the clock).
-template <int STAGES>
-struct RingPos {
-    int s = 0;
-    uint32_t phase = 0;
-    __device__ __forceinline__ void next() {
-        if (++s == STAGES) s = 0, phase ^= 1;
-    }
-};
-
 // bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
@@ -283,31 +272,33 @@ __device__ __forceinline__ void swapped_consumer(const TmaGemvArgs& a, uint8_t* 
     uint32_t frag[kSteps][4];
 #pragma unroll
     for (int kk = 0; kk < kSteps; ++kk) frag[kk][0] = frag[kk][1] = frag[kk][2] = frag[kk][3] = 0u;
-    RingPos<STAGES> pos;
-    int done = STAGES - kInFlight;  // the slot whose wgmmas retire next: (i - kInFlight) mod STAGES
-    for (int i = 0; i < n_k; ++i) {
-        mbar_wait(&full[pos.s], pos.phase);
-        const uint32_t slot_off = pos.s * kStage;
-        if (has_tokens) {
+    uint32_t phase = 0;
+    for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {  // as the main consumer: slots unrolled
 #pragma unroll
-            for (int kk = 0; kk < kSteps; ++kk) ldmatrix_x4(frag[kk], x_at[kk % 4] + slot_off + (kk / 4) * tma_x_bytes(NB));
+        for (int s = 0; s < STAGES; ++s) {
+            const int i = round * STAGES + s;
+            if (i >= n_k) break;
+            mbar_wait(&full[s], phase);
+            if (has_tokens) {
+#pragma unroll
+                for (int kk = 0; kk < kSteps; ++kk)
+                    ldmatrix_x4(frag[kk], x_at[kk % 4] + s * kStage + (kk / 4) * tma_x_bytes(NB));
+            }
+#pragma unroll
+            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kSteps; ++kk)
+                wgmma_bf16_rs_n32(acc[kk % kSets], frag[kk],
+                                  desc_plus(w_desc0, (s * kStage + (kk / 4) * kHalfBytes + (kk % 4) * 32) / 16));
+            wgmma_commit();
+#pragma unroll
+            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
+            wgmma_wait<kInFlight>();
+#pragma unroll
+            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
+            if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
         }
-#pragma unroll
-        for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kSteps; ++kk)
-            wgmma_bf16_rs_n32(acc[kk % kSets], frag[kk],
-                              desc_plus(w_desc0, (slot_off + (kk / 4) * kHalfBytes + (kk % 4) * 32) / 16));
-        wgmma_commit();
-#pragma unroll
-        for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-        wgmma_wait<kInFlight>();
-#pragma unroll
-        for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-        if (i >= kInFlight && lane == 0) mbar_arrive(&empty[done]);
-        if (++done == STAGES) done = 0;
-        pos.next();
     }
     wgmma_wait<0>();
 #pragma unroll
@@ -375,20 +366,24 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     for (int e = 0; e < kAcc; ++e) acc[e] = 0.f, acc2[e] = 0.f;
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
-            RingPos<STAGES> pos;
-            for (int i = 0; i < n_k; ++i, pos.next()) {
-                const int s = pos.s;
-                if (i >= STAGES) mbar_wait(&empty[s], pos.phase ^ 1);  // the slot's previous use has retired
-                uint8_t* slot = ring + s * kStage;
-                const int k0 = (kt0 + i) * kSlotK;
-                mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
-                const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
-                bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
-                if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
-                if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
-                    tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
-                else
-                    tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+            // A round of the ring at a time, its slots unrolled, as the consumers walk it.
+            for (int round = 0; round * STAGES < n_k; ++round) {
+#pragma unroll
+                for (int s = 0; s < STAGES; ++s) {
+                    const int i = round * STAGES + s;
+                    if (i >= n_k) break;
+                    if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
+                    uint8_t* slot = ring + s * kStage;
+                    const int k0 = (kt0 + i) * kSlotK;
+                    mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
+                    const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
+                    bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
+                    if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+                    if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
+                        tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
+                    else
+                        tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+                }
             }
         }
         __syncwarp();
@@ -402,31 +397,35 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         // 64-bit adds here made ptxas serialise the wgmmas of the plain kernels, C7514.)
         const uint64_t w_desc0 = sw128_desc(smem_addr(ring));
         const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kXOffset);
-        RingPos<STAGES> pos;
-        int done = STAGES - kInFlight;  // the slot whose wgmmas retire next: (i - kInFlight) mod STAGES
-        for (int i = 0; i < n_k; ++i) {
-            mbar_wait(&full[pos.s], pos.phase);
-            const uint32_t step = (uint32_t)(pos.s * kStage) >> 4;
-            fence_regs(acc);
-            if constexpr (HALF) fence_regs(acc2);
-            wgmma_fence();
+        // The ring is walked a round at a time, its STAGES slots unrolled, so every slot's descriptors are slot 0's
+        // plus compile-time offsets.
+        uint32_t phase = 0;
+        for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {
 #pragma unroll
-            for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
-                const uint64_t w_desc = desc_plus(w_desc0, step + 2 * kk);
-                const uint64_t b = desc_plus(x_desc0, step + 2 * kk);
-                wgmma_bf16<NB>(acc, w_desc, b);
-                if constexpr (DUAL) wgmma_bf16<NB>(acc, w_desc + kTmaWBytes / 16, b);
-                if constexpr (HALF) wgmma_bf16<NB>(acc2, w_desc, b + tma_x_bytes(NB) / 16);
+            for (int s = 0; s < STAGES; ++s) {
+                const int i = round * STAGES + s;
+                if (i >= n_k) break;
+                mbar_wait(&full[s], phase);
+                fence_regs(acc);
+                if constexpr (HALF) fence_regs(acc2);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
+                    const uint32_t at = (s * kStage + kk * 32) / 16;
+                    const uint64_t b = desc_plus(x_desc0, at);
+                    wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
+                    if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
+                    if constexpr (HALF)
+                        wgmma_bf16<NB>(acc2, desc_plus(w_desc0, at), desc_plus(x_desc0, at + tma_x_bytes(NB) / 16));
+                }
+                wgmma_commit();
+                fence_regs(acc);
+                if constexpr (HALF) fence_regs(acc2);
+                wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
+                fence_regs(acc);
+                if constexpr (HALF) fence_regs(acc2);
+                if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
             }
-            wgmma_commit();
-            fence_regs(acc);
-            if constexpr (HALF) fence_regs(acc2);
-            wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
-            fence_regs(acc);
-            if constexpr (HALF) fence_regs(acc2);
-            if (i >= kInFlight && lane == 0) mbar_arrive(&empty[done]);
-            if (++done == STAGES) done = 0;
-            pos.next();
         }
         wgmma_wait<0>();
         fence_regs(acc);
