@@ -120,14 +120,14 @@ def test_check_passes_then_flags_a_stale_file(repo_copy):
 # A CTABLE of known content, so the breakages below do not depend on what the last sweep wrote.
 KNOWN_CTABLE = """# CTABLE for the tests
 defaults:
-  plain: [8, 1, 2, 0, 1, 0]
+  plain: [8, 1, 2, 0, 1, 0, 1]
   dual: null
 entries:
   qkv_gate:
-    1: [16, 1, 2, 0, 1, 0]
-    8: [16, 1, 1, 1, 1, 0]
+    1: [16, 1, 2, 0, 1, 0, 1]
+    8: [16, 1, 1, 1, 1, 0, 1]
   router:
-    8: [16, 8, 1, 0, 1, 1]
+    8: [16, 8, 1, 0, 1, 1, 1]
 """
 
 
@@ -155,20 +155,20 @@ BREAKAGES = {
     ),
     "wrong arity": (
         "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0]",
+        "    1: [16, 1, 2, 0, 1, 0, 1]",
         "    1: [16, 1, 2]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 6 values",
+        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 7 values",
     ),
     "wrong type": (
         "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0]",
-        "    1: [16, one, 2, 0, 1, 0]",
+        "    1: [16, 1, 2, 0, 1, 0, 1]",
+        "    1: [16, one, 2, 0, 1, 0, 1]",
         r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: S must be an integer",
     ),
     "config the kernel cannot run": (
         "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0]",
-        "    1: [16, 1, 8, 1, 4, 0]",
+        "    1: [16, 1, 2, 0, 1, 0, 1]",
+        "    1: [16, 1, 8, 1, 4, 0, 1]",
         r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: .* data registers",
     ),
     "unknown layer": (
@@ -179,8 +179,8 @@ BREAKAGES = {
     ),
     "m out of range": (
         "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0]",
-        "    64: [16, 1, 2, 0, 1, 0]",
+        "    1: [16, 1, 2, 0, 1, 0, 1]",
+        "    64: [16, 1, 2, 0, 1, 0, 1]",
         r"tables/ctable\.yaml:\d+: qkv_gate: m must be an integer with 1 <= m <= 32",
     ),
     "TMA ring over shared memory": (
@@ -276,7 +276,7 @@ def test_bad_input_is_one_clear_line_exit_2_and_dist_untouched(repo_copy, kind):
 def test_error_line_numbers_point_at_the_entry(repo_copy):
     path = repo_copy / "tables" / "ctable.yaml"
     path.write_text(KNOWN_CTABLE)
-    _edit(path, "    8: [16, 1, 1, 1, 1, 0]", "    8: [16, 1, 1, 1]")
+    _edit(path, "    8: [16, 1, 1, 1, 1, 0, 1]", "    8: [16, 1, 1, 1]")
     result = _build(repo_copy)
     assert f"tables/ctable.yaml:{_line_of(path, '    8: [16, 1, 1, 1]')}:" in result.output
 
@@ -297,8 +297,11 @@ def test_dispatch_names_each_engines_fields():
     result = CliRunner().invoke(main, ["dispatch", str(DIST)])
     assert result.exit_code == 0, result.output
     rows = {tuple(line.split()[:2]): line.split()[3:] for line in result.output.splitlines()[1:]}
-    ttable = load_tables(load_problem())["TTABLE"].entries
+    tables = load_tables(load_problem())
+    ttable, ztable = tables["TTABLE"].entries, tables["ZTABLE"].entries
     for (layer, m), cfg in ttable.items():
+        if ztable.get((layer, m)) is not None:
+            continue  # ZTABLE takes precedence: the compressed GEMV serves this shape
         if cfg is not None and (layer, str(m)) in rows:
             assert rows[(layer, str(m))] == ["tma", f"S={cfg[0]}", f"STAGES={cfg[1]}", f"C={cfg[2]}"]
     assert rows[("router", "1")][0] == "gemv" and rows[("router", "1")][1].startswith("NW=")
