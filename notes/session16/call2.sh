@@ -5,8 +5,8 @@ set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=.:/tmp/site PYTHONUNBUFFERED=1
 S=$(date +%s)
-timeout -s INT 240 python3 -m generator sweep --reps 20 --groups 2 --groups 4 \
-    --layers router --layers o --m 32 --m 16 --json $OUT/sweep_groups.json > $OUT/sweep_groups.txt 2>&1
+timeout -s INT 260 python3 -m generator sweep --reps 20 --groups 2 --groups 4 \
+    --layers router --m 32 --m 16 --json $OUT/sweep_groups.json > $OUT/sweep_groups.txt 2>&1
 echo "sweep rc=$? t=$(( $(date +%s)-S ))"; grep -v "^launch failed" $OUT/sweep_groups.txt | tail -6; cp tables/ctable.yaml $OUT/
 python3 -m generator build > /dev/null 2>&1; echo "build rc=$? t=$(( $(date +%s)-S ))"; grep -m1 "inputs sha256" dist/submission.py
 cp dist/submission.py $OUT/
