@@ -319,7 +319,7 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     type=click.Choice(sorted(CONFIG_FIELDS)),
     default="gemv",
     show_default=True,
-    help="gemv: the mma.sync GEMV's (NW, S, U, P, R, C, G) into CTABLE; tma: the TMA + wgmma GEMV's (S, STAGES, C) into"
+    help="gemv: the mma.sync GEMV's (NW, S, U, P, R, C) into CTABLE; tma: the TMA + wgmma GEMV's (S, STAGES, C) into"
     " TTABLE, kept only where it beats what CTABLE runs; z: the compressed GEMV's (NW, S, UG, P, R, C) into ZTABLE,"
     " kept only where it beats what TTABLE and CTABLE run.",
 )
@@ -337,14 +337,6 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     help="gemv / z: time only configs of these pipelining styles P (repeatable), plus each shape's current entry,"
     " which stays unless one of them is >= 2% faster: a new style against the table in a fraction of a full sweep.",
 )
-@click.option(
-    "--groups",
-    "groups",
-    type=int,
-    multiple=True,
-    help="gemv: time only configs with these token-group counts G (repeatable), plus each shape's current entry,"
-    " as --styles does for P.",
-)
 def sweep(
     file: Path,
     layers,
@@ -354,7 +346,6 @@ def sweep(
     write_path: Path | None,
     json_path: Path | None,
     styles: tuple[int, ...],
-    groups: tuple[int, ...],
 ) -> None:
     """Tune a GEMV's table on the GPU: time every admissible configuration per shape, keep the fastest correct one."""
     import json
@@ -368,8 +359,6 @@ def sweep(
 
     if styles and engine == "tma":  # a wrong call says so on any machine, before the GPU is asked for
         _fail("--styles picks pipelining styles (P) of the gemv and z engines; the tma engine has none")
-    if groups and engine != "gemv":
-        _fail(f"--groups picks token groups (G) of the gemv engine; the {engine} engine has none")
     if not torch.cuda.is_available():
         _fail("sweep needs a CUDA GPU (run it on the H200; see README)")
     module = _load(file)
@@ -398,14 +387,7 @@ def sweep(
             bar.update()
 
         points = run_sweep(
-            module,
-            problem,
-            shapes,
-            reps=reps,
-            progress=done,
-            engine=engine,
-            styles=set(styles) or None,
-            groups=set(groups) or None,
+            module, problem, shapes, reps=reps, progress=done, engine=engine, styles=set(styles) or None
         )
     click.echo(
         f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'best ' + engine:>22} {'us':>7}"

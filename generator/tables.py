@@ -50,8 +50,8 @@ TABLES = (
     TableSpec(
         name="CTABLE",
         file="ctable.yaml",
-        fields=tuple(name for name, _ in dispatch.GEMV_FIELDS),
-        doc="(layer, m) -> (NW, S, U, P, R, C, G) for the plain tensor-core GEMV; None sends the shape to cuBLAS",
+        fields=("NW", "S", "U", "P", "R", "C"),
+        doc="(layer, m) -> (NW, S, U, P, R, C) for the plain tensor-core GEMV; None sends the shape to cuBLAS",
         **DECODE_M,
         check=_check_gemv,
         has_defaults=True,
@@ -68,7 +68,7 @@ TABLES = (
     TableSpec(
         name="ZTABLE",
         file="ztable.yaml",
-        fields=tuple(name for name, _ in dispatch.ZGEMV_FIELDS),
+        fields=("NW", "S", "UG", "P", "R", "C"),
         doc="(layer, m) -> (NW, S, UG, P, R, C) for the compressed (12-bit lossless) GEMV; it takes precedence"
         " over TTABLE and CTABLE, and None (or no entry) leaves the shape to them",
         **DECODE_M,

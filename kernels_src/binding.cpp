@@ -4,8 +4,8 @@
 #include <torch/extension.h>
 
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, int G,
-                            bool dual, long long stream);
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
+                            long long stream);
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
                                 int N, int K, int S, int NB, int STAGES, int cluster, bool dual, long long stream);
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster);
@@ -74,28 +74,26 @@ static std::string check_operands(const char* fn, const torch::Tensor& x, const 
     return "";
 }
 
-// out[M, N] = x[M, K] . W[:N]^T with W packed by packing.pack_mma_a (dual: W = hi + lo, both packed). NB column
-// blocks per CTA, G CTAs splitting the tokens (gemv.cuh): G NB column blocks cover the M tokens.
+// out[M, N] = x[M, K] . W[:N]^T with W packed by packing.pack_mma_a (dual: W = hi + lo, both packed).
 std::string gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
                  torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S, int64_t U, int64_t NB, int64_t R,
-                 int64_t G, bool cluster, bool dual, int64_t P, int64_t stream) {
-    OKC_REQUIRE(G == 1 || G == 2 || G == 4, "gemv: G (token groups) must be 1, 2 or 4, got ", G);
-    const std::string bad = check_operands("gemv", x, w, w2, out, ws, sem, N, K, NB * G, dual);
+                 bool cluster, bool dual, int64_t P, int64_t stream) {
+    const std::string bad = check_operands("gemv", x, w, w2, out, ws, sem, N, K, NB, dual);
     if (!bad.empty()) return bad;
     OKC_REQUIRE(N % 16 == 0 && K % 32 == 0, "gemv: need N % 16 == 0 and K % 32 == 0, got N=", N, " K=", K);
     OKC_REQUIRE(R >= 1 && (N / 16) % R == 0, "gemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
     OKC_REQUIRE(NW >= 1 && NW <= 16, "gemv: NW must be 1..16, got ", NW);
     OKC_REQUIRE(S >= 1 && (K / 32) % S == 0, "gemv: S=", S, " must divide the ", K / 32, " K blocks");
     OKC_REQUIRE(!cluster || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
-    OKC_REQUIRE(S == 1 || ws.numel() >= G * (N / 16) * S * NB * 128, "gemv: workspace too small for S=", S, " G=", G);
-    OKC_REQUIRE(S == 1 || sem.numel() >= G * N / (16 * R),
-                "gemv: need one semaphore per CTA row group and token group (", G * N / (16 * R), ")");
+    OKC_REQUIRE(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "gemv: workspace too small for S=", S);
+    OKC_REQUIRE(S == 1 || sem.numel() >= N / (16 * R), "gemv: need one semaphore per CTA row group (", N / (16 * R),
+                ")");
     const char* err = okc_launch_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr, out.data_ptr(),
                                       ws.data_ptr<float>(), sem.data_ptr<int>(), (int)x.size(0), (int)N, (int)K,
-                                      (int)NW, (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, (int)G, dual,
+                                      (int)NW, (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, dual,
                                       (long long)stream);
     OKC_REQUIRE(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " C=", cluster,
-                " G=", G, " dual=", dual, "): ", err);
+                " dual=", dual, "): ", err);
     return "";
 }
 

@@ -15,7 +15,6 @@ GEMV_C = (
     0,
     1,
 )  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
-GEMV_G = (1, 2, 4)  # token groups: CTAs that split the tokens, column_blocks(m) / G column blocks each
 GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 # Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
 # (both live trips for the double-buffered P = 1, 3; two weight sets and one x set for P = 4, 5) plus the
@@ -53,17 +52,16 @@ def column_blocks(m):
 
 
 def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
-    """What the two mma.sync GEMVs (plain and compressed) share: a tuple of allowed values for `fields` ((NW, S,
-    U|UG, P, R, C), and the plain GEMV's G), m in range, S dividing the K units (k_unit wide), the cluster size
-    rule, R dividing the row blocks.
+    """What the two mma.sync GEMVs (plain and compressed) share: a 6-field (NW, S, U|UG, P, R, C) tuple of allowed
+    values, m in range, S dividing the K units (k_unit wide), the cluster size rule, R dividing the row blocks.
     """
     names = "[" + ", ".join(name for name, _ in fields) + "]"
-    if not (isinstance(cfg, tuple) and len(cfg) == len(fields) and all(type(v) is int for v in cfg)):
-        return f"expected {len(fields)} integers {names}, got {cfg!r}"
+    if not (isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg)):
+        return f"expected 6 integers {names}, got {cfg!r}"
     for (name, allowed), value in zip(fields, cfg):
         if value not in allowed:
             return f"{name}={value} is not one of {allowed}"
-    s, r, c = cfg[1], cfg[4], cfg[5]
+    _, s, _, _, r, c = cfg
     if not 1 <= m <= GEMV_MAX_M:
         return f"the GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
     if k % k_unit or (k // k_unit) % s:
@@ -75,28 +73,19 @@ def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
     return None
 
 
-def _tiles_smem_error(cfg, m, nb):
-    """Both mma.sync GEMVs keep their NW warps' partial tiles in shared memory (16 R x 8 NB fp32 each, NB the
-    CTA's column blocks) and, for C = 1, rank 0's cluster inbox of S - 1 more (common.cuh, finish_tile); the
-    compressed one adds its exception entries, which depend on the weights, so its launcher checks the rest.
-    """
-    nw, s, r, c = cfg[0], cfg[1], cfg[4], cfg[5]
-    smem = (nw + (s - 1 if c else 0)) * r * nb * 4 * 32 * 4
+def _tiles_smem_error(cfg, m):
+    """Both mma.sync GEMVs keep their NW warps' partial tiles in shared memory (16 R x 8 NB fp32 each) and, for
+    C = 1, rank 0's cluster inbox of S - 1 more (common.cuh, finish_tile); the compressed one adds its exception
+    entries, which depend on the weights, so its launcher checks the rest."""
+    nw, s, _, _, r, c = cfg
+    smem = (nw + (s - 1 if c else 0)) * r * column_blocks(m) * 4 * 32 * 4
     if smem > SMEM_LIMIT:
         inbox = f" and S={s} (the cluster inbox)" if c else ""
         return f"NW={nw}, R={r}{inbox} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
     return None
 
 
-GEMV_FIELDS = (
-    ("NW", GEMV_NW),
-    ("S", GEMV_S),
-    ("U", GEMV_U),
-    ("P", GEMV_P),
-    ("R", GEMV_R),
-    ("C", GEMV_C),
-    ("G", GEMV_G),
-)
+GEMV_FIELDS = (("NW", GEMV_NW), ("S", GEMV_S), ("U", GEMV_U), ("P", GEMV_P), ("R", GEMV_R), ("C", GEMV_C))
 ZGEMV_FIELDS = (
     ("NW", GEMV_NW),
     ("S", GEMV_S),
@@ -108,33 +97,28 @@ ZGEMV_FIELDS = (
 
 
 def gemv_config_error(cfg, m, dual, n, k):
-    """Why (NW, S, U, P, R, C, G) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it
-    can."""
+    """Why (NW, S, U, P, R, C) cannot run at m tokens on an [n, k] weight (dual: router hi+lo), or None if it can."""
     error = _split_k_grid_error(cfg, GEMV_FIELDS, m, n, k, 32, "K blocks")
     if error:
         return error
-    nw, s, u, p, r, c, g = cfg
-    if column_blocks(m) % g:
-        return f"G={g} token groups cannot share the {column_blocks(m)} column block(s) of m={m}"
-    nb = column_blocks(m) // g  # the column blocks each CTA holds
+    nw, s, u, p, r, c = cfg
+    nb = column_blocks(m)
     weight_sets = 2 if p in (1, 3, 4, 5) else 1
     x_sets = 2 if p in (1, 3) else 1
     regs = u * (weight_sets * 8 * r * (2 if dual else 1) + x_sets * 4 * nb) + 4 * r * nb
     # the exceptions ptxas showed (gemv.cuh, gemv_fits)
     if p in (4, 5) and nb == 4 and u > 1:
-        return f"U={u}, P={p} at m={m}, G={g}: the x-single-buffered styles take U = 1 at 4 column blocks per CTA"
-    error = _tiles_smem_error(cfg, m, nb)
+        return f"U={u}, P={p} at m={m}: the x-single-buffered styles take U = 1 at m > 16"
+    error = _tiles_smem_error(cfg, m)
     if error:
         return error
     roomy = weight_sets == 1 or (p in (1, 3) and nb <= 2 and not dual)
     budget = GEMV_BATCH_DATA_REGS if roomy else GEMV_DOUBLE_DATA_REGS
     if regs > budget:
         return (
-            f"U={u}, P={p}, R={r} at m={m}, G={g}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
+            f"U={u}, P={p}, R={r} at m={m}{' (dual)' if dual else ''} holds {regs} data registers per thread,"
             f" over the kernel's {budget}"
         )
-    if s > 1 and not c and (n // 16) * s * column_blocks(m) * 128 > WORKSPACE_FLOATS:
-        return f"S={s} needs more split-K workspace than the {WORKSPACE_FLOATS} floats there are"
     return None
 
 
@@ -188,7 +172,7 @@ def zgemv_config_error(cfg, m, dual, n, k):
     error = _split_k_grid_error(cfg, ZGEMV_FIELDS, m, n, k, 64, "64-wide K groups")
     if error:
         return error
-    error = _tiles_smem_error(cfg, m, column_blocks(m))
+    error = _tiles_smem_error(cfg, m)
     if error:
         return error
     nw, s, ug, p, r, c = cfg
@@ -207,7 +191,7 @@ def table_m_for(m):
 
 def route(layer, m, dual, ctable, defaults, ttable=None, ztable=None):
     """(engine, config) for a call: ("z", (NW, S, UG, P, R, C)), ("tma", (S, STAGES, C)),
-    ("gemv", (NW, S, U, P, R, C, G)) or ("cublas", None).
+    ("gemv", (NW, S, U, P, R, C)) or ("cublas", None).
 
     ZTABLE first (the compressed GEMV streams the fewest bytes), looked up like TTABLE below; runtime.py falls
     back to the route without it for a layer whose weights compress() refused.

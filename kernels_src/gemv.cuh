@@ -16,11 +16,6 @@
 //    C = 1  cluster (Hopper): the S CTAs form one thread-block cluster; ranks 1..S-1 push their tiles into rank
 //           0's shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
 //           writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
-//  * optionally G CTAs split the tokens (grid.z): each takes NB of the call's column blocks (G NB of them in
-//    all), so a CTA holds the registers of a G-times smaller batch and can keep more weight fragments in flight
-//    (U). The G CTAs of one row block read the same weights: DRAM serves them once while they run together (the
-//    second request hits L2), so the weight bytes from HBM stay the same and the CTAs in flight multiply. With
-//    the router's hi + lo weights the register budget (gemv_fits) allows U <= 2 at NB = 4, U <= 4 at NB = 2;
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
 #pragma once
 #include "common.cuh"
@@ -71,11 +66,10 @@ struct GemvArgs {
     const Frag* w;   // packed weights (dual: the hi half)
     const Frag* w2;  // packed lo weights (dual only)
     void* out;       // [M, N]: bf16, or fp32 in dual mode
-    float* ws;       // split-K partials: [G][N/(16R)][S][R*NB*128]
-    int* sem;        // arrival counter per (token group, CTA row group); 0 between launches
+    float* ws;       // split-K partials: [N/(16R)][S][R*NB*128]
+    int* sem;        // arrival counter per CTA row group; 0 between launches
     int M, N, K, S;
     int cluster;     // 1: the S split CTAs are one cluster and reduce through distributed shared memory
-    int G;           // token groups (grid.z): CTAs that split the tokens, NB column blocks each
 };
 
 // Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for C = 1, rank
@@ -143,22 +137,15 @@ __device__ __forceinline__ void mma_trip(float (&acc)[R][NB][4], const Trip<U, N
                 }
 }
 
-// Element idx of a reduced tile (idx = 32 * (4 (NB r + nb) + j) + lane, the mma C layout) -> out[token, row];
-// token0: the first token of the CTA's token group.
+// Element idx of a reduced tile (idx = 32 * (4 (NB r + nb) + j) + lane, the mma C layout) -> out[token, row].
 template <int NB, typename OutT>
-__device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, int token0, int idx, float v) {
+__device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, int idx, float v) {
     const int lane = idx & 31, c = idx >> 5;
     const int r = c / (NB * 4), nb = (c >> 2) % NB, j = c & 3;
     const int row = (rb0 + r) * 16 + (lane >> 2) + ((j & 2) ? 8 : 0);
-    const int token = token0 + nb * 8 + (lane & 3) * 2 + (j & 1);
+    const int token = nb * 8 + (lane & 3) * 2 + (j & 1);
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
-
-// Token group blockIdx.z serves tokens token_group_first .. + 8 NB - 1. Under an entry borrowed from a larger m of
-// the same column-block class (dispatch.table_m_for) the last group may have no token below M: it reads its
-// weights, computes zeros and writes nothing, but still takes its part in the split-K reduction.
-template <int NB>
-__device__ __forceinline__ int token_group_first() { return blockIdx.z * 8 * NB; }
 
 template <int U, int NB, int R, int P, bool DUAL, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
@@ -169,18 +156,13 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     const int nw = blockDim.x >> 5;
     if (a.cluster) open_inbox(&inbox_full, cluster_rank() == 0 ? (uint32_t)((a.S - 1) * kTile * sizeof(float)) : 0u);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int rb0 = blockIdx.x * R, split = blockIdx.y;
+    const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
     const int kb_per_split = (a.K >> 5) / a.S;
     const int kb_begin = split * kb_per_split, kb_end = kb_begin + kb_per_split;
 
     const Frag* xp[NB];
     bool xvalid[NB];
-    {  // x's rows from the token group's first on (past x's end for an empty group, whose loads never issue).
-       // Shifting x rather than testing token0 + token < M: the test kept more registers live, and U = 4, NB = 4
-       // (112 data registers) spilled 8 bytes.
-        const int token0 = token_group_first<NB>();
-        x_operand<NB>(a.x + (size_t)token0 * (a.K >> 3), a.M - token0, a.K, lane, xp, xvalid);
-    }
+    x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
     const size_t row_frags = (size_t)(a.K >> 5) * kFragsPerBlock;
     const size_t block0 = (size_t)rb0 * row_frags + lane;
     const Frag* wp = a.w + block0;
@@ -225,10 +207,8 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     // Reduce the warps' partial tiles through shared memory, then across the S split CTAs.
     park_accumulators<R, NB>(red, acc, warp, lane);
     __syncthreads();
-    // the reduction's unit (semaphore counter, workspace tiles): one per row group and token group
-    const int group = blockIdx.z * gridDim.x + blockIdx.x, token0 = token_group_first<NB>();
     finish_tile(a, red, red + nw * kTile, &inbox_full, kTile, group, split,
-                [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, token0, idx, v); });
+                [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
 }
 
 }  // namespace okc

@@ -20,7 +20,7 @@ const char* launch_gemv_variant(const GemvArgs& a, int nw, cudaStream_t stream) 
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
             if (err != cudaSuccess) return cudaGetErrorString(err);
         }
-        return launch_splits(kernel, dim3(a.N / (16 * R), a.S, a.G), dim3(nw * 32), smem, stream, a.cluster, a);
+        return launch_splits(kernel, dim3(a.N / (16 * R), a.S), dim3(nw * 32), smem, stream, a.cluster, a);
     }
 }
 
@@ -67,10 +67,10 @@ const char* by_nb(const GemvArgs& a, int nw, int nb, int r, int p, bool dual, cu
 
 // Called by binding.cpp; every argument has been checked there.
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, int G,
-                            bool dual, long long stream) {
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
+                            long long stream) {
     const okc::GemvArgs a{static_cast<const okc::Frag*>(x), static_cast<const okc::Frag*>(w),
-                          static_cast<const okc::Frag*>(w2), out, ws, sem, M, N, K, S, cluster ? 1 : 0, G};
+                          static_cast<const okc::Frag*>(w2), out, ws, sem, M, N, K, S, cluster ? 1 : 0};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (U) {
         case 1: return okc::by_nb<1>(a, NW, NB, R, P, dual, s);

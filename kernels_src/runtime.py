@@ -106,7 +106,7 @@ def _launch(entry, *args):
 
 
 def _gemv(x, layer, n, cfg, state):
-    nw, s, u, p, r, c, g = cfg
+    nw, s, u, p, r, c = cfg
     m, k = x.shape
     dual = _is_dual(layer)
     out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
@@ -126,9 +126,8 @@ def _gemv(x, layer, n, cfg, state):
         nw,
         s,
         u,
-        column_blocks(m) // g,  # column blocks per CTA: g CTAs split the tokens
+        column_blocks(m),
         r,
-        g,
         bool(c),
         dual,
         p,

@@ -12,7 +12,7 @@ from generator.judge.sweep import (
     candidate_tma_configs,
     header_of,
     pick_defaults,
-    restrict_field,
+    restrict_to_styles,
     table_yaml,
     updated_table,
 )
@@ -79,48 +79,23 @@ def test_sweep_candidates_are_all_admissible():
 def test_a_style_restricted_sweep_times_those_styles_and_the_current_entry():
     problem = load_problem()
     everything = candidate_configs(problem.layers["qkv_gate"], 16)
-    current = (16, 1, 1, 1, 2, 0, 1)
+    current = (16, 1, 1, 1, 2, 0)
     assert current in everything
-    hinted = restrict_field(everything, 3, {2, 3}, current)  # the current entry is style 1
+    hinted = restrict_to_styles(everything, {2, 3}, current)  # the current entry is style 1
     assert hinted[0] == current and len(set(hinted)) == len(hinted)
     assert {cfg[3] for cfg in hinted[1:]} == {2, 3}
     assert set(hinted[1:]) == {cfg for cfg in everything if cfg[3] in (2, 3)}
-    assert restrict_field(everything, 3, {1}, current) == [cfg for cfg in everything if cfg[3] == 1]
-    assert restrict_field(everything, 3, {2}, None) == [cfg for cfg in everything if cfg[3] == 2]
-    assert restrict_field(everything, 3, None, current) == everything
-
-
-def test_a_group_restricted_sweep_times_those_token_groups_and_the_current_entry():
-    problem = load_problem()
-    everything = candidate_configs(problem.layers["router"], 32)
-    assert {cfg[6] for cfg in everything} == {1, 2, 4}  # m = 32: four column blocks, any G that divides them
-    assert {cfg[6] for cfg in candidate_configs(problem.layers["router"], 8)} == {1}
-    current = (16, 4, 1, 1, 1, 1, 1)
-    assert current in everything
-    grouped = restrict_field(everything, 6, {2}, current)
-    assert grouped[0] == current and set(grouped[1:]) == {cfg for cfg in everything if cfg[6] == 2}
-
-
-def test_groups_on_other_engines_is_refused_in_one_line_on_any_machine():
-    from click.testing import CliRunner
-
-    from generator.cli import main
-
-    result = CliRunner().invoke(main, ["sweep", "--engine", "z", "--groups", "2"])
-    assert result.exit_code == 2
-    assert result.output.strip().splitlines() == [
-        "error: --groups picks token groups (G) of the gemv engine; the z engine has none"
-    ]
+    assert restrict_to_styles(everything, {1}, current) == [cfg for cfg in everything if cfg[3] == 1]
+    assert restrict_to_styles(everything, {2}, None) == [cfg for cfg in everything if cfg[3] == 2]
+    assert restrict_to_styles(everything, None, current) == everything
 
 
 def test_a_style_restricted_sweep_keeps_the_current_entry_unless_a_challenger_won():
-    kept = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0, 1), 9.54, 9.66, 145, [], current=(8, 1, 4, 0, 2, 0, 1))
-    assert kept.choice == (8, 1, 4, 0, 2, 0, 1)  # not 2 % under cuBLAS this run, but nothing new beat it
-    won = SweepPoint("o", 8, (8, 1, 4, 2, 2, 0, 1), 9.0, 9.66, 145, [], current=(8, 1, 4, 0, 2, 0, 1))
-    assert won.choice == (8, 1, 4, 2, 2, 0, 1)
-    full = SweepPoint(
-        "o", 8, (8, 1, 4, 0, 2, 0, 1), 9.54, 9.66, 145, []
-    )  # a full sweep: cuBLAS by the 2 % rule
+    kept = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.54, 9.66, 145, [], current=(8, 1, 4, 0, 2, 0))
+    assert kept.choice == (8, 1, 4, 0, 2, 0)  # not 2 % under cuBLAS this run, but nothing new beat it
+    won = SweepPoint("o", 8, (8, 1, 4, 2, 2, 0), 9.0, 9.66, 145, [], current=(8, 1, 4, 0, 2, 0))
+    assert won.choice == (8, 1, 4, 2, 2, 0)
+    full = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.54, 9.66, 145, [])  # a full sweep: cuBLAS by the 2 % rule
     assert full.choice is None
 
 
@@ -137,23 +112,23 @@ def test_styles_on_the_tma_engine_is_refused_in_one_line_on_any_machine():
 
 
 def test_sweep_point_json_ranks_every_timing():
-    timings = {(4, 1, 1, 0, 1, 0, 1): 12.0, (8, 1, 4, 0, 2, 0, 1): 9.4}
-    point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0, 1), 9.3, 9.6, 3, [(16, 2, 1, 0, 1, 1, 1)], 0, timings)
+    timings = {(4, 1, 1, 0, 1, 0): 12.0, (8, 1, 4, 0, 2, 0): 9.4}
+    point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, [(16, 2, 1, 0, 1, 1)], 0, timings)
     js = point.to_json()
-    assert js["timings"] == [[[8, 1, 4, 0, 2, 0, 1], 9.4], [[4, 1, 1, 0, 1, 0, 1], 12.0]]
-    assert js["wrong"] == [[16, 2, 1, 0, 1, 1, 1]] and point.wrong == 1
-    assert js["best"] == (8, 1, 4, 0, 2, 0, 1) and js["cublas_us"] == 9.6
+    assert js["timings"] == [[[8, 1, 4, 0, 2, 0], 9.4], [[4, 1, 1, 0, 1, 0], 12.0]]
+    assert js["wrong"] == [[16, 2, 1, 0, 1, 1]] and point.wrong == 1
+    assert js["best"] == (8, 1, 4, 0, 2, 0) and js["cublas_us"] == 9.6
 
 
 def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     problem = load_problem()
     points = [
-        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0, 1), 9.0, 10.0, 100, []),
-        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0, 1), 9.9, 10.0, 100, []),  # under 2% faster: stays cuBLAS
-        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0, 1), 9.0, 19.0, 100, []),
+        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0), 9.0, 10.0, 100, []),
+        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0), 9.9, 10.0, 100, []),  # under 2% faster: stays cuBLAS
+        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0), 9.0, 19.0, 100, []),
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
-    kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0, 1]  # kept from an earlier sweep"}
+    kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0]  # kept from an earlier sweep"}
     text = table_yaml(
         header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
         pick_defaults(choices, problem),
@@ -165,15 +140,15 @@ def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
     path.write_text(text)
     table = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
     assert table.entries == {
-        ("o", 1): (8, 1, 1, 0, 1, 0, 1),
+        ("o", 1): (8, 1, 1, 0, 1, 0),
         ("o", 8): None,
-        ("router", 8): (16, 8, 1, 1, 1, 0, 1),
-        ("pooler", 1): (8, 1, 4, 1, 1, 0, 1),
+        ("router", 8): (16, 8, 1, 1, 1, 0),
+        ("pooler", 1): (8, 1, 4, 1, 1, 0),
     }
     assert "# kept from an earlier sweep" in text
-    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0, 1) alone would not fit m = 32
-    assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0, 1), "dual": (16, 8, 1, 1, 1, 0, 1)}
-    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0, 1)}, problem)
+    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0) alone would not fit m = 32
+    assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0), "dual": (16, 8, 1, 1, 1, 0)}
+    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0)}, problem)
     assert lone["plain"] is None
     assert text.startswith("# Written by `python -m generator sweep`")
 
@@ -182,12 +157,12 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     problem = load_problem()
     text = (REPO_ROOT / "tables" / "ctable.yaml").read_text()
     current = load_tables(problem)["CTABLE"]
-    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1, 1), 8.0, 19.0, 10, [])
+    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1), 8.0, 19.0, 10, [])
     path = tmp_path / "ctable.yaml"
     path.write_text(updated_table(text, current, [point], [("router", 8)], problem))
-    assert "8: [16, 8, 1, 1, 1, 1, 1]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
+    assert "8: [16, 8, 1, 1, 1, 1]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
     updated = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
-    assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1, 1)}
+    assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1)}
 
 
 def test_tma_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):

@@ -120,14 +120,14 @@ def test_check_passes_then_flags_a_stale_file(repo_copy):
 # A CTABLE of known content, so the breakages below do not depend on what the last sweep wrote.
 KNOWN_CTABLE = """# CTABLE for the tests
 defaults:
-  plain: [8, 1, 2, 0, 1, 0, 1]
+  plain: [8, 1, 2, 0, 1, 0]
   dual: null
 entries:
   qkv_gate:
-    1: [16, 1, 2, 0, 1, 0, 1]
-    8: [16, 1, 1, 1, 1, 0, 1]
+    1: [16, 1, 2, 0, 1, 0]
+    8: [16, 1, 1, 1, 1, 0]
   router:
-    8: [16, 8, 1, 0, 1, 1, 1]
+    8: [16, 8, 1, 0, 1, 1]
 """
 
 
@@ -155,20 +155,20 @@ BREAKAGES = {
     ),
     "wrong arity": (
         "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0, 1]",
+        "    1: [16, 1, 2, 0, 1, 0]",
         "    1: [16, 1, 2]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 7 values",
+        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 6 values",
     ),
     "wrong type": (
         "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0, 1]",
-        "    1: [16, one, 2, 0, 1, 0, 1]",
+        "    1: [16, 1, 2, 0, 1, 0]",
+        "    1: [16, one, 2, 0, 1, 0]",
         r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: S must be an integer",
     ),
     "config the kernel cannot run": (
         "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0, 1]",
-        "    1: [16, 1, 8, 1, 4, 0, 1]",
+        "    1: [16, 1, 2, 0, 1, 0]",
+        "    1: [16, 1, 8, 1, 4, 0]",
         r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: .* data registers",
     ),
     "unknown layer": (
@@ -179,8 +179,8 @@ BREAKAGES = {
     ),
     "m out of range": (
         "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0, 1]",
-        "    64: [16, 1, 2, 0, 1, 0, 1]",
+        "    1: [16, 1, 2, 0, 1, 0]",
+        "    64: [16, 1, 2, 0, 1, 0]",
         r"tables/ctable\.yaml:\d+: qkv_gate: m must be an integer with 1 <= m <= 32",
     ),
     "TMA ring over shared memory": (
@@ -276,7 +276,7 @@ def test_bad_input_is_one_clear_line_exit_2_and_dist_untouched(repo_copy, kind):
 def test_error_line_numbers_point_at_the_entry(repo_copy):
     path = repo_copy / "tables" / "ctable.yaml"
     path.write_text(KNOWN_CTABLE)
-    _edit(path, "    8: [16, 1, 1, 1, 1, 0, 1]", "    8: [16, 1, 1, 1]")
+    _edit(path, "    8: [16, 1, 1, 1, 1, 0]", "    8: [16, 1, 1, 1]")
     result = _build(repo_copy)
     assert f"tables/ctable.yaml:{_line_of(path, '    8: [16, 1, 1, 1]')}:" in result.output
 

@@ -11,17 +11,17 @@ from generator import REPO_ROOT
 from generator.cli import main
 from kernels_src import dispatch
 
-CTABLE = {("o", 1): (8, 1, 2, 1, 2, 0, 1), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1, 0, 1)}
-DEFAULTS = {"plain": (4, 1, 2, 0, 1, 0, 1), "dual": None}
+CTABLE = {("o", 1): (8, 1, 2, 1, 2, 0), ("o", 8): None, ("o", 16): (4, 1, 2, 0, 1, 0)}
+DEFAULTS = {"plain": (4, 1, 2, 0, 1, 0), "dual": None}
 
 
 @pytest.mark.parametrize(
     "layer, m, dual, expected",
     [
-        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0, 1))),
+        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0))),
         ("o", 5, False, ("cublas", None)),  # borrows ("o", 8), which is None
-        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1, 0, 1))),  # borrows ("o", 16)
-        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1, 0, 1))),  # no row: the plain default
+        ("o", 9, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # borrows ("o", 16)
+        ("o", 32, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # no row: the plain default
         ("router", 8, True, ("cublas", None)),  # dual default is None
         ("o", 33, False, ("cublas", None)),
         ("o", 256, False, ("cublas", None)),
@@ -39,8 +39,8 @@ TTABLE = {("o", 32): (1, 8, 0), ("o", 16): None, ("router", 8): (16, 6, 1)}
     [
         ("o", 32, False, ("tma", (1, 8, 0))),
         ("o", 17, False, ("tma", (1, 8, 0))),  # borrows ("o", 32)
-        ("o", 16, False, ("gemv", (4, 1, 2, 0, 1, 0, 1))),  # None in TTABLE: CTABLE decides
-        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0, 1))),  # no TTABLE row for its class
+        ("o", 16, False, ("gemv", (4, 1, 2, 0, 1, 0))),  # None in TTABLE: CTABLE decides
+        ("o", 1, False, ("gemv", (8, 1, 2, 1, 2, 0))),  # no TTABLE row for its class
         (
             "router",
             5,
@@ -91,45 +91,14 @@ def test_column_blocks():
 
 
 def test_config_errors_name_the_field():
-    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1, 0, 1), 1, False, 1024, 1024)
-    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1, 0, 1), 1, False, 1024, 512)
-    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4, 0, 1), 1, False, 32, 1024)
-    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1, 0, 1), 32, True, 256, 8192)
-    assert dispatch.gemv_config_error((16, 8, 1, 2, 1, 0, 1), 32, True, 256, 8192) is None
-    assert "cluster" in dispatch.gemv_config_error((16, 32, 1, 0, 1, 1, 1), 8, True, 256, 8192)
-    assert "cluster" in dispatch.gemv_config_error((16, 1, 1, 0, 1, 1, 1), 8, True, 256, 8192)
-    assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1, 1), 8, True, 256, 8192) is None
-
-
-def test_token_groups_must_share_the_column_blocks_and_hold_their_share():
-    # G divides the 8-token column blocks of m's class: 1 at m <= 8, 2 at m <= 16, 4 at m <= 32
-    assert "G=2 token groups cannot share the 1 column block(s) of m=8" in dispatch.gemv_config_error(
-        (16, 4, 4, 0, 1, 1, 2), 8, True, 256, 8192
-    )
-    assert "G=4" in dispatch.gemv_config_error((16, 4, 4, 0, 1, 1, 4), 16, True, 256, 8192)
-    assert "G=3 is not one of" in dispatch.gemv_config_error((16, 4, 4, 0, 1, 1, 3), 32, True, 256, 8192)
-    # a CTA holds only its own column blocks: at m = 32 the router's U = 4 fits at G = 2, 4 and not at G = 1
-    assert "data registers" in dispatch.gemv_config_error((16, 4, 4, 0, 1, 1, 1), 32, True, 256, 8192)
-    assert dispatch.gemv_config_error((16, 4, 4, 0, 1, 1, 2), 32, True, 256, 8192) is None
-    assert dispatch.gemv_config_error((16, 4, 4, 0, 1, 1, 4), 32, True, 256, 8192) is None
-
-
-def test_a_token_group_obeys_the_rules_of_its_own_batch():
-    """Registers and shared memory at (m, G) are those of one CTA's NB = column_blocks(m) / G: the same verdict
-    as G = 1 at an m with that many column blocks, for every (NW, S, U, P, R, C) there is."""
-    m_of_nb = {1: 8, 2: 16, 4: 32}
-    for m in (9, 16, 17, 32):
-        for g in (2, 4):
-            if dispatch.column_blocks(m) % g:
-                continue
-            small_m = m_of_nb[dispatch.column_blocks(m) // g]
-            for cfg in itertools.product(*(allowed for _, allowed in dispatch.GEMV_FIELDS[:-1])):
-                for dual in (False, True):
-                    grouped = dispatch.gemv_config_error(cfg + (g,), m, dual, 4096, 8192)
-                    alone = dispatch.gemv_config_error(cfg + (1,), small_m, dual, 4096, 8192)
-                    if "workspace" in str(grouped):
-                        continue  # the workspace holds all G groups' partial tiles: its rule is the call's
-                    assert (grouped is None) == (alone is None), (m, g, cfg, dual, grouped, alone)
+    assert "S=3" in dispatch.gemv_config_error((4, 3, 2, 0, 1, 0), 1, False, 1024, 1024)
+    assert "does not divide" in dispatch.gemv_config_error((4, 32, 2, 0, 1, 0), 1, False, 1024, 512)
+    assert "R=4 does not divide" in dispatch.gemv_config_error((4, 1, 2, 0, 4, 0), 1, False, 32, 1024)
+    assert "data registers" in dispatch.gemv_config_error((4, 1, 8, 1, 1, 0), 32, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 8, 1, 2, 1, 0), 32, True, 256, 8192) is None
+    assert "cluster" in dispatch.gemv_config_error((16, 32, 1, 0, 1, 1), 8, True, 256, 8192)
+    assert "cluster" in dispatch.gemv_config_error((16, 1, 1, 0, 1, 1), 8, True, 256, 8192)
+    assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1), 8, True, 256, 8192) is None
 
 
 def _host_program_output(tmp_path, name, source):
@@ -160,7 +129,7 @@ def test_python_and_cuda_agree_on_which_configs_exist(tmp_path):
     cpp = _cpp_rule_table(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
     for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), dispatch.GEMV_P, (0, 1)):
-        error = dispatch.gemv_config_error((4, 1, u, p, r, 0, 1), m_of_nb[nb], bool(d), 4096, 8192)
+        error = dispatch.gemv_config_error((4, 1, u, p, r, 0), m_of_nb[nb], bool(d), 4096, 8192)
         assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
 
 
@@ -288,7 +257,7 @@ def test_python_and_cuda_agree_on_the_cluster_inbox(tmp_path):
             continue  # S = 3 is there for the TMA GEMV's uneven shares; the register GEMVs take no such S
         if kind == "gemv":
             s, nb, nw, r, smem = values
-            error = dispatch.gemv_config_error((nw, s, 1, 0, r, 1, 1), m_of_nb[nb], False, 4096, 8192)
+            error = dispatch.gemv_config_error((nw, s, 1, 0, r, 1), m_of_nb[nb], False, 4096, 8192)
             zerror = dispatch.zgemv_config_error((nw, s, 1, 0, r, 1), m_of_nb[nb], False, 4096, 8192)
             assert (error is None) == (smem <= limit), (values, error)
             if (

@@ -29,8 +29,8 @@ def problem():
 def test_launch_specs_parse_for_every_engine(problem):
     assert parse_launch("qkv_gate:32:tma:3,8,2", problem) == Launch("qkv_gate", 32, "tma", (3, 8, 2))
     assert parse_launch("pooler:1:z:8,1,4,0,1,0", problem) == Launch("pooler", 1, "z", (8, 1, 4, 0, 1, 0))
-    gemv = parse_launch("router:32:gemv:16,4,1,0,1,1,1", problem)
-    assert gemv.spec == "router:32:gemv:16,4,1,0,1,1,1"
+    gemv = parse_launch("router:32:gemv:16,4,1,0,1,1", problem)
+    assert gemv.spec == "router:32:gemv:16,4,1,0,1,1"
 
 
 @pytest.mark.parametrize(
@@ -52,10 +52,7 @@ def test_bad_launch_specs_say_what_is_wrong_in_one_line(problem, text, says):
 
 
 def test_ncu_commands_profile_only_the_marked_launches_and_export_both_pages(problem):
-    launches = [
-        parse_launch("o:1:gemv:8,1,1,0,1,0,1", problem),
-        parse_launch("qkv_gate:32:tma:3,8,2", problem),
-    ]
+    launches = [parse_launch("o:1:gemv:8,1,1,0,1,0", problem), parse_launch("qkv_gate:32:tma:3,8,2", problem)]
     run, details, source = ncu_commands(
         "ncu", Path("out/profile"), "python3", Path("dist/submission.py"), launches, "full"
     )
@@ -67,7 +64,7 @@ def test_ncu_commands_profile_only_the_marked_launches_and_export_both_pages(pro
     assert run[run.index("--clock-control") + 1] == "none"  # leave the clocks alone
     assert run[run.index("-o") + 1] == "out/profile"
     assert run[-6:] == [
-        "python3", "-m", "generator.judge.profile", "dist/submission.py", "o:1:gemv:8,1,1,0,1,0,1", "qkv_gate:32:tma:3,8,2"
+        "python3", "-m", "generator.judge.profile", "dist/submission.py", "o:1:gemv:8,1,1,0,1,0", "qkv_gate:32:tma:3,8,2"
     ]  # fmt: skip
     assert details == ["ncu", "-i", "out/profile.ncu-rep", "--page", "details"]
     assert source[:5] == ["ncu", "-i", "out/profile.ncu-rep", "--page", "source"] and "sass" in source

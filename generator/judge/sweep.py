@@ -27,15 +27,14 @@ TMA_SWEEP_C = (0, 1, 2, 3, 4)
 
 
 def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error) -> list[tuple[int, ...]]:
-    """Every (NW, S, U|UG, P, R, C[, G]) an mma.sync GEMV can run for this shape, with the grid it makes bounded
+    """Every (NW, S, U|UG, P, R, C) an mma.sync GEMV can run for this shape, with S bounded by the grid it makes
     and every warp given at least one trip (U units of k_unit K each)."""
     row_blocks = layer.n_for(m) // 16
     values = [SWEEP_NW] + [allowed for _, allowed in fields[1:]]
     out = []
     for cfg in itertools.product(*values):
-        nw, s, u, r = cfg[0], cfg[1], cfg[2], cfg[4]
-        g = cfg[6] if len(cfg) > 6 else 1  # the plain GEMV's token groups
-        if (s > 1 or g > 1) and row_blocks // r * s * g > MAX_CTAS:
+        nw, s, u, _, r, _ = cfg
+        if s > 1 and row_blocks // r * s > MAX_CTAS:
             continue
         if (layer.k // k_unit) // s < nw * u:
             continue  # fewer K units per CTA than one trip of all warps: some warps would idle
@@ -44,23 +43,18 @@ def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error)
     return out
 
 
-# The config fields a partial sweep may restrict (--styles, --groups), by position in a GEMV config.
-STYLE_FIELD = 3  # P, in both mma.sync GEMVs' configs
-GROUP_FIELD = 6  # G, the plain GEMV's token groups
-
-
-def restrict_field(candidates: list[tuple[int, ...]], index: int, values, current) -> list[tuple[int, ...]]:
-    """`candidates` cut to those whose field `index` is in `values`, plus the shape's `current` table entry
-    (None: none) first, so that a partial sweep never loses to a config it did not time. values None: every
-    candidate."""
-    if values is None:
+def restrict_to_styles(candidates: list[tuple[int, ...]], styles, current) -> list[tuple[int, ...]]:
+    """`candidates` cut to those whose pipelining style P (field 3 of a GEMV config) is in `styles`, plus the
+    shape's `current` table entry (None: none) first, so that a partial sweep never loses to a config it did
+    not time. styles None: every candidate."""
+    if styles is None:
         return candidates
-    kept = [cfg for cfg in candidates if cfg[index] in values]
+    kept = [cfg for cfg in candidates if cfg[3] in styles]
     return ([current] if current is not None and current not in kept else []) + kept
 
 
 def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
-    """Every (NW, S, U, P, R, C, G) of the plain GEMV worth timing for this shape."""
+    """Every (NW, S, U, P, R, C) of the plain GEMV worth timing for this shape."""
     return _split_k_candidates(layer, m, dispatch.GEMV_FIELDS, 32, dispatch.gemv_config_error)
 
 
@@ -244,12 +238,11 @@ def run_sweep(
     progress=None,
     engine: str = "gemv",
     styles=None,
-    groups=None,
 ):
     """Time every candidate of `engine` per shape (cold, read-flushed), checking each one's output against
     float64. The TMA engine is also timed against what CTABLE alone would run (its incumbent), the compressed
-    one against what TTABLE and CTABLE would run. styles (gemv, z) / groups (gemv): time only configs of these
-    P / G values, plus the shape's current table entry."""
+    one against what TTABLE and CTABLE would run. styles (gemv, z): time only configs of these P values, plus
+    the shape's current table entry."""
     import torch
 
     from generator.judge.bench import cublas_baselines
@@ -279,10 +272,9 @@ def run_sweep(
         timed, wrong = {}, []
         candidates = candidates_for(layer, m) if engine != "z" or "z:" + layer_name in state else []
         current = None
-        if styles is not None or groups is not None:
+        if styles is not None:
             current = (module.ZTABLE if engine == "z" else module.CTABLE).get((layer_name, m))
-            candidates = restrict_field(candidates, STYLE_FIELD, styles, current)
-            candidates = restrict_field(candidates, GROUP_FIELD, groups, current)
+            candidates = restrict_to_styles(candidates, styles, current)
         for cfg in candidates:
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
                 with (
