@@ -29,12 +29,11 @@ TMA_TILE = 64
 TMA_CONSUMERS = 128  # threads of the consumer warpgroup (tma_gemv.cuh, kTmaConsumers)
 TMA_STAGES = (2, 4, 6, 8, 12, 16)
 # How S > 1 splits reduce: 0 semaphore + workspace; a thread-block cluster (distributed shared memory) with the
-# tile gathered on rank 0 (1) or scattered over the S ranks (2). 3 and 4: no split at all (S = 1): half tiles,
-# 32 weight rows x the whole K per CTA, twice the CTAs of 64-row tiles and no reduction (tma_gemv.cuh, HALF);
-# 3 stacks a slot's two K halves as wgmma's A against x's two boxes, 4 swaps the operands (x is A, from
-# registers; the 32 weight rows are B).
-TMA_C = (0, 1, 2, 3, 4)
-TMA_HALF_C = (3, 4)
+# tile gathered on rank 0 (1) or scattered over the S ranks (2). 3 (TMA_HALF_C): no split at all (S = 1): half
+# tiles, 32 weight rows x the whole K per CTA, twice the CTAs of 64-row tiles and no reduction (tma_gemv.cuh,
+# HALF); a slot stacks its two K halves as wgmma's A against x's two boxes.
+TMA_C = (0, 1, 2, 3)
+TMA_HALF_C = 3
 TMA_HALF_ROWS = 32
 TMA_HALF_K = 128  # K per ring slot of the half tiles
 SMEM_LIMIT = 226 * 1024  # dynamic shared memory per block, every engine: Hopper's 227 KB less 1 KB for static
@@ -126,9 +125,9 @@ def tma_smem_bytes(nb, stages, dual, s=1, c=0):
     """Shared memory of one TMA-GEMV CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring plus 1 KB
     to align it, then, for a cluster split (C = 1, 2) over S CTAs, the inbox: S - 1 slots of 4 NB fp32
     accumulators for each consumer thread a rank owns, all 128 (C = 1) or at most ceil(128 / S) (C = 2)."""
-    x_boxes = 2 if c in TMA_HALF_C else 1  # half tiles: a slot spans 128 of K, two of x's 64-wide boxes
+    x_boxes = 2 if c == TMA_HALF_C else 1  # half tiles: a slot spans 128 of K, two of x's 64-wide boxes
     ring = stages * (TMA_TILE * TMA_TILE * 2 * (2 if dual else 1) + x_boxes * nb * 8 * TMA_TILE * 2) + 1024
-    if c == 0 or c in TMA_HALF_C:
+    if c in (0, TMA_HALF_C):
         return ring
     owned = TMA_CONSUMERS if c == 1 else -(-TMA_CONSUMERS // s)
     return ring + (s - 1) * owned * 4 * nb * 4
@@ -143,7 +142,7 @@ def tma_config_error(cfg, m, dual, n, k):
         return f"STAGES={stages} is not one of {TMA_STAGES}"
     if c not in TMA_C:
         return f"C={c} is not one of {TMA_C}"
-    if c in TMA_HALF_C and (s != 1 or dual):
+    if c == TMA_HALF_C and (s != 1 or dual):
         return f"C={c} (half tiles) runs plain bf16 weights unsplit: S must be 1{', not the router' if dual else ''}"
     if c in (1, 2) and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C={c} (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
@@ -153,7 +152,7 @@ def tma_config_error(cfg, m, dual, n, k):
         return f"the TMA GEMV needs N and K divisible by {TMA_TILE}, got N={n} K={k}"
     if not 1 <= s <= k // TMA_TILE:
         return f"S={s} must be 1..{k // TMA_TILE} (the {TMA_TILE}-wide K tiles of K={k})"
-    if c in TMA_HALF_C and k % TMA_HALF_K:
+    if c == TMA_HALF_C and k % TMA_HALF_K:
         return f"C={c} (half tiles) needs K divisible by {TMA_HALF_K}, got K={k}"
     nb = column_blocks(m)
     smem = tma_smem_bytes(nb, stages, dual, s, c)

@@ -137,8 +137,8 @@ def _gemv(x, layer, n, cfg, state):
 
 
 def _tma_operand(cfg):
-    """The state key prefix of the packed weights a TMA config reads: 64-row tiles, or half tiles for C = 3, 4."""
-    return "halftiles:" if cfg[2] in TMA_HALF_C else "tiles:"
+    """The state key prefix of the packed weights a TMA config reads: 64-row tiles, or half tiles for C = 3."""
+    return "halftiles:" if cfg[2] == TMA_HALF_C else "tiles:"
 
 
 def _tma_operands(layer, state):

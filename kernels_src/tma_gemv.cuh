@@ -44,15 +44,6 @@
 //    0-31 of the first (x's first box) and rows 32-63 of the second (its second box) are the useful halves, and
 //    the other two are discarded (the tensor cores have time to spare). Warps 2-3 hand theirs to warps 0-1
 //    through the idle ring at the end.
-//  * C = 4, swapped half tiles (HALF and SWAP): the same CTAs, ring and packed blocks as C = 3, with wgmma's
-//    operands swapped (CUTLASS's "swap AB" for skinny GEMMs). The 32 weight rows are B (N = 32), read once
-//    from the slot; x is A (M = 64 tokens) from registers: warps 0-1 ldmatrix their 16 tokens' fragments out of
-//    x's boxes, warps 2-3 (tokens 32-63, which never exist here) pass zeros. Why: C = 3's A is the whole 64-row
-//    slot, read from shared memory twice per slot (once per x box, half of it discarded each time), so every
-//    weight byte crosses the shared-memory port three times (the copy in, two wgmma reads); swapped it crosses
-//    twice, and the wasted half of the work moves to the tensor cores. Measured (notes/session15, calls 1-4):
-//    correct, but slower than C = 3 on every shape swept (qkv_gate 19.7-20.2 us against 15.8-17.5 after the
-//    per-slot instruction cut of call 4); kept for the sweep while the consumer loops change.
 #pragma once
 #include "common.cuh"
 
@@ -196,38 +187,6 @@ __device__ __forceinline__ void wgmma_bf16<4>(float (&d)[16], uint64_t a, uint64
         : "l"(a), "l"(b));
 }
 
-// C = 4: D[64 tokens x 32 weight rows] += A[64 x 16] (registers: this warp's 16 tokens, mma.sync's A fragment
-// order) . B[16 x 32] (shared memory: the weight rows, K-major, 128-byte swizzle).
-__device__ __forceinline__ void wgmma_bf16_rs_n32(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-        "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-
-// C = 4: where this lane's ldmatrix.x4 reads warp `warp`'s A fragment for k step q (16 of K: chunks 2 q and
-// 2 q + 1 of a 128-byte row) in x's box (NB * 8 token rows of 64 bf16, 128-byte swizzled: chunk c of row r is
-// stored at chunk c ^ (r & 7)), as a byte offset from the box. Lanes 8j..8j+7 address the rows of matrix
-// j = (tokens 0-7 | 8-15) x (k 0-7 | 8-15), which lands in register j as mma.sync's A registers 0..3 expect. A
-// box of 8 rows (NB = 1) serves tokens 8-15 from rows 0-7 again: those D rows are never written.
-template <int NB>
-__device__ __forceinline__ uint32_t x_fragment_offset(int q, int warp, int lane) {
-    const int j = lane >> 3;
-    const int token = (warp * 16 + (lane & 7) + ((j & 1) ? 8 : 0)) % (NB * 8);
-    const int chunk = 2 * q + (j >> 1);
-    return token * 128 + ((chunk ^ (token & 7)) << 4);
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                 : "r"(addr)
-                 : "memory");
-}
-
 // bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
@@ -243,84 +202,10 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t,
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// C = 4's consumer warpgroup: every slot's 8 wgmmas (16 of K each) with x's fragments as A and the slot's 32
-// weight rows as B, then out[token, 32 tile + row] for the tokens < M. Four accumulator sets (k step mod 4)
-// keep four independent wgmma chains per slot, so the chain through one set's registers does not pace the ring.
-template <int NB, int STAGES>
-__device__ __forceinline__ void swapped_consumer(const TmaGemvArgs& a, uint8_t* ring, uint64_t* full,
-                                                 uint64_t* empty, int warp, int lane) {
-    constexpr int kSets = 4;
-    constexpr int kStage = tma_stage_bytes(NB, false, true);
-    constexpr int kSteps = 2 * kTmaTileK / 16;               // k steps per slot: 128 of K
-    constexpr int kHalfBytes = kTmaHalfRows * kTmaTileK * 2;  // the upper (first 64 of K) half of a slot: 4 KB
-    constexpr int kInFlight = 1;
-    const bool has_tokens = warp * 16 < NB * 8;  // warps 0 (NB <= 2) or 0-1 (NB = 4); the rest feed zeros
-    const int n_k = a.K / (2 * kTmaTileK);
-    float acc[kSets][16];
-#pragma unroll
-    for (int j = 0; j < kSets; ++j)
-#pragma unroll
-        for (int e = 0; e < 16; ++e) acc[j][e] = 0.f;
-    // Everything per slot that does not depend on the slot is computed once: the weights' descriptor at slot 0
-    // (slot s, k step kk is desc_plus'd (s kStage + (kk / 4) 4 KB + (kk % 4) 32) / 16) and this lane's ldmatrix
-    // addresses in slot 0's first x box.
-    const uint32_t ring_addr = smem_addr(ring);
-    const uint64_t w_desc0 = sw128_desc(ring_addr);
-    uint32_t x_at[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) x_at[q] = ring_addr + kTmaWBytes + x_fragment_offset<NB>(q, warp, lane);
-    uint32_t frag[kSteps][4];
-#pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk) frag[kk][0] = frag[kk][1] = frag[kk][2] = frag[kk][3] = 0u;
-    uint32_t phase = 0;
-    for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {  // as the main consumer: slots unrolled
-#pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            const int i = round * STAGES + s;
-            if (i >= n_k) break;
-            mbar_wait(&full[s], phase);
-            if (has_tokens) {
-#pragma unroll
-                for (int kk = 0; kk < kSteps; ++kk)
-                    ldmatrix_x4(frag[kk], x_at[kk % 4] + s * kStage + (kk / 4) * tma_x_bytes(NB));
-            }
-#pragma unroll
-            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < kSteps; ++kk)
-                wgmma_bf16_rs_n32(acc[kk % kSets], frag[kk],
-                                  desc_plus(w_desc0, (s * kStage + (kk / 4) * kHalfBytes + (kk % 4) * 32) / 16));
-            wgmma_commit();
-#pragma unroll
-            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-            wgmma_wait<kInFlight>();
-#pragma unroll
-            for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-            if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
-        }
-    }
-    wgmma_wait<0>();
-#pragma unroll
-    for (int j = 0; j < kSets; ++j) fence_regs(acc[j]);
-    if (!has_tokens) return;
-    // The wgmma D layout with tokens as rows: warp w holds tokens 16w + lane / 4 (+ 8 for e & 2), weight rows
-    // (e / 4) * 8 + 2 (lane % 4) + (e & 1).
-    const int row0 = blockIdx.x * kTmaHalfRows;
-#pragma unroll
-    for (int e = 0; e < 16; ++e) {
-        const int token = warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
-        const int row = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
-        const float v = (acc[0][e] + acc[1][e]) + (acc[2][e] + acc[3][e]);
-        if (token < a.M) store_out(static_cast<__nv_bfloat16*>(a.out) + (size_t)token * a.N + row0 + row, v);
-    }
-}
-
-template <int NB, int STAGES, bool DUAL, bool HALF, bool SWAP, typename OutT>
+template <int NB, int STAGES, bool DUAL, bool HALF, typename OutT>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
     static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
-    static_assert(!SWAP || HALF, "swapped operands (C = 4) read half tiles");
     constexpr int kAcc = 4 * NB;                             // fp32 accumulators per consumer thread (per set)
     constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF);  // bytes TMA lands in one ring slot
     constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);    // x's box follows the weight box(es)
@@ -388,9 +273,6 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         }
         __syncwarp();
         if (a.cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
-        return;
-    } else if constexpr (SWAP) {
-        swapped_consumer<NB, STAGES>(a, ring, full, empty, warp, lane);
         return;
     } else {
         // Slot 0's descriptors, computed once: slot s, k step kk is desc_plus'd (s kStage + kk 32) / 16. (Plain

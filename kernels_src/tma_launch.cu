@@ -49,13 +49,13 @@ static const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF, bool SWAP = false>
+template <int NB, int STAGES, bool DUAL, bool HALF>
 const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaStream_t stream) {
     if constexpr (!tma_fits(NB, STAGES, DUAL, HALF)) {
         return "this (NB, STAGES, dual, half) ring does not fit in shared memory and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, SWAP, OutT>;
+        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, OutT>;
         const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF) + tma_inbox_bytes(NB, a.S, a.cluster);
         if (smem > (int)kSmemOptInLimit) return "the ring and the cluster inbox exceed the 226 KB of shared memory a block may take";
         static int opted_in = 0;  // per instantiation, the most asked for so far (not a stream operation: capture-safe)
@@ -74,10 +74,9 @@ const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages
                           cudaStream_t s) {
 #define OKC_TMA_STAGES(N)                                                          \
     case N:                                                                        \
-        return c == 4 ? launch_tma_variant<NB, N, false, true, true>(x, a, s)    \
-               : c == 3 ? launch_tma_variant<NB, N, false, true>(x, a, s)        \
-               : dual   ? launch_tma_variant<NB, N, true, false>(x, a, s)        \
-                        : launch_tma_variant<NB, N, false, false>(x, a, s);
+        return c == 3 ? launch_tma_variant<NB, N, false, true>(x, a, s)          \
+               : dual ? launch_tma_variant<NB, N, true, false>(x, a, s)          \
+                      : launch_tma_variant<NB, N, false, false>(x, a, s);
     switch (stages) {
         OKC_TMA_STAGES(2)
         OKC_TMA_STAGES(4)
@@ -97,12 +96,11 @@ const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int clust
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
     if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
         return "STAGES must be 2, 4, 6, 8, 12 or 16";
-    const bool half = cluster == 3 || cluster == 4;
+    const bool half = cluster == 3;
     if (!okc::tma_fits(NB, STAGES, dual, half)) return "the ring (STAGES x (weights + x)) exceeds the 226 KB of shared memory a block may take";
-    if (cluster < 0 || cluster > 4)
-        return "C must be 0 (semaphore), 1 (cluster, gathered), 2 (cluster, scattered), 3 (half tiles, no split) or "
-               "4 (swapped half tiles)";
-    if (half && (S != 1 || dual)) return "C = 3, 4 (half tiles) run plain bf16 weights with S = 1";
+    if (cluster < 0 || cluster > 3)
+        return "C must be 0 (semaphore), 1 (cluster, gathered), 2 (cluster, scattered) or 3 (half tiles, no split)";
+    if (half && (S != 1 || dual)) return "C = 3 (half tiles) runs plain bf16 weights with S = 1";
     if (half) return nullptr;
     if (cluster && (S < 2 || S > 16)) return "a cluster split needs 2 <= S <= 16";
     if (okc::tma_smem_bytes(NB, STAGES, dual) + okc::tma_inbox_bytes(NB, S, cluster) > (int)okc::kSmemOptInLimit)
@@ -111,12 +109,12 @@ const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int clust
 }
 
 // Called by binding.cpp; every argument has been checked there. w, w2: packing.pack_tma_bulk tiles of >= N rows
-// (w2: the router's lo half, dual only), or pack_tma_half_bulk's for C = 3, 4; x: [M, K] bf16.
+// (w2: the router's lo half, dual only), or pack_tma_half_bulk's for C = 3; x: [M, K] bf16.
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
                                 int N, int K, int S, int NB, int STAGES, int cluster, bool dual,
                                 long long stream) {
     // The weights need no tensor map: their tiles are copied whole, by address (bulk_load_1d).
-    const bool half = cluster == 3 || cluster == 4;  // half tiles: no split, so no cluster either
+    const bool half = cluster == 3;  // half tiles: no split, so no cluster either
     CUtensorMap x_map;
     const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8, half ? 2 : 1);
     if (err != nullptr) return err;

@@ -23,7 +23,7 @@ FINALISTS = 4  # the fastest few of the coarse pass are timed again with more re
 # reduction cost that fewer of them per SM overlap.
 TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
 TMA_SWEEP_STAGES = (4, 6, 8, 12, 16)
-TMA_SWEEP_C = (0, 1, 2, 3, 4)
+TMA_SWEEP_C = dispatch.TMA_C
 
 
 def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error) -> list[tuple[int, ...]]:
@@ -214,7 +214,7 @@ def add_engine_state(module: ModuleType, state: dict, problem: Problem, engine: 
     """What `engine` needs in a prepared state for `layers`, whatever the file's tables route there: the mma.sync
     packing (always: the register GEMV is also the other engines' incumbent), the TMA tiles (tma) or the
     compressed stream (z; a layer compress() refuses gets none, and its shapes no candidates, with one line).
-    tma packs both of its operands: 64-row tiles and (plain weights) the half tiles of C = 3, 4."""
+    tma packs both of its operands: 64-row tiles and (plain weights) the half tiles of C = 3."""
     for name in layers:
         if "packed:" + name not in state:
             state["packed:" + name] = tuple(module.pack_mma_a(part) for part in state[name])
