@@ -6,7 +6,8 @@
 // cuBLAS's own TMA + wgmma kernel streams the same weights at 63 %. This kernel does what that one does, minus
 // its separate split-K reduction launch. Measured (notes/session3): its time hardly moves with m, but its base
 // is higher (each CTA pays a fill latency and, for S > 1, a reduction round trip that only a few CTAs per SM
-// overlap), so it wins only at m = 32 on the widest layers; TTABLE routes exactly those shapes here.
+// overlap). Since its consumer loop was cut to ~48 instructions per slot (notes/session15-16) the half tiles
+// (C = 3 below) lead on qkv_gate m = 8..32 and pooler m = 16, 32; TTABLE routes each shape where it wins.
 //  * one CTA = one 64-row weight tile x a contiguous range of 64-wide K tiles (S CTAs split K unevenly,
 //    any S up to K/64), one producer warp and one consumer warpgroup;
 //  * the producer's lane 0 streams each K tile of W (64 x 64 bf16 = 8 KB; hi and lo for the router) and of x
@@ -214,8 +215,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the wgmmas per
     // slot, so they keep 3 (the 64-row tiles 1). Measured (notes/session14, calls 10 and 11, best C = 3 config,
     // us): qkv_gate m = 1 16.91 -> 19.14, m = 32 20.53 -> 20.10; pooler m = 16 21.39 -> 21.18 (at 12 stages).
-    // Mixed, and qkv_gate stays 4-5 us behind the 64-row tiles either way: wgmma latency is not what caps half
-    // tiles there. The producer runs STAGES - kInFlight slots ahead, so kInFlight < STAGES.
+    // Mixed; that was before the consumer loop was cut (sessions 15-16), when its instruction count, not wgmma
+    // latency, capped the half tiles. The producer runs STAGES - kInFlight slots ahead, so kInFlight < STAGES.
     constexpr int kInFlight = HALF ? (STAGES > 3 ? 3 : STAGES - 1) : 1;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
