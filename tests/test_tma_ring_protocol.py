@@ -50,39 +50,34 @@ class Cta:
 W_BYTES, X_BYTES = 8, 1  # per box; a slot holds one weight box and two x boxes
 
 
+def ring_walk(stages, n_k):
+    """(round, slot, ring index) in the order both sides of tma_gemv.cuh walk the ring: a round of STAGES slots at
+    a time, stopping at index n_k."""
+    for i in range(n_k):
+        yield i // stages, i % stages, i
+
+
 def producer(me, stages, n_k, copy, wait_for_retire=True):
     """The producer lane, as tma_gemv.cuh writes it."""
-    rnd = 0
-    while rnd * stages < n_k:
-        for s in range(stages):
-            i = rnd * stages + s
-            if i >= n_k:
-                break
-            if rnd > 0 and wait_for_retire:
-                yield me.empty[s], (rnd - 1) & 1
-            me.full[s].arrive(W_BYTES + 2 * X_BYTES)
-            copy(("w", s), i, s, W_BYTES)
-            copy(("x0", s), i, s, X_BYTES)  # one 3-D copy lands both boxes; each counted here on its own
-            copy(("x1", s), i, s, X_BYTES)
-        rnd += 1
+    for rnd, s, i in ring_walk(stages, n_k):
+        if rnd > 0 and wait_for_retire:
+            yield me.empty[s], (rnd - 1) & 1
+        me.full[s].arrive(W_BYTES + 2 * X_BYTES)
+        copy(("w", s), i, s, W_BYTES)
+        copy(("x0", s), i, s, X_BYTES)  # one 3-D copy lands both boxes; each counted here on its own
+        copy(("x1", s), i, s, X_BYTES)
 
 
 def consumer(me, stages, n_k, reads):
-    rnd = 0
-    while rnd * stages < n_k:
-        for s in range(stages):
-            i = rnd * stages + s
-            if i >= n_k:
-                break
-            yield me.full[s], rnd & 1
-            assert all(me.data.get((kind, s)) == i for kind in ("w", "x0", "x1")), (i, me.data)
-            reads.append(i)
-            if i >= IN_FLIGHT:
-                done = (s + stages - IN_FLIGHT) % stages
-                me.released.add(i - IN_FLIGHT)
-                for _ in range(WARPS):
-                    me.empty[done].arrive()
-        rnd += 1
+    for rnd, s, i in ring_walk(stages, n_k):
+        yield me.full[s], rnd & 1
+        assert all(me.data.get((kind, s)) == i for kind in ("w", "x0", "x1")), (i, me.data)
+        reads.append(i)
+        if i >= IN_FLIGHT:
+            done = (s + stages - IN_FLIGHT) % stages
+            me.released.add(i - IN_FLIGHT)
+            for _ in range(WARPS):
+                me.empty[done].arrive()
 
 
 def run_ring(stages, n_k, seed, wait_for_retire=True):
