@@ -60,3 +60,47 @@ def test_the_command_refuses_in_one_line(monkeypatch, args, says):
     result = CliRunner().invoke(main, ["ab", *args])
     assert result.exit_code == 2
     assert says in result.output and len(result.output.strip().splitlines()) == 1
+
+
+class StandInModule:
+    """What checked_calls uses of a submission, on the CPU: prepare(), the mma packing (identity here) and one
+    engine, computing x . W^T in float32 and returning bf16, as the real GEMV does. `flaw`: how it goes wrong.
+    """
+
+    def __init__(self, flaw=None):
+        self.flaw = flaw
+
+    def prepare(self, weights):
+        return {name: (w,) for name, w in weights.items()}
+
+    def pack_mma_a(self, part):
+        return part
+
+    def _gemv(self, x, layer, n, cfg, state):
+        w = state["packed:" + layer][0][:n]
+        out = (x.float() @ w.float().t()).to(torch.bfloat16)
+        if self.flaw == "off by one row":
+            out[:, 1:] = out[:, :-1].clone()
+        if self.flaw == "leaves a row unwritten":
+            written = torch.empty_like(out)  # poisoned: NaN until written
+            written[:, :-1] = out[:, :-1]
+            out = written
+        return out
+
+
+@pytest.mark.parametrize(
+    "flaw, says", [(None, None), ("off by one row", "the bound"), ("leaves a row unwritten", "NaN")]
+)
+def test_each_launch_is_checked_against_float64_before_it_is_timed(flaw, says):
+    from generator.judge.ab import checked_calls
+    from generator.judge.launches import parse_launch
+    from generator.problem import load_problem
+
+    problem = load_problem().shrunk(8)  # o: N = 1024, K = 128
+    launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)
+    ok, wrong = checked_calls(StandInModule(flaw), problem, [launch], device="cpu")
+    if says is None:
+        assert [spec for spec, _ in ok] == ["o:8:gemv:4,1,1,0,1,0"] and wrong == []
+    else:
+        assert ok == [] and len(wrong) == 1
+        assert wrong[0].startswith("o:8:gemv:4,1,1,0,1,0: wrong (") and says in wrong[0]

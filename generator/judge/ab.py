@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from generator.judge.launches import Launch, launch_calls
+from generator.problem import Problem
 
 
 def round_orders(count: int, rounds: int) -> list[list[int]]:
@@ -58,29 +59,35 @@ def format_ab(rows: list[AbRow], rounds: int, reps: int) -> str:
     return "\n".join(lines)
 
 
-def run_ab(module: ModuleType, launches: list[Launch], rounds: int, reps: int):
-    """The GPU part, on a loaded submission: (times per launch spec, one line per launch that computed a wrong
-    result)."""
+def checked_calls(module: ModuleType, problem: Problem, launches: list[Launch], device: str = "cuda"):
+    """Each launch run once into NaN-poisoned memory and compared with float64: ([(spec, call)] of the right ones,
+    one line per wrong one)."""
     import torch
 
     from generator.judge.reference import compare, reference
-    from generator.judge.timing import L2Flusher, time_cold_us
     from generator.judge.verify import poisoned_allocations
-    from generator.problem import load_problem
 
-    problem = load_problem()
-    calls, weights = launch_calls(module, problem, launches)
-    wrong, ok = [], []
+    calls, weights = launch_calls(module, problem, launches, device=device)
+    ok, wrong = [], []
     for launch, (call, x, n) in zip(launches, calls):
-        with poisoned_allocations():  # NaN-filled output: an element no CTA wrote cannot pass as right
+        with poisoned_allocations():  # an element no CTA wrote stays NaN and cannot pass as right
             out = call()
-        torch.cuda.synchronize()
+        if device == "cuda":
+            torch.cuda.synchronize()
         ref, scale = reference(x, weights[launch.layer], n)
         result = compare(out, ref, scale, fp32_out=problem.layers[launch.layer].dual)
         if result.ok:
             ok.append((launch.spec, call))
         else:
             wrong.append(f"{launch.spec}: wrong ({result.problem or f'worst {result.worst:.3g} x allowed'})")
+    return ok, wrong
+
+
+def run_ab(module: ModuleType, problem: Problem, launches: list[Launch], rounds: int, reps: int):
+    """On the H200: (times per launch spec, one line per launch that computed a wrong result)."""
+    from generator.judge.timing import L2Flusher, time_cold_us
+
+    ok, wrong = checked_calls(module, problem, launches)
     flush = L2Flusher()
     times: dict[str, list[float]] = {spec: [] for spec, _ in ok}
     for order in round_orders(len(ok), rounds):

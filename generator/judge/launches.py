@@ -55,24 +55,26 @@ def parse_launch(text: str, problem: Problem) -> Launch:
     return Launch(layer_name, m, engine, cfg)
 
 
-def launch_calls(module: ModuleType, problem: Problem, launches: list[Launch], seed: int = 1):
+def launch_calls(
+    module: ModuleType, problem: Problem, launches: list[Launch], seed: int = 1, device: str = "cuda"
+):
     """For each launch: (call, x, n), a no-argument call of its engine on fresh x (N(0, 1), never zeros) against
     the `normal` weights, prepared by the file and given every engine state the launches need; and those
-    weights, for a reference."""
+    weights, for a reference. device: cuda, or cpu for a stand-in module in the tests."""
     import torch
 
     from generator.judge.sweep import add_engine_state
     from generator.judge.weights import make_weights, make_x
 
-    weights = make_weights(problem, "normal", 0, "cuda")
+    weights = make_weights(problem, "normal", 0, device)
     state = module.prepare({name: w.clone() for name, w in weights.items()})
     for engine in {launch.engine for launch in launches}:
         add_engine_state(module, state, problem, engine, {launch.layer for launch in launches})
-    gen = torch.Generator(device="cuda").manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(seed)
     calls = []
     for launch in launches:
         layer = problem.layers[launch.layer]
-        x, n = make_x(launch.m, layer.k, gen, "cuda"), layer.n_for(launch.m)
+        x, n = make_x(launch.m, layer.k, gen, device), layer.n_for(launch.m)
         run = getattr(module, ENGINES[launch.engine][0])
         calls.append(
             (lambda run=run, x=x, launch=launch, n=n: run(x, launch.layer, n, launch.config, state), x, n)
