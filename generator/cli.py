@@ -177,6 +177,45 @@ def _print_loops(sass: str, name_part: str) -> None:
             )
 
 
+@main.command()
+@click.argument("launches", nargs=-1, required=True)
+@click.option(
+    "--file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DIST,
+    show_default=True,
+    help="The submission file whose kernels are timed.",
+)
+@click.option("--rounds", default=6, show_default=True, help="Rounds; each times every launch once.")
+@click.option("--reps", default=100, show_default=True, help="Cold replays per launch per round (median).")
+def ab(launches, file: Path, rounds: int, reps: int) -> None:
+    """Time GEMV launches given as layer:m:engine:config against each other on the H200, interleaved in one
+    process, the order rotating each round; each checked against float64 first. For configs a few percent apart,
+    whose ranking two machines may not share."""
+    import torch
+
+    from generator.judge.ab import format_ab, run_ab, summarize
+    from generator.judge.launches import parse_launch
+
+    problem = _problem()
+    try:
+        parsed = [parse_launch(text, problem) for text in launches]
+    except ValueError as exc:
+        _fail(str(exc))
+    if rounds < 1 or reps < 1:
+        _fail(f"--rounds and --reps must be at least 1, got {rounds} and {reps}")
+    if not torch.cuda.is_available():
+        _fail("ab needs a CUDA GPU (run it on the H200; see README)")
+    times, wrong = run_ab(_load(file), problem, parsed, rounds, reps)
+    rows = summarize([launch.spec for launch in parsed], times)
+    if rows:
+        click.echo(format_ab(rows, rounds, reps))
+    for line in wrong:
+        click.echo(line)
+    if wrong:
+        sys.exit(1)
+
+
 def _load(file: Path):
     from generator.judge.loader import SubmissionLoadError, load_submission, stale_build_lock
 
@@ -435,9 +474,9 @@ def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None
         hot_instructions,
         kernel_summaries,
         ncu_commands,
-        parse_launch,
         sass_tables,
     )
+    from generator.judge.launches import parse_launch
 
     problem = _problem()
     try:

@@ -8,14 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.judge.profile import (
-    Launch,
-    hot_instructions,
-    kernel_summaries,
-    ncu_commands,
-    parse_launch,
-    sass_tables,
-)
+from generator.judge.launches import Launch, parse_launch
+from generator.judge.profile import hot_instructions, kernel_summaries, ncu_commands, sass_tables
 from generator.problem import load_problem
 
 FIXTURES = Path(__file__).parent / "fixtures"

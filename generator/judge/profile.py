@@ -17,18 +17,10 @@ import csv
 import io
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from generator.problem import Problem
-from kernels_src import dispatch
+from generator.judge.launches import Launch, parse_launch
 
-# engine -> (runtime launcher name, number of fields, the config check a table entry gets)
-ENGINES = {
-    "gemv": ("_gemv", len(dispatch.GEMV_FIELDS), dispatch.gemv_config_error),
-    "tma": ("_tma_gemv", 3, dispatch.tma_config_error),
-    "z": ("_zgemv", len(dispatch.ZGEMV_FIELDS), dispatch.zgemv_config_error),
-}
 # What the summary reads from ncu's details page (metric name -> key); Duration comes in ns, us or ms.
 DETAIL_METRICS = {
     "Duration": "duration_us",
@@ -46,43 +38,6 @@ _TO_US = {
     "second": 1e6,
     "s": 1e6,
 }
-
-
-@dataclass(frozen=True)
-class Launch:
-    layer: str
-    m: int
-    engine: str
-    config: tuple[int, ...]
-
-    @property
-    def spec(self) -> str:
-        return f"{self.layer}:{self.m}:{self.engine}:{','.join(map(str, self.config))}"
-
-
-def parse_launch(text: str, problem: Problem) -> Launch:
-    """`layer:m:engine:c1,c2,...` -> Launch, or ValueError with one line saying what is wrong."""
-    parts = text.split(":")
-    if len(parts) != 4:
-        raise ValueError(f"{text!r}: expected layer:m:engine:config, e.g. qkv_gate:32:tma:3,8,2")
-    layer_name, m_text, engine, cfg_text = parts
-    if layer_name not in problem.layers:
-        raise ValueError(f"{text!r}: unknown layer {layer_name!r} (one of {', '.join(problem.layers)})")
-    if engine not in ENGINES:
-        raise ValueError(f"{text!r}: unknown engine {engine!r} (one of {', '.join(ENGINES)})")
-    try:
-        m = int(m_text)
-        cfg = tuple(int(v) for v in cfg_text.split(","))
-    except ValueError:
-        raise ValueError(f"{text!r}: m and the config fields must be integers") from None
-    _, fields, config_error = ENGINES[engine]
-    if len(cfg) != fields:
-        raise ValueError(f"{text!r}: the {engine} engine takes {fields} config fields, got {len(cfg)}")
-    layer = problem.layers[layer_name]
-    error = config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
-    if error is not None:
-        raise ValueError(f"{text!r}: {error}")
-    return Launch(layer_name, m, engine, cfg)
 
 
 def ncu_commands(ncu: str, report: Path, python: str, file: Path, launches: list[Launch], section_set: str):
@@ -201,34 +156,18 @@ def launch_under_profiler(file: Path, specs: list[str]) -> None:
     cudaProfilerStart and cudaProfilerStop."""
     import torch
 
+    from generator.judge.launches import launch_calls
     from generator.judge.loader import load_submission
-    from generator.judge.sweep import add_engine_state
-    from generator.judge.weights import make_weights, make_x
     from generator.problem import load_problem
 
     problem = load_problem()
     launches = [parse_launch(spec, problem) for spec in specs]
-    module = load_submission(file)
-    weights = make_weights(problem, "normal", 0, "cuda")
-    state = module.prepare({name: w.clone() for name, w in weights.items()})
-    for engine in {launch.engine for launch in launches}:
-        add_engine_state(module, state, problem, engine, {launch.layer for launch in launches})
-    gen = torch.Generator(device="cuda").manual_seed(1)
-    calls = []
-    for launch in launches:
-        layer = problem.layers[launch.layer]
-        x = make_x(launch.m, layer.k, gen, "cuda")
-        run = getattr(module, ENGINES[launch.engine][0])
-        calls.append(
-            lambda run=run, x=x, launch=launch, n=layer.n_for(launch.m): run(
-                x, launch.layer, n, launch.config, state
-            )
-        )
-    for call in calls:
+    calls, _ = launch_calls(load_submission(file), problem, launches)
+    for call, _, _ in calls:
         call()
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStart()
-    for call in calls:
+    for call, _, _ in calls:
         call()
         torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStop()
