@@ -8,14 +8,15 @@ export PYTHONPATH=.:/tmp/site PYTHONUNBUFFERED=1
 S=$(date +%s)
 for L in qkv_gate pooler; do
   timeout -s INT 150 python3 -m generator ab --rounds 6 $L:32:tma:1,12,3 $L:32:tma:1,14,3 $L:16:tma:1,16,3 \
-      > $OUT/ab_$L.txt 2>&1
-  echo "ab $L rc=$? t=$(( $(date +%s)-S ))"; grep -v Warning $OUT/ab_$L.txt
+      >> $OUT/ab.txt 2>&1
+  echo "ab $L rc=$? t=$(( $(date +%s)-S ))"
 done
+grep -v Warning $OUT/ab.txt
 timeout -s INT 150 python3 -m generator sweep --engine tma --reps 20 --layers qkv_gate --layers pooler --layers o \
     --layers unpooler --m 16 --m 32 --json $OUT/sweep_tma.json > $OUT/sweep_tma.txt 2>&1
 echo "sweep rc=$? t=$(( $(date +%s)-S ))"; grep -v "^launch failed" $OUT/sweep_tma.txt | tail -9; cp tables/ttable.yaml $OUT/
 python3 -m generator build > /dev/null 2>&1; echo "build rc=$? t=$(( $(date +%s)-S ))"; grep -m1 "inputs sha256" dist/submission.py
-cp dist/submission.py $OUT/
+sha256sum dist/submission.py | cut -c1-16  # at most 8 files come back: the file is rebuilt here from ttable.yaml
 timeout -s INT 130 python3 -m pytest -q tests/test_gpu.py > $OUT/gpu_tests.txt 2>&1
 echo "gpu tests rc=$? t=$(( $(date +%s)-S ))"; tail -2 $OUT/gpu_tests.txt
 timeout -s INT 110 python3 -m generator verify > $OUT/verify.txt 2>&1; echo "verify rc=$? t=$(( $(date +%s)-S ))"; tail -1 $OUT/verify.txt
