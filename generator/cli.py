@@ -206,8 +206,8 @@ def ab(launches, file: Path, rounds: int, reps: int) -> None:
         _fail(f"--rounds and --reps must be at least 1, got {rounds} and {reps}")
     if not torch.cuda.is_available():
         _fail("ab needs a CUDA GPU (run it on the H200; see README)")
-    times, wrong = run_ab(_load(file), problem, parsed, rounds, reps)
-    rows = summarize([launch.spec for launch in parsed], times)
+    timed, wrong = run_ab(_load(file), problem, parsed, rounds, reps)
+    rows = summarize(timed)
     if rows:
         click.echo(format_ab(rows, rounds, reps))
     for line in wrong:

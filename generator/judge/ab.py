@@ -32,17 +32,17 @@ class AbRow:
     ratio: float  # median / the first launch's median
 
 
-def summarize(specs: list[str], times: dict[str, list[float]]) -> list[AbRow]:
-    """One row per timed launch, in the given order; ratios against the first timed launch."""
-    timed = [spec for spec in specs if times.get(spec)]
+def summarize(timed: list[tuple[str, list[float]]]) -> list[AbRow]:
+    """One row per launch that was timed, (spec, its rounds' times) in the order given (a spec may repeat: the
+    same launch twice shows the noise); ratios against the first."""
+    timed = [(spec, times) for spec, times in timed if times]
     if not timed:
         return []
-    base = statistics.median(times[timed[0]])
-    rows = []
-    for spec in timed:
-        med = statistics.median(times[spec])
-        rows.append(AbRow(spec, med, min(times[spec]), max(times[spec]), med / base))
-    return rows
+    base = statistics.median(timed[0][1])
+    return [
+        AbRow(spec, statistics.median(times), min(times), max(times), statistics.median(times) / base)
+        for spec, times in timed
+    ]
 
 
 def format_ab(rows: list[AbRow], rounds: int, reps: int) -> str:
@@ -84,14 +84,14 @@ def checked_calls(module: ModuleType, problem: Problem, launches: list[Launch], 
 
 
 def run_ab(module: ModuleType, problem: Problem, launches: list[Launch], rounds: int, reps: int):
-    """On the H200: (times per launch spec, one line per launch that computed a wrong result)."""
+    """On the H200: ([(spec, its rounds' times)] of the launches that computed right results, in order; one line
+    per launch that did not)."""
     from generator.judge.timing import L2Flusher, time_cold_us
 
     ok, wrong = checked_calls(module, problem, launches)
     flush = L2Flusher()
-    times: dict[str, list[float]] = {spec: [] for spec, _ in ok}
+    times: list[list[float]] = [[] for _ in ok]
     for order in round_orders(len(ok), rounds):
         for i in order:
-            spec, call = ok[i]
-            times[spec].append(time_cold_us(call, flush, reps))
-    return times, wrong
+            times[i].append(time_cold_us(ok[i][1], flush, reps))
+    return [(spec, t) for (spec, _), t in zip(ok, times)], wrong
