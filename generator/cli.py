@@ -177,15 +177,34 @@ def _print_loops(sass: str, name_part: str) -> None:
             )
 
 
+def _launch_arguments(verb: str):
+    """The LAUNCHES argument (layer:m:engine:config ...) and --file option that `ab` and `profile` share."""
+
+    def add(command):
+        command = click.option(
+            "--file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=DIST,
+            show_default=True,
+            help=f"The submission file whose kernels are {verb}.",
+        )(command)
+        return click.argument("launches", nargs=-1, required=True)(command)
+
+    return add
+
+
+def _parse_launches(texts, problem):
+    """Each layer:m:engine:config checked like a table entry; the first bad one ends the command in one line."""
+    from generator.judge.launches import parse_launch
+
+    try:
+        return [parse_launch(text, problem) for text in texts]
+    except ValueError as exc:
+        _fail(str(exc))
+
+
 @main.command()
-@click.argument("launches", nargs=-1, required=True)
-@click.option(
-    "--file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=DIST,
-    show_default=True,
-    help="The submission file whose kernels are timed.",
-)
+@_launch_arguments("timed")
 @click.option("--rounds", default=6, show_default=True, help="Rounds; each times every launch once.")
 @click.option("--reps", default=100, show_default=True, help="Cold replays per launch per round (median).")
 def ab(launches, file: Path, rounds: int, reps: int) -> None:
@@ -195,13 +214,9 @@ def ab(launches, file: Path, rounds: int, reps: int) -> None:
     import torch
 
     from generator.judge.ab import format_ab, run_ab, summarize
-    from generator.judge.launches import parse_launch
 
     problem = _problem()
-    try:
-        parsed = [parse_launch(text, problem) for text in launches]
-    except ValueError as exc:
-        _fail(str(exc))
+    parsed = _parse_launches(launches, problem)
     if rounds < 1 or reps < 1:
         _fail(f"--rounds and --reps must be at least 1, got {rounds} and {reps}")
     if not torch.cuda.is_available():
@@ -444,14 +459,7 @@ def sweep(
 
 
 @main.command()
-@click.argument("launches", nargs=-1, required=True)
-@click.option(
-    "--file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=DIST,
-    show_default=True,
-    help="The submission file whose kernels are profiled.",
-)
+@_launch_arguments("profiled")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -476,13 +484,9 @@ def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None
         ncu_commands,
         sass_tables,
     )
-    from generator.judge.launches import parse_launch
 
     problem = _problem()
-    try:
-        parsed = [parse_launch(text, problem) for text in launches]
-    except ValueError as exc:
-        _fail(str(exc))
+    parsed = _parse_launches(launches, problem)
     if shutil.which(ncu) is None:
         _fail(
             f"{ncu} (Nsight Compute) is not on PATH: profile runs where the GPU is (see README, On the H200)"
