@@ -83,10 +83,11 @@ const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages
         OKC_TMA_STAGES(6)
         OKC_TMA_STAGES(8)
         OKC_TMA_STAGES(12)
+        OKC_TMA_STAGES(14)
         OKC_TMA_STAGES(16)
     }
 #undef OKC_TMA_STAGES
-    return "STAGES must be 2, 4, 6, 8, 12 or 16";
+    return "STAGES must be 2, 4, 6, 8, 12, 14 or 16";
 }
 
 }  // namespace okc
@@ -94,8 +95,9 @@ const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages
 // Why (NB, STAGES, dual) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster) {
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
-    if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 16)
-        return "STAGES must be 2, 4, 6, 8, 12 or 16";
+    if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 14 &&
+        STAGES != 16)
+        return "STAGES must be 2, 4, 6, 8, 12, 14 or 16";
     const bool half = cluster == 3;
     if (!okc::tma_fits(NB, STAGES, dual, half)) return "the ring (STAGES x (weights + x)) exceeds the 226 KB of shared memory a block may take";
     if (cluster < 0 || cluster > 3)

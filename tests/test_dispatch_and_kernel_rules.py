@@ -197,7 +197,7 @@ def _cpp_tma_fits(tmp_path):
         tmp_path,
         "tma_rule",
         f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\n'
-        "int main() { for (int nb : {1, 2, 4}) for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d)"
+        "int main() { for (int nb : {1, 2, 4}) for (int st : {2, 4, 6, 8, 12, 14, 16}) for (int d = 0; d < 2; ++d)"
         ' printf("%d %d %d %d %d\\n", nb, st, d, (int)okc::tma_fits(nb, st, d), okc::tma_smem_bytes(nb, st, d)); }\n',
     )
     return {tuple(map(int, line.split()[:3])): tuple(map(int, line.split()[3:])) for line in out.splitlines()}
@@ -228,7 +228,7 @@ def _cpp_smem_rules(tmp_path):
         " for (int s : {2, 3, 8, 16}) for (int nb : {1, 2, 4}) {\n"
         "  for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4})\n"
         '   printf("gemv %d %d %d %d %d\\n", s, nb, nw, r, (int)okc::gemv_smem_bytes(nw, r, nb, s - 1));\n'
-        "  for (int st : {2, 4, 6, 8, 12, 16}) for (int d = 0; d < 2; ++d) for (int c = 1; c <= 2; ++c)\n"
+        "  for (int st : {2, 4, 6, 8, 12, 14, 16}) for (int d = 0; d < 2; ++d) for (int c = 1; c <= 2; ++c)\n"
         '   printf("tma %d %d %d %d %d %d\\n", s, nb, st, d, c, okc::tma_smem_bytes(nb, st, d) + okc::tma_inbox_bytes(nb, s, c));\n'
         " }\n}\n",
     )

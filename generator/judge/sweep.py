@@ -22,7 +22,7 @@ FINALISTS = 4  # the fastest few of the coarse pass are timed again with more re
 # shape of the probe runs on the H200 (notes/session3): more, or fatter, CTAs each pay a fixed start-up and
 # reduction cost that fewer of them per SM overlap.
 TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
-TMA_SWEEP_STAGES = (4, 6, 8, 12, 16)
+TMA_SWEEP_STAGES = (4, 6, 8, 12, 14, 16)
 TMA_SWEEP_C = dispatch.TMA_C
 
 
