@@ -391,6 +391,12 @@ def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path)
     help="gemv / z: time only configs of these pipelining styles P (repeatable), plus each shape's current entry,"
     " which stays unless one of them is >= 2% faster: a new style against the table in a fraction of a full sweep.",
 )
+@click.option(
+    "--best-by",
+    "best_by",
+    help="Also print, per shape, the fastest config of each value of this config field (e.g. C for tma: each"
+    " reduction mode's best; P for gemv: each style's best), from the coarse pass.",
+)
 def sweep(
     file: Path,
     layers,
@@ -400,6 +406,7 @@ def sweep(
     write_path: Path | None,
     json_path: Path | None,
     styles: tuple[int, ...],
+    best_by: str | None,
 ) -> None:
     """Tune a GEMV's table on the GPU: time every admissible configuration per shape, keep the fastest correct one."""
     import json
@@ -408,11 +415,16 @@ def sweep(
     from tqdm import tqdm
 
     from generator.build import write_atomic
-    from generator.judge.sweep import SWEEP_M, run_sweep, updated_table
+    from generator.judge.sweep import SWEEP_M, format_best_by_field, run_sweep, updated_table
     from generator.tables import load_tables
 
-    if styles and engine == "tma":  # a wrong call says so on any machine, before the GPU is asked for
+    # wrong calls say so on any machine, before the GPU is asked for
+    if styles and engine == "tma":
         _fail("--styles picks pipelining styles (P) of the gemv and z engines; the tma engine has none")
+    if best_by is not None and best_by not in CONFIG_FIELDS[engine]:
+        _fail(
+            f"--best-by {best_by}: the {engine} engine's config fields are {', '.join(CONFIG_FIELDS[engine])}"
+        )
     if not torch.cuda.is_available():
         _fail("sweep needs a CUDA GPU (run it on the H200; see README)")
     module = _load(file)
@@ -449,6 +461,10 @@ def sweep(
     )
     for p in points:
         click.echo(row(p))
+    if best_by is not None:
+        click.echo(f"fastest config of each {best_by} (coarse pass, us):")
+        for line in format_best_by_field(points, best_by, CONFIG_FIELDS[engine].index(best_by)):
+            click.echo(line)
     if json_path:
         json_path.write_text(json.dumps([p.to_json() for p in points], indent=1))
     write_atomic(write_path, updated_table(table_path.read_text(), current, points, shapes, problem))

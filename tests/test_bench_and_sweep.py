@@ -8,9 +8,11 @@ from generator import REPO_ROOT
 from generator.judge.bench import BenchResult, ShapeTiming, compare_results, floor_us, format_table, plot
 from generator.judge.sweep import (
     SweepPoint,
+    best_by_field,
     candidate_configs,
     candidate_tma_configs,
     configs_to_time,
+    format_best_by_field,
     header_of,
     pick_best,
     pick_defaults,
@@ -131,6 +133,31 @@ def test_styles_on_the_tma_engine_is_refused_in_one_line_on_any_machine():
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         "error: --styles picks pipelining styles (P) of the gemv and z engines; the tma engine has none"
+    ]
+
+
+def test_best_by_field_keeps_each_values_fastest_config():
+    timings = {(1, 12, 3): 15.3, (1, 14, 3): 15.0, (2, 12, 2): 15.6, (3, 8, 2): 15.4, (16, 8, 1): 15.8}
+    assert best_by_field(timings, 2) == {1: ((16, 8, 1), 15.8), 2: ((3, 8, 2), 15.4), 3: ((1, 14, 3), 15.0)}
+    assert list(best_by_field(timings, 0)) == [1, 2, 3, 16]  # by value
+    assert best_by_field({}, 2) == {}
+    point = SweepPoint("qkv_gate", 32, (1, 14, 3), 15.0, 18.0, 5, [], 0, timings)
+    empty = SweepPoint("o", 32, None, float("inf"), 9.9, 0, [])
+    assert format_best_by_field([point, empty], "C", 2) == [
+        "qkv_gate   32  C=1 (16, 8, 1) 15.80  C=2 (3, 8, 2) 15.40  C=3 (1, 14, 3) 15.00",
+        "o          32  nothing timed",
+    ]
+
+
+def test_best_by_an_unknown_field_is_refused_in_one_line_on_any_machine():
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    result = CliRunner().invoke(main, ["sweep", "--engine", "tma", "--best-by", "P"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: --best-by P: the tma engine's config fields are S, STAGES, C"
     ]
 
 

@@ -64,6 +64,28 @@ def pick_best(final: dict, current) -> tuple[int, ...] | None:
     return best
 
 
+def best_by_field(timings: dict, index: int) -> dict[int, tuple[tuple[int, ...], float]]:
+    """For each value of config field `index` among the timed configs (config -> us): its fastest config and
+    time, e.g. the best of each reduction mode C of a TMA sweep, by value."""
+    best: dict[int, tuple[tuple[int, ...], float]] = {}
+    for cfg, us in timings.items():
+        value = cfg[index]
+        if value not in best or us < best[value][1]:
+            best[value] = (cfg, us)
+    return dict(sorted(best.items()))
+
+
+def format_best_by_field(points, name: str, index: int) -> list[str]:
+    """One line per shape: the fastest config of each value of the field, `C=3 (1, 14, 3) 15.01`."""
+    lines = []
+    for p in points:
+        cells = "  ".join(
+            f"{name}={value} {cfg} {us:.2f}" for value, (cfg, us) in best_by_field(p.timings, index).items()
+        )
+        lines.append(f"{p.layer:<9} {p.m:>3}  {cells or 'nothing timed'}")
+    return lines
+
+
 def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
     """Every (NW, S, U, P, R, C) of the plain GEMV worth timing for this shape."""
     return _split_k_candidates(layer, m, dispatch.GEMV_FIELDS, 32, dispatch.gemv_config_error)
