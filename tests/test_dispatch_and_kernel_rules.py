@@ -192,12 +192,13 @@ def test_cuda_compiles_for_sm90a_without_spills():
 
 
 def _cpp_tma_fits(tmp_path):
-    """tma_fits() as the CUDA header computes it, for every (NB, STAGES, dual), via a host-only program."""
+    """tma_fits() as the CUDA header computes it, for every NB, dual and ring depth the header compiles in
+    (TmaRingDepths), via a host-only program."""
     out = _host_program_output(
         tmp_path,
         "tma_rule",
         f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\n'
-        "int main() { for (int nb : {1, 2, 4}) for (int st : {2, 4, 6, 8, 12, 14, 16}) for (int d = 0; d < 2; ++d)"
+        "int main() { for (int nb : {1, 2, 4}) for (int st : okc::TmaRingDepths::values) for (int d = 0; d < 2; ++d)"
         ' printf("%d %d %d %d %d\\n", nb, st, d, (int)okc::tma_fits(nb, st, d), okc::tma_smem_bytes(nb, st, d)); }\n',
     )
     return {tuple(map(int, line.split()[:3])): tuple(map(int, line.split()[3:])) for line in out.splitlines()}
@@ -208,6 +209,7 @@ def _cpp_tma_fits(tmp_path):
 def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
     cpp = _cpp_tma_fits(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
+    assert sorted({stages for _, stages, _ in cpp}) == sorted(dispatch.TMA_STAGES)  # one list of ring depths
     assert len(cpp) == 3 * len(dispatch.TMA_STAGES) * 2
     for (nb, stages, dual), (fits, smem) in cpp.items():
         assert dispatch.tma_smem_bytes(nb, stages, bool(dual)) == smem
