@@ -27,7 +27,7 @@ GEMV_DOUBLE_DATA_REGS = 100
 # hi + lo) and one x tile each. Values it is instantiated for:
 TMA_TILE = 64
 TMA_CONSUMERS = 128  # threads of the consumer warpgroup (tma_gemv.cuh, kTmaConsumers)
-TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)
+TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # tma_gemv.cuh, TmaRingDepths (a test keeps the two equal)
 # How S > 1 splits reduce: 0 semaphore + workspace; a thread-block cluster (distributed shared memory) with the
 # tile gathered on rank 0 (1) or scattered over the S ranks (2). 3 (TMA_HALF_C): no split at all (S = 1): half
 # tiles, 32 weight rows x the whole K per CTA, twice the CTAs of 64-row tiles and no reduction (tma_gemv.cuh,

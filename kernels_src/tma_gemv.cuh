@@ -59,6 +59,16 @@ constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per
 constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
 constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
 
+// The ring depths (STAGES) compiled in. Each is a kernel per NB, dual and half tiles, so the list stays short.
+// This is the one list: tma_launch.cu dispatches on it, checks against it and names it in its refusal, and a
+// test keeps kernels_src/dispatch.py's TMA_STAGES equal to it.
+template <int... Depths>
+struct RingDepths {
+    static constexpr int values[sizeof...(Depths)] = {Depths...};
+    static constexpr bool contains(int stages) { return ((stages == Depths) || ...); }
+};
+using TmaRingDepths = RingDepths<2, 4, 6, 8, 12, 14, 16>;
+
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
 // A slot: the weight block(s), then x's box (two boxes for half tiles); every part a multiple of 1 KB:
 // swizzle-aligned.

@@ -4,6 +4,7 @@
 
 #include <cudaTypedefs.h>
 
+#include <string>
 #include <type_traits>
 
 namespace okc {
@@ -69,25 +70,32 @@ const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaS
     }
 }
 
-template <int NB>
-const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages, bool dual, int c,
-                          cudaStream_t s) {
-#define OKC_TMA_STAGES(N)                                                          \
-    case N:                                                                        \
-        return c == 3 ? launch_tma_variant<NB, N, false, true>(x, a, s)          \
-               : dual ? launch_tma_variant<NB, N, true, false>(x, a, s)          \
-                      : launch_tma_variant<NB, N, false, false>(x, a, s);
-    switch (stages) {
-        OKC_TMA_STAGES(2)
-        OKC_TMA_STAGES(4)
-        OKC_TMA_STAGES(6)
-        OKC_TMA_STAGES(8)
-        OKC_TMA_STAGES(12)
-        OKC_TMA_STAGES(14)
-        OKC_TMA_STAGES(16)
-    }
-#undef OKC_TMA_STAGES
-    return "STAGES must be 2, 4, 6, 8, 12, 14 or 16";
+// "STAGES must be one of 2, 4, ...", from TmaRingDepths.
+template <int... Depths>
+const char* ring_depths_message(RingDepths<Depths...>) {
+    static const std::string message = [] {
+        std::string text = "STAGES must be one of";
+        const char* separator = " ";
+        for (int depth : {Depths...}) text += separator + std::to_string(depth), separator = ", ";
+        return text;
+    }();
+    return message.c_str();
+}
+
+template <int NB, int STAGES>
+const char* launch_tma_ring(const CUtensorMap& x, const TmaGemvArgs& a, bool dual, int c, cudaStream_t s) {
+    return c == 3 ? launch_tma_variant<NB, STAGES, false, true>(x, a, s)
+           : dual ? launch_tma_variant<NB, STAGES, true, false>(x, a, s)
+                  : launch_tma_variant<NB, STAGES, false, false>(x, a, s);
+}
+
+// The kernel of the ring depth `stages` (one of Depths), launched; or why not.
+template <int NB, int... Depths>
+const char* tma_by_stages(RingDepths<Depths...> depths, const CUtensorMap& x, const TmaGemvArgs& a, int stages,
+                          bool dual, int c, cudaStream_t s) {
+    const char* result = nullptr;
+    const bool known = ((stages == Depths && (result = launch_tma_ring<NB, Depths>(x, a, dual, c, s), true)) || ...);
+    return known ? result : ring_depths_message(depths);
 }
 
 }  // namespace okc
@@ -95,9 +103,7 @@ const char* tma_by_stages(const CUtensorMap& x, const TmaGemvArgs& a, int stages
 // Why (NB, STAGES, dual) cannot run, or nullptr: binding.cpp asks before anything is built or launched.
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster) {
     if (NB != 1 && NB != 2 && NB != 4) return "NB must be 1, 2 or 4";
-    if (STAGES != 2 && STAGES != 4 && STAGES != 6 && STAGES != 8 && STAGES != 12 && STAGES != 14 &&
-        STAGES != 16)
-        return "STAGES must be 2, 4, 6, 8, 12, 14 or 16";
+    if (!okc::TmaRingDepths::contains(STAGES)) return okc::ring_depths_message(okc::TmaRingDepths{});
     const bool half = cluster == 3;
     if (!okc::tma_fits(NB, STAGES, dual, half)) return "the ring (STAGES x (weights + x)) exceeds the 226 KB of shared memory a block may take";
     if (cluster < 0 || cluster > 3)
@@ -124,9 +130,9 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
                              sem, M, N, K, S, half ? 0 : cluster};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (NB) {
-        case 1: return okc::tma_by_stages<1>(x_map, a, STAGES, dual, cluster, s);
-        case 2: return okc::tma_by_stages<2>(x_map, a, STAGES, dual, cluster, s);
-        case 4: return okc::tma_by_stages<4>(x_map, a, STAGES, dual, cluster, s);
+        case 1: return okc::tma_by_stages<1>(okc::TmaRingDepths{}, x_map, a, STAGES, dual, cluster, s);
+        case 2: return okc::tma_by_stages<2>(okc::TmaRingDepths{}, x_map, a, STAGES, dual, cluster, s);
+        case 4: return okc::tma_by_stages<4>(okc::TmaRingDepths{}, x_map, a, STAGES, dual, cluster, s);
     }
     return "NB must be 1, 2 or 4";
 }

@@ -95,12 +95,13 @@ def test_config_errors_name_the_field():
     assert dispatch.gemv_config_error((16, 16, 1, 0, 1, 1), 8, True, 256, 8192) is None
 
 
-def _host_program_output(tmp_path, name, source):
+def _host_program_output(tmp_path, name, source, gencode=()):
     """stdout of a host-only C++ program (`source`, which includes the kernels' headers) built with nvcc and run:
-    how these tests read the CUDA side's own arithmetic."""
+    how these tests read the CUDA side's own arithmetic. gencode: for a source that brings kernels with it (they
+    are compiled, never launched)."""
     program = tmp_path / f"{name}.cu"
     program.write_text(source)
-    subprocess.run(["nvcc", "-std=c++17", str(program), "-o", str(tmp_path / name)], check=True)
+    subprocess.run(["nvcc", "-std=c++17", *gencode, str(program), "-o", str(tmp_path / name)], check=True)
     return subprocess.run([str(tmp_path / name)], capture_output=True, text=True, check=True).stdout
 
 
@@ -192,12 +193,13 @@ def test_cuda_compiles_for_sm90a_without_spills():
 
 
 def _cpp_tma_fits(tmp_path):
-    """tma_fits() as the CUDA header computes it, for every (NB, STAGES, dual), via a host-only program."""
+    """tma_fits() as the CUDA header computes it, for every NB, dual and ring depth the header compiles in
+    (TmaRingDepths), via a host-only program."""
     out = _host_program_output(
         tmp_path,
         "tma_rule",
         f'#include "{REPO_ROOT}/kernels_src/tma_gemv.cuh"\n#include <cstdio>\n'
-        "int main() { for (int nb : {1, 2, 4}) for (int st : {2, 4, 6, 8, 12, 14, 16}) for (int d = 0; d < 2; ++d)"
+        "int main() { for (int nb : {1, 2, 4}) for (int st : okc::TmaRingDepths::values) for (int d = 0; d < 2; ++d)"
         ' printf("%d %d %d %d %d\\n", nb, st, d, (int)okc::tma_fits(nb, st, d), okc::tma_smem_bytes(nb, st, d)); }\n',
     )
     return {tuple(map(int, line.split()[:3])): tuple(map(int, line.split()[3:])) for line in out.splitlines()}
@@ -208,11 +210,33 @@ def _cpp_tma_fits(tmp_path):
 def test_python_and_cuda_agree_on_the_tma_ring(tmp_path):
     cpp = _cpp_tma_fits(tmp_path)
     m_of_nb = {1: 8, 2: 16, 4: 32}
+    assert sorted({stages for _, stages, _ in cpp}) == sorted(dispatch.TMA_STAGES)  # one list of ring depths
     assert len(cpp) == 3 * len(dispatch.TMA_STAGES) * 2
     for (nb, stages, dual), (fits, smem) in cpp.items():
         assert dispatch.tma_smem_bytes(nb, stages, bool(dual)) == smem
         error = dispatch.tma_config_error((1, stages, 0), m_of_nb[nb], bool(dual), 256, 8192)
         assert (error is None) == bool(fits), (nb, stages, dual, error)
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_tma_launcher_refuses_other_ring_depths_naming_its_own(tmp_path):
+    """The launcher's config check (what binding.cpp asks before a launch), built with its kernels for sm_90a and
+    run on the host: a depth outside TmaRingDepths is refused in one line that lists the depths; one inside is
+    not."""
+    out = _host_program_output(
+        tmp_path,
+        "stages_refusal",
+        f'#include "{REPO_ROOT}/kernels_src/tma_launch.cu"\n#include <cstdio>\n'
+        "int main() { for (int stages : {3, 14}) {"
+        " const char* refusal = okc_tma_config_error(4, stages, false, 1, 3);"
+        ' printf("%s\\n", refusal ? refusal : "accepted"); } }\n',
+        gencode=("-gencode=arch=compute_90a,code=sm_90a",),
+    )
+    assert out.splitlines() == [
+        "STAGES must be one of " + ", ".join(map(str, dispatch.TMA_STAGES)),
+        "accepted",
+    ]
 
 
 def _cpp_smem_rules(tmp_path):
