@@ -207,24 +207,37 @@ def _parse_launches(texts, problem):
 @_launch_arguments("timed")
 @click.option("--rounds", default=6, show_default=True, help="Rounds; each times every launch once.")
 @click.option("--reps", default=100, show_default=True, help="Cold replays per launch per round (median).")
-def ab(launches, file: Path, rounds: int, reps: int) -> None:
+@click.option(
+    "--env",
+    "env_text",
+    metavar="NAME=V1,V2,...",
+    help="Run every launch under each value of this environment variable (an experiment branch's launcher "
+    "switch, read at each launch); ratios against each launch's first value.",
+)
+def ab(launches, file: Path, rounds: int, reps: int, env_text: str | None) -> None:
     """Time GEMV launches given as layer:m:engine:config against each other on the H200, interleaved in one
     process, the order rotating each round; each checked against float64 first. For configs a few percent apart,
     whose ranking two machines may not share."""
     import torch
 
-    from generator.judge.ab import format_ab, run_ab, summarize
+    from generator.judge.ab import format_ab, parse_env_switch, run_ab, summarize
 
     problem = _problem()
     parsed = _parse_launches(launches, problem)
     if rounds < 1 or reps < 1:
         _fail(f"--rounds and --reps must be at least 1, got {rounds} and {reps}")
+    env = None
+    if env_text is not None:
+        try:
+            env = parse_env_switch(env_text)
+        except ValueError as exc:
+            _fail(str(exc))
     if not torch.cuda.is_available():
         _fail("ab needs a CUDA GPU (run it on the H200; see README)")
-    timed, wrong = run_ab(_load(file), problem, parsed, rounds, reps)
-    rows = summarize(timed)
+    timed, wrong = run_ab(_load(file), problem, parsed, rounds, reps, env)
+    rows = summarize(timed, per_launch=env is not None)
     if rows:
-        click.echo(format_ab(rows, rounds, reps))
+        click.echo(format_ab(rows, rounds, reps, per_launch=env is not None))
     for line in wrong:
         click.echo(line)
     if wrong:

@@ -1,12 +1,14 @@
 """`generator ab`: the interleaving order, the summary against the first launch, and the command's refusals in one
 line on any machine (the timing itself needs the H200)."""
 
+import os
+
 import pytest
 import torch
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.judge.ab import AbRow, format_ab, round_orders, summarize
+from generator.judge.ab import AbRow, env_restored, format_ab, parse_env_switch, round_orders, summarize
 
 
 def test_every_round_runs_every_launch_once_and_positions_rotate():
@@ -37,6 +39,47 @@ def test_the_summary_takes_medians_and_ratios_against_the_first_timed_launch():
     assert summarize([("o:16:tma:1,8,0", [])]) == []
 
 
+def test_under_an_env_switch_ratios_are_against_each_launchs_first_value():
+    timed = [
+        ("qkv_gate:32:tma:1,14,3 OKC_X=0", [15.0, 15.2]),
+        ("qkv_gate:32:tma:1,14,3 OKC_X=1", [16.5, 16.5]),
+        ("o:16:tma:1,8,0 OKC_X=0", [9.6, 9.6]),
+        ("o:16:tma:1,8,0 OKC_X=1", [9.12, 9.12]),
+    ]
+    assert [r.ratio for r in summarize(timed, per_launch=True)] == pytest.approx(
+        [1.0, 16.5 / 15.1, 1.0, 0.95]
+    )
+    assert [r.ratio for r in summarize(timed)] == pytest.approx([1.0, 16.5 / 15.1, 9.6 / 15.1, 9.12 / 15.1])
+    rows = summarize(timed, per_launch=True)
+    assert "against the same launch's first value" in format_ab(rows, 4, 100, per_launch=True)
+    assert "same launch" not in format_ab(rows, 4, 100)
+
+
+def test_an_env_switch_is_parsed_or_refused_in_one_line():
+    assert parse_env_switch("OKC_TMA_PRODUCERS=1,2,s,1") == ("OKC_TMA_PRODUCERS", ("1", "2", "s", "1"))
+    assert parse_env_switch("X=0") == ("X", ("0",))
+    for bad, says in [
+        ("OKC_TMA_ROLLED", "expected NAME=V1,V2"),
+        ("1X=0,1", "expected NAME=V1,V2"),
+        ("=0,1", "expected NAME=V1,V2"),
+        ("X=0,,1", "an empty value"),
+        ("X=", "an empty value"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            parse_env_switch(bad)
+
+
+def test_env_restored_puts_the_variable_back_as_it_was(monkeypatch):
+    monkeypatch.setenv("OKC_AB_TEST", "before")
+    with env_restored("OKC_AB_TEST"):
+        os.environ["OKC_AB_TEST"] = "during"
+    assert os.environ["OKC_AB_TEST"] == "before"
+    monkeypatch.delenv("OKC_AB_TEST")
+    with env_restored("OKC_AB_TEST"):
+        os.environ["OKC_AB_TEST"] = "during"
+    assert "OKC_AB_TEST" not in os.environ
+
+
 def test_the_table_names_each_launch_with_its_time_and_ratio():
     rows = [
         AbRow("o:16:tma:1,8,0", 9.6, 9.5, 9.7, 1.0),
@@ -53,6 +96,7 @@ def test_the_table_names_each_launch_with_its_time_and_ratio():
         (["qkv_gate:32:tma:1,13,3"], "STAGES=13"),
         (["qkv_gate:32:tma:1,12,3", "--rounds", "0"], "--rounds and --reps must be at least 1"),
         (["qkv_gate:32:tma:1,12,3"], "ab needs a CUDA GPU"),
+        (["qkv_gate:32:tma:1,12,3", "--env", "OKC_TMA_ROLLED"], "expected NAME=V1,V2"),
     ],
 )
 def test_the_command_refuses_in_one_line(monkeypatch, args, says):
@@ -79,7 +123,9 @@ class StandInModule:
     def _gemv(self, x, layer, n, cfg, state):
         w = state["packed:" + layer][0][:n]
         out = (x.float() @ w.float().t()).to(torch.bfloat16)
-        if self.flaw == "off by one row":
+        if self.flaw == "off by one row" or (
+            self.flaw == "under OKC_AB_FLAW=1" and os.environ.get("OKC_AB_FLAW") == "1"
+        ):
             out[:, 1:] = out[:, :-1].clone()
         if self.flaw == "leaves a row unwritten":
             written = torch.empty_like(out)  # poisoned: NaN until written
@@ -104,3 +150,24 @@ def test_each_launch_is_checked_against_float64_before_it_is_timed(flaw, says):
     else:
         assert ok == [] and len(wrong) == 1
         assert wrong[0].startswith("o:8:gemv:4,1,1,0,1,0: wrong (") and says in wrong[0]
+
+
+def test_under_an_env_switch_each_value_is_checked_with_the_variable_set(monkeypatch):
+    """The stand-in goes wrong only while OKC_AB_FLAW=1, as a branch's kernel variant would: that value alone is
+    reported, each label names its value, and each checked call sets the variable itself when run."""
+    from generator.judge.ab import checked_calls
+    from generator.judge.launches import parse_launch
+    from generator.problem import load_problem
+
+    monkeypatch.delenv("OKC_AB_FLAW", raising=False)
+    problem = load_problem().shrunk(8)
+    launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)
+    switch = ("OKC_AB_FLAW", ("0", "1", "0"))
+    ok, wrong = checked_calls(
+        StandInModule("under OKC_AB_FLAW=1"), problem, [launch], device="cpu", env=switch
+    )
+    assert [label for label, _ in ok] == ["o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=0"] * 2
+    assert len(wrong) == 1 and wrong[0].startswith("o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=1: wrong (")
+    os.environ["OKC_AB_FLAW"] = "1"
+    ok[0][1]()
+    assert os.environ["OKC_AB_FLAW"] == "0"

@@ -1,4 +1,5 @@
-"""Session 19 probe: a kernel variant picked by an environment variable that the launcher reads at each launch
+"""(Superseded by `python -m generator ab --env NAME=V1,V2,...`; kept as the record of what calls 4-6 ran.)
+Session 19 probe: a kernel variant picked by an environment variable that the launcher reads at each launch
 (branch l2-ahead: OKC_TMA_L2_AHEAD; branch rolled: OKC_TMA_ROLLED). Every (launch, value) is checked against
 float64 into NaN-poisoned memory, then timed interleaved like `ab` (rounds rotate the order; each entry the
 median of 100 cold, read-flushed graph replays). Usage: PYTHONPATH=. python3 envprobe.py OUT.txt VAR V1,V2,... SPEC...
