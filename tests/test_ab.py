@@ -8,7 +8,7 @@ import torch
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.judge.ab import AbRow, env_restored, format_ab, parse_env_switch, round_orders, summarize
+from generator.judge.ab import AbRow, format_ab, parse_env_switch, round_orders, summarize
 
 
 def test_every_round_runs_every_launch_once_and_positions_rotate():
@@ -69,14 +69,29 @@ def test_an_env_switch_is_parsed_or_refused_in_one_line():
             parse_env_switch(bad)
 
 
-def test_env_restored_puts_the_variable_back_as_it_was(monkeypatch):
+def test_run_ab_puts_the_environment_back_as_it_was(monkeypatch):
+    """run_ab's variants set the switch's variable; afterwards it is as before, set or not. (The check runs on the
+    CPU stand-in; the timing primitives are replaced by stand-ins that only count.)"""
+    import generator.judge.timing as timing
+    from generator.judge.ab import run_ab
+    from generator.judge.launches import parse_launch
+    from generator.problem import load_problem
+
+    monkeypatch.setattr(timing, "L2Flusher", lambda: None)
+    monkeypatch.setattr(timing, "time_cold_us", lambda call, flush, reps: (call(), 1.0)[1])
+    problem = load_problem().shrunk(8)
+    launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)
     monkeypatch.setenv("OKC_AB_TEST", "before")
-    with env_restored("OKC_AB_TEST"):
-        os.environ["OKC_AB_TEST"] = "during"
+    timed, wrong = run_ab(
+        StandInModule(), problem, [launch], 2, 1, env=("OKC_AB_TEST", ("during", "again")), device="cpu"
+    )
+    assert [label for label, _ in timed] == [
+        "o:8:gemv:4,1,1,0,1,0 OKC_AB_TEST=during",
+        "o:8:gemv:4,1,1,0,1,0 OKC_AB_TEST=again",
+    ] and wrong == []
     assert os.environ["OKC_AB_TEST"] == "before"
     monkeypatch.delenv("OKC_AB_TEST")
-    with env_restored("OKC_AB_TEST"):
-        os.environ["OKC_AB_TEST"] = "during"
+    run_ab(StandInModule(), problem, [launch], 1, 1, env=("OKC_AB_TEST", ("during",)), device="cpu")
     assert "OKC_AB_TEST" not in os.environ
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 import re
 import statistics
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
+from unittest import mock
 
 from generator.judge.launches import Launch, launch_calls
 from generator.problem import Problem
@@ -96,19 +96,6 @@ def under_env(call: Callable[[], object], name: str, value: str) -> Callable[[],
     return run
 
 
-@contextmanager
-def env_restored(name: str):
-    """os.environ[name] as it was before the block, after it."""
-    before = os.environ.get(name)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
-
-
 def checked_calls(
     module: ModuleType,
     problem: Problem,
@@ -152,14 +139,15 @@ def run_ab(
     rounds: int,
     reps: int,
     env: EnvSwitch | None = None,
+    device: str = "cuda",
 ):
-    """On the H200: ([(label, its rounds' times)] of the launches (under each value of `env`) that computed right
-    results, in order; one line per one that did not). Each timing captures its graph afresh, with its value set.
-    """
+    """On the H200: ([(label, its rounds' times)] of the launches (under each value of `env`) that computed
+    right results, in order; one line per one that did not). Each timing captures its graph afresh, with its value
+    set; the environment is as it was afterwards. device: cpu for a stand-in module in the tests."""
     from generator.judge.timing import L2Flusher, time_cold_us
 
-    with env_restored(env[0]) if env is not None else nullcontext():
-        ok, wrong = checked_calls(module, problem, launches, env=env)
+    with mock.patch.dict(os.environ):  # undoes the variable --env's variants set
+        ok, wrong = checked_calls(module, problem, launches, device, env)
         flush = L2Flusher()
         times: list[list[float]] = [[] for _ in ok]
         for order in round_orders(len(ok), rounds):
