@@ -198,6 +198,20 @@ __device__ __forceinline__ void wgmma_bf16<4>(float (&d)[16], uint64_t a, uint64
         : "l"(a), "l"(b));
 }
 
+template <>
+__device__ __forceinline__ void wgmma_bf16<8>(float (&d)[32], uint64_t a, uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+        "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, "
+        "%33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b));
+}
+
 // bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
@@ -213,7 +227,12 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t,
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF, typename OutT>
+// EXPERIMENT (N64): half tiles with one wgmma of N = 16 NB per k step over both x boxes (they lie one after the
+// other, 8 NB rows of 128 bytes each, so together they are one K-major B of 16 NB rows) instead of one wgmma of
+// N = 8 NB per box: the weights' A tile is read from shared memory once per k step instead of twice. Per slot at
+// m = 32 that is 32 KB of shared-memory traffic instead of 40 KB (16 KB landed by TMA, 16 or 24 KB read by wgmma),
+// ~110-137 B/clk at qkv_gate's ~147 ns a slot against the SM's 128 B/clk.
+template <int NB, int STAGES, bool DUAL, bool HALF, typename OutT, bool N64 = false>
 __global__ void __launch_bounds__(kTmaThreads, 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
     static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
@@ -258,8 +277,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     __syncthreads();
 
     float acc[kAcc], acc2[kAcc];  // acc2: half tiles' second set (x's second box); unused, and dropped, otherwise
+    float accm[2 * kAcc];         // N64: both sets in one (box 1's columns, then box 2's); unused otherwise
+    constexpr bool kMerged = HALF && N64;
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f, acc2[e] = 0.f;
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f, acc2[e] = 0.f, accm[e] = 0.f, accm[kAcc + e] = 0.f;
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
             // A round of the ring at a time, its slots unrolled, as the consumers walk it.
@@ -299,28 +320,46 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
                 const int i = round * STAGES + s;
                 if (i >= n_k) break;
                 mbar_wait(&full[s], phase);
-                fence_regs(acc);
-                if constexpr (HALF) fence_regs(acc2);
+                if constexpr (kMerged) fence_regs(accm);
+                else {
+                    fence_regs(acc);
+                    if constexpr (HALF) fence_regs(acc2);
+                }
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
                     const uint32_t at = (s * kStage + kk * 32) / 16;
                     const uint64_t b = desc_plus(x_desc0, at);
+                    if constexpr (kMerged) {
+                        wgmma_bf16<2 * NB>(accm, desc_plus(w_desc0, at), b);
+                        continue;
+                    }
                     wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
                     if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
                     if constexpr (HALF)
                         wgmma_bf16<NB>(acc2, desc_plus(w_desc0, at), desc_plus(x_desc0, at + tma_x_bytes(NB) / 16));
                 }
                 wgmma_commit();
-                fence_regs(acc);
-                if constexpr (HALF) fence_regs(acc2);
+                if constexpr (kMerged) fence_regs(accm);
+                else {
+                    fence_regs(acc);
+                    if constexpr (HALF) fence_regs(acc2);
+                }
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
-                fence_regs(acc);
-                if constexpr (HALF) fence_regs(acc2);
+                if constexpr (kMerged) fence_regs(accm);
+                else {
+                    fence_regs(acc);
+                    if constexpr (HALF) fence_regs(acc2);
+                }
                 if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
             }
         }
         wgmma_wait<0>();
+        if constexpr (kMerged) {
+            fence_regs(accm);
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) acc[e] = accm[e], acc2[e] = accm[kAcc + e];
+        }
         fence_regs(acc);
         if constexpr (HALF) fence_regs(acc2);
     }
