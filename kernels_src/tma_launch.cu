@@ -4,7 +4,6 @@
 
 #include <cudaTypedefs.h>
 
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -57,15 +56,10 @@ const char* launch_tma_variant(const CUtensorMap& x, const TmaGemvArgs& a, cudaS
         return "this (NB, STAGES, dual, half) ring does not fit in shared memory and is not compiled in";
     } else {
         using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-        // EXPERIMENT: OKC_HALF_N64=1 (read at each launch) runs half tiles with one N = 16 NB wgmma per k step.
-        const char* n64_env = getenv("OKC_HALF_N64");
-        const int mode = HALF && n64_env != nullptr && n64_env[0] == '1' ? 1 : 0;
-        auto kernel = mode == 1 ? tma_gemv_kernel<NB, STAGES, DUAL, HALF, OutT, HALF>
-                                : tma_gemv_kernel<NB, STAGES, DUAL, HALF, OutT, false>;
+        auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, OutT>;
         const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF) + tma_inbox_bytes(NB, a.S, a.cluster);
         if (smem > (int)kSmemOptInLimit) return "the ring and the cluster inbox exceed the 226 KB of shared memory a block may take";
-        static int opted_in_of[2] = {0, 0};  // per kernel, the most asked for so far (not a stream operation: capture-safe)
-        int& opted_in = opted_in_of[mode];
+        static int opted_in = 0;  // per instantiation, the most asked for so far (not a stream operation: capture-safe)
         if (smem > opted_in) {
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
             if (err != cudaSuccess) return cudaGetErrorString(err);
