@@ -41,10 +41,13 @@
 //    whole rows with x's boxes beside them beat 36 x 3 with the push by ~1.1 us on qkv_gate's 37.7 MB. wgmma's
 //    M is 64, so each 8 KB slot stacks the 32 rows' K [k0, k0 + 64) on top of their K [k0 + 64, k0 + 128)
 //    (packing.pack_tma_half_tiles) and meets two x boxes (landed together by one copy of a 3-D tensor map,
-//    tma_load_3d): one wgmma per box, into two accumulator sets; rows
-//    0-31 of the first (x's first box) and rows 32-63 of the second (its second box) are the useful halves, and
-//    the other two are discarded (the tensor cores have time to spare). Warps 2-3 hand theirs to warps 0-1
-//    through the idle ring at the end.
+//    tma_load_3d). The boxes lie one after the other, 8 NB token rows of 128 bytes each, so together they are one
+//    K-major B of 16 NB rows: one wgmma of N = 16 NB per k step takes both, reading the weights once. Of its D,
+//    rows 0-31 x box 1's columns and rows 32-63 x box 2's are the useful quarters; the other two are discarded
+//    (the tensor cores have time to spare). Warps 2-3 hand theirs to warps 0-1 through the idle ring at the end.
+//    (Until session 20 each box had its own N = 8 NB wgmma, which read the 8 KB weight tile from shared memory
+//    twice: 40 KB of shared-memory traffic per slot at m = 32 instead of 32, near the SM's 128 bytes a clock at
+//    qkv_gate's ~147 ns a slot. One wgmma was 0.7-2.4 % faster on every half-tile shape, qkv_gate m = 32 1.9 %.)
 #pragma once
 #include "common.cuh"
 
@@ -165,6 +168,7 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
 }
 
 // D[64 x 8NB] += A[64 x 16] . B[16 x 8NB], bf16 in, fp32 accumulate, both operands from shared memory.
+// NB = 8 (N = 64) serves half tiles at NB = 4: both x boxes in one wgmma.
 template <int NB>
 __device__ __forceinline__ void wgmma_bf16(float (&d)[4 * NB], uint64_t a, uint64_t b);
 
@@ -198,6 +202,20 @@ __device__ __forceinline__ void wgmma_bf16<4>(float (&d)[16], uint64_t a, uint64
         : "l"(a), "l"(b));
 }
 
+template <>
+__device__ __forceinline__ void wgmma_bf16<8>(float (&d)[32], uint64_t a, uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+        "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, "
+        "%33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b));
+}
+
 // bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
@@ -222,11 +240,12 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);    // x's box follows the weight box(es)
     constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back. Half tiles feed 72
-    // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the wgmmas per
-    // slot, so they keep 3 (the 64-row tiles 1). Measured (notes/session14, calls 10 and 11, best C = 3 config,
+    // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work
+    // per slot (N = 16 NB), so they keep 3 (the 64-row tiles 1). Measured (notes/session14, calls 10 and 11, best C = 3 config,
     // us): qkv_gate m = 1 16.91 -> 19.14, m = 32 20.53 -> 20.10; pooler m = 16 21.39 -> 21.18 (at 12 stages).
     // Mixed; that was before the consumer loop was cut (sessions 15-16), when its instruction count, not wgmma
-    // latency, capped the half tiles. The producer runs STAGES - kInFlight slots ahead, so kInFlight < STAGES.
+    // latency, capped the half tiles; session 19 found 1, 2 and 3 within 1 % of each other. The producer runs
+    // STAGES - kInFlight slots ahead, so kInFlight < STAGES.
     constexpr int kInFlight = HALF ? (STAGES > 3 ? 3 : STAGES - 1) : 1;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
@@ -257,9 +276,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     }
     __syncthreads();
 
-    float acc[kAcc], acc2[kAcc];  // acc2: half tiles' second set (x's second box); unused, and dropped, otherwise
+    // Half tiles: acc[0, kAcc) meets x's first box, acc[kAcc, 2 kAcc) its second (one wgmma's D of N = 16 NB).
+    float acc[(HALF ? 2 : 1) * kAcc];
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f, acc2[e] = 0.f;
+    for (int e = 0; e < (HALF ? 2 : 1) * kAcc; ++e) acc[e] = 0.f;
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
             // A round of the ring at a time, its slots unrolled, as the consumers walk it.
@@ -300,38 +320,36 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
                 if (i >= n_k) break;
                 mbar_wait(&full[s], phase);
                 fence_regs(acc);
-                if constexpr (HALF) fence_regs(acc2);
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
                     const uint32_t at = (s * kStage + kk * 32) / 16;
                     const uint64_t b = desc_plus(x_desc0, at);
-                    wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
-                    if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
-                    if constexpr (HALF)
-                        wgmma_bf16<NB>(acc2, desc_plus(w_desc0, at), desc_plus(x_desc0, at + tma_x_bytes(NB) / 16));
+                    if constexpr (HALF) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
+                        wgmma_bf16<2 * NB>(acc, desc_plus(w_desc0, at), b);
+                    } else {
+                        wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
+                        if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
+                    }
                 }
                 wgmma_commit();
                 fence_regs(acc);
-                if constexpr (HALF) fence_regs(acc2);
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
-                if constexpr (HALF) fence_regs(acc2);
                 if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
             }
         }
         wgmma_wait<0>();
         fence_regs(acc);
-        if constexpr (HALF) fence_regs(acc2);
     }
 
     const int t = threadIdx.x;
-    if constexpr (HALF) {  // row r of the 32: acc of warp r / 16 (x's first box) + acc2 of warp 2 + r / 16 (second)
+    if constexpr (HALF) {  // row r of the 32: box 1's set of warp r / 16 + box 2's set of warp 2 + r / 16
         // The ring is idle: every copy has landed (each slot was waited on) and every wgmma has retired.
         float* fold = reinterpret_cast<float*>(ring);
         if (warp >= 2) {
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) fold[e * 64 + (t - 64)] = acc2[e];
+            for (int e = 0; e < kAcc; ++e) fold[e * 64 + (t - 64)] = acc[kAcc + e];
         }
         consumers_sync();
         if (warp < 2) {

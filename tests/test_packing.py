@@ -213,27 +213,28 @@ def test_pack_tma_rejects_unaligned_shapes():
 
 def emulate_tma_half_tiles(operand, x, n, k):
     """What C = 3 computes, from tma_gemv.cuh's formulas: CTA `tile` (32 rows) copies block tile * K/128 + i into
-    a slot, which both wgmmas read as one 64 x 64 A tile through the 128-byte swizzle; x's boxes at K 128 i and
-    128 i + 64 are the B of the first (acc) and the second (acc2) set. Thread t < 64 writes acc[e] plus thread
-    t + 64's acc2[e] (the same lane and element, 32 D rows further down) to out[token, 32 tile + row]."""
+    a slot, which the wgmma reads as one 64 x 64 A tile through the 128-byte swizzle; x's boxes at K 128 i and
+    128 i + 64 lie one after the other as one B of 16 NB token rows (box 1's 8 NB, then box 2's), so one D of
+    N = 16 NB holds both sets: thread t's acc[e] is box 1's, acc[4 NB + e] box 2's. Thread t < 64 writes acc[e]
+    plus thread t + 64's acc[4 NB + e] (32 D rows further down, 8 NB columns over) to out[token, 32 tile + row].
+    """
     m, nb, xs = padded_x(x)
     slots = k // 128
     blocks = operand.float().reshape(-1, 4096)
     out = torch.full((m, n), float("nan"))
     for tile in range(n // 32):
-        acc = torch.zeros(64, 8 * nb)
-        acc2 = torch.zeros(64, 8 * nb)
+        d = torch.zeros(64, 16 * nb)
         for i in range(slots):
             a_tile = sw128_read(blocks[tile * slots + i])
-            acc += a_tile @ xs[:, 128 * i : 128 * i + 64].t()
-            acc2 += a_tile @ xs[:, 128 * i + 64 : 128 * i + 128].t()
+            b = torch.cat([xs[:, 128 * i : 128 * i + 64], xs[:, 128 * i + 64 : 128 * i + 128]])  # [16 NB, 64]
+            d += a_tile @ b.t()
         for thread in range(64):
             for e in range(4 * nb):
                 r, token = tma_accumulator_coords(thread, e)
-                r2, token2 = tma_accumulator_coords(thread + 64, e)
-                assert (r2, token2) == (r + 32, token)  # the fold pairs the same output element
+                r2, col2 = tma_accumulator_coords(thread + 64, 4 * nb + e)
+                assert (r2, col2) == (r + 32, 8 * nb + token)  # the fold pairs the same output element
                 if token < m:
-                    out[token, tile * 32 + r] = acc[r, token] + acc2[r2, token]
+                    out[token, tile * 32 + r] = d[r, token] + d[r2, col2]
     return out
 
 
