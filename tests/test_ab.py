@@ -186,3 +186,30 @@ def test_under_an_env_switch_each_value_is_checked_with_the_variable_set(monkeyp
     os.environ["OKC_AB_FLAW"] = "1"
     ok[0][1]()
     assert os.environ["OKC_AB_FLAW"] == "0"
+
+
+def test_time_wrong_times_a_wrong_variant_too_and_still_reports_it(monkeypatch):
+    """A timing-only probe: with time_wrong the variant that fails the check is timed as well, its label marked,
+    in its place among the others; it is still listed as wrong. Without it, it is left out (as above)."""
+    from generator.judge.ab import checked_calls
+    from generator.judge.launches import parse_launch
+    from generator.problem import load_problem
+
+    monkeypatch.setenv("OKC_AB_FLAW", "0")
+    problem = load_problem().shrunk(8)
+    launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)
+    ok, wrong = checked_calls(
+        StandInModule("under OKC_AB_FLAW=1"),
+        problem,
+        [launch],
+        device="cpu",
+        env=("OKC_AB_FLAW", ("0", "1")),
+        time_wrong=True,
+    )
+    assert [label for label, _ in ok] == [
+        "o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=0",
+        "o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=1 (wrong)",
+    ]
+    assert len(wrong) == 1 and wrong[0].startswith("o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=1: wrong (")
+    rows = summarize([(label, [1.0]) for label, _ in ok], per_launch=True)
+    assert [row.ratio for row in rows] == [1.0, 1.0]  # the wrong row keeps its launch's baseline

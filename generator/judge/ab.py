@@ -4,7 +4,9 @@ Why a command: configs within a few percent of each other swap places from one H
 session 17: the router's m = 32 entry and a challenger, 4 % apart in opposite directions on two machines). The only
 fair comparison is in one process: each round times every launch once (cold, read-flushed, a graph replay, median
 of `reps`), and the order rotates from round to round, so no launch always runs first or right after another. Each
-launch's output is checked against float64 first; a wrong one is reported and not timed.
+launch's output is checked against float64 first; a wrong one is reported and not timed, unless `--time-wrong`
+asks for it: then it is timed too, its row marked `(wrong)`. That is for timing-only probes, an experiment
+branch's variant that leaves out part of the work on purpose (x's loads, say) to see what that part costs.
 
 `--env NAME=V1,V2,...` runs every launch under each value of an environment variable: how an experiment branch
 puts two kernel variants in one build, its launcher picking one by a variable it reads at each launch (so also
@@ -102,10 +104,12 @@ def checked_calls(
     launches: list[Launch],
     device: str = "cuda",
     env: EnvSwitch | None = None,
+    time_wrong: bool = False,
 ):
     """Each launch (under each value of `env`, if given) run once into NaN-poisoned memory and compared with
-    float64: ([(label, call)] of the right ones, one line per wrong one). The label is the launch's spec, plus
-    ` NAME=value` under a switch."""
+    float64: ([(label, call)] of the ones to time, one line per wrong one). The label is the launch's spec, plus
+    ` NAME=value` under a switch. The ones to time are the right ones, and with time_wrong the wrong ones too,
+    labelled ` (wrong)`."""
     import torch
 
     from generator.judge.reference import compare, reference
@@ -129,6 +133,8 @@ def checked_calls(
                 ok.append((label, variant))
             else:
                 wrong.append(f"{label}: wrong ({result.problem or f'worst {result.worst:.3g} x allowed'})")
+                if time_wrong:
+                    ok.append((f"{label} (wrong)", variant))
     return ok, wrong
 
 
@@ -140,14 +146,16 @@ def run_ab(
     reps: int,
     env: EnvSwitch | None = None,
     device: str = "cuda",
+    time_wrong: bool = False,
 ):
     """On the H200: ([(label, its rounds' times)] of the launches (under each value of `env`) that computed
-    right results, in order; one line per one that did not). Each timing captures its graph afresh, with its value
-    set; the environment is as it was afterwards. device: cpu for a stand-in module in the tests."""
+    right results, in order, and with time_wrong the wrong ones too (labelled so); one line per wrong one). Each
+    timing captures its graph afresh, with its value set; the environment is as it was afterwards. device: cpu for
+    a stand-in module in the tests."""
     from generator.judge.timing import L2Flusher, time_cold_us
 
     with mock.patch.dict(os.environ):  # undoes the variable --env's variants set
-        ok, wrong = checked_calls(module, problem, launches, device, env)
+        ok, wrong = checked_calls(module, problem, launches, device, env, time_wrong)
         flush = L2Flusher()
         times: list[list[float]] = [[] for _ in ok]
         for order in round_orders(len(ok), rounds):
