@@ -6,8 +6,9 @@
 // cuBLAS's own TMA + wgmma kernel streams the same weights at 63 %. This kernel does what that one does, minus
 // its separate split-K reduction launch. Measured (notes/session3): its time hardly moves with m, but its base
 // is higher (each CTA pays a fill latency and, for S > 1, a reduction round trip that only a few CTAs per SM
-// overlap). Since its consumer loop was cut to ~48 instructions per slot (notes/session15-16) the half tiles
-// (C = 3 below) lead on qkv_gate m = 8..32 and pooler m = 16, 32; TTABLE routes each shape where it wins.
+// overlap). Since its consumer loop was cut to ~48 instructions per slot (notes/session15-16; the half tiles'
+// to ~32 in session 20) the half tiles (C = 3 below) lead on qkv_gate m = 8..32 and pooler m = 16, 32; TTABLE
+// routes each shape where it wins.
 //  * one CTA = one 64-row weight tile x a contiguous range of 64-wide K tiles (S CTAs split K unevenly,
 //    any S up to K/64), one producer warp and one consumer warpgroup;
 //  * the producer's lane 0 streams each K tile of W (64 x 64 bf16 = 8 KB; hi and lo for the router) and of x
@@ -241,8 +242,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back. Half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work
-    // per slot (N = 16 NB), so they keep 3 (the 64-row tiles 1). Measured (notes/session14, calls 10 and 11, best C = 3 config,
-    // us): qkv_gate m = 1 16.91 -> 19.14, m = 32 20.53 -> 20.10; pooler m = 16 21.39 -> 21.18 (at 12 stages).
+    // per slot (N = 16 NB), so they keep 3 (the 64-row tiles 1). Measured (notes/session14, calls 10 and 11,
+    // best C = 3 config, us): qkv_gate m = 1 16.91 -> 19.14, m = 32 20.53 -> 20.10; pooler m = 16 21.39 -> 21.18
+    // (at 12 stages).
     // Mixed; that was before the consumer loop was cut (sessions 15-16), when its instruction count, not wgmma
     // latency, capped the half tiles; session 19 found 1, 2 and 3 within 1 % of each other. The producer runs
     // STAGES - kInFlight slots ahead, so kInFlight < STAGES.
