@@ -18,11 +18,12 @@ SWEEP_NW = (4, 8, 16)  # 2 warps never won the first sweep
 MAX_CTAS = 2048  # beyond ~15 CTAs per SM, more split-K only adds partial-tile traffic
 MIN_GAIN = 0.02  # keep cuBLAS unless the GEMV is at least 2% faster: noise should not flip a shape
 FINALISTS = 4  # the fastest few of the coarse pass are timed again with more replays before one is chosen
-# The TMA GEMV's split counts and ring depths worth timing: S past 32 and 16-stage rings were slower on every
-# shape of the probe runs on the H200 (notes/session3): more, or fatter, CTAs each pay a fixed start-up and
-# reduction cost that fewer of them per SM overlap.
+# The TMA GEMV's split counts and ring depths worth timing: S past 32 was slower on every shape of the probe
+# runs on the H200 (notes/session3): more CTAs each pay a fixed start-up and reduction cost that fewer of them per
+# SM overlap. Every compiled ring depth but 2 (one slot in flight while the other is read; left out of every sweep
+# so far), taken from dispatch.TMA_STAGES so that a depth added to the kernel's list is swept without another edit.
 TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
-TMA_SWEEP_STAGES = (4, 6, 8, 12, 14, 16)
+TMA_SWEEP_STAGES = tuple(depth for depth in dispatch.TMA_STAGES if depth > 2)
 TMA_SWEEP_C = dispatch.TMA_C
 
 
