@@ -104,9 +104,21 @@ def dispatch(file: Path) -> None:
     "a consumer loop's issue cost.",
 )
 @click.option(
-    "--cuobjdump", "cuobjdump_path", help="The cuobjdump for --loops [default: PATH, nvcc's, triton's]."
+    "--waits",
+    "waits_of",
+    metavar="TEXT",
+    help="Also print, for each kernel whose name contains TEXT, its loads grouped by the scoreboard they release "
+    "and what each tensor-core, barrier or fence instruction waits for (decoded from ptxas's scheduling bits): "
+    "e.g. whether the first wgmma waits for one load or for all of them.",
 )
-def compile_cmd(root: Path, nvcc: str, loops_of: str | None, cuobjdump_path: str | None) -> None:
+@click.option(
+    "--cuobjdump",
+    "cuobjdump_path",
+    help="The cuobjdump for --loops / --waits [default: PATH, nvcc's, triton's].",
+)
+def compile_cmd(
+    root: Path, nvcc: str, loops_of: str | None, waits_of: str | None, cuobjdump_path: str | None
+) -> None:
     """Compile CUDA_SRC with the local nvcc for sm_90a; report registers, spills and smem; fail on any spill or
     any kernel whose wgmma instructions ptxas had to serialise."""
     from generator.compile import compile_cuda, demangle, serialized_wgmma
@@ -118,10 +130,13 @@ def compile_cmd(root: Path, nvcc: str, loops_of: str | None, cuobjdump_path: str
     except BuildError as exc:
         _fail(str(exc))
     cuobjdump = None
-    if loops_of is not None:
+    if loops_of is not None or waits_of is not None:
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
         if cuobjdump is None:
-            _fail("--loops needs cuobjdump: none on PATH, beside nvcc or in triton; pass --cuobjdump", 2)
+            _fail(
+                "--loops / --waits need cuobjdump: none on PATH, beside nvcc or in triton; pass --cuobjdump",
+                2,
+            )
     code, messages, kernels, sass = compile_cuda(sources.cuda, nvcc=nvcc, cuobjdump=cuobjdump)
     if code != 0:
         errors = [line for line in messages.splitlines() if "error" in line] or messages.splitlines()[-5:]
@@ -142,6 +157,8 @@ def compile_cmd(root: Path, nvcc: str, loops_of: str | None, cuobjdump_path: str
         _fail("ptxas reported no kernels", 1)
     if loops_of is not None:
         _print_loops(sass, loops_of)
+    if waits_of is not None:
+        _print_waits(sass, waits_of)
     if spilled:
         _fail(f"{len(spilled)} kernel(s) spill registers: {spilled[0].name}", 1)
     serialized = serialized_wgmma(messages)
@@ -175,6 +192,24 @@ def _print_loops(sass: str, name_part: str) -> None:
             click.echo(
                 f"{loop.instructions:>11} {loop.mma:>5} {loop.per_mma:>7.1f} {loop.r2ur:>5}  {names[mangled]}"
             )
+
+
+def _print_waits(sass: str, name_part: str) -> None:
+    """compile --waits: each matching kernel's loads and what its tensor-core instructions wait for."""
+    from generator.compile import demangle
+    from generator.sass import scoreboard_waits, split_controlled
+
+    functions = split_controlled(sass)
+    names = dict(zip(functions, demangle(list(functions))))
+    matching = sorted((mangled for mangled in functions if name_part in names[mangled]), key=names.get)
+    if not matching:
+        _fail(f"no kernel's name contains {name_part!r}", 1)
+    for mangled in matching:
+        click.echo(
+            f"\n{names[mangled]}  (address, then loads -> the scoreboard they release, or what it waits for)"
+        )
+        for line in scoreboard_waits(functions[mangled]):
+            click.echo(line)
 
 
 def _launch_arguments(verb: str):

@@ -1,5 +1,6 @@
-"""The compiled kernels' machine code (SASS, from cuobjdump), read for the one number a CPU machine can give about a
-streaming GEMV's consumer: how many instructions its steady-state loop issues per tensor-core instruction.
+"""The compiled kernels' machine code (SASS, from cuobjdump), read for what a CPU machine can tell about a streaming
+GEMV: how many instructions its steady-state loop issues per tensor-core instruction (`compile --loops`), and which
+loads each tensor-core instruction waits for (`compile --waits`).
 
 Why it matters: a consumer warpgroup runs one warp per scheduler, so its per-slot loop is issued back to back with
 nothing to hide its latencies. At 72 CTAs (qkv_gate's half tiles) a slot must be consumed every ~140 ns, and ncu
@@ -18,6 +19,7 @@ from pathlib import Path
 _FUNCTION = re.compile(r"^\s*Function : (\S+)")
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.+?)\s*;")
 _BACK_BRANCH = re.compile(r"\bBRA (?:`?\()?(0x[0-9a-f]+)")
+_HIGH_WORD = re.compile(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$")  # an instruction's second line: bits 64-127
 MMA_OPCODES = ("HGMMA", "HMMA")  # wgmma and mma.sync
 
 
@@ -93,3 +95,107 @@ def steady_loop(instructions: list[tuple[int, str]]) -> Loop | None:
     holding only its last MMAs."""
     loops = mma_loops(instructions)
     return loops[0] if loops else None
+
+
+# Scoreboards (`compile --waits`). ptxas sets scheduling bits on every instruction, in bits 105-125 of its 128:
+# stall cycles (4 bits), yield (1), the scoreboard its result will release (3: "write barrier", 7 = none), the one
+# its operands' reads release (3), and a 6-bit mask of scoreboards to wait on before it issues. NVIDIA does not
+# document this; the layout is the one the Volta-and-later SASS assemblers (maxas, turingas) describe, and it reads
+# consistently here: in notes/session21 a run of LDGs sets SB5 and the WARPGROUP.ARRIVE ahead of the wgmmas that read
+# their registers waits on SB5. With six scoreboards, many loads share one, and waiting on it waits for all of them.
+N_SCOREBOARDS = 6
+LOAD_OPCODES = (
+    "LDG",
+    "LDS",
+    "LDSM",
+    "LD.",
+)  # results a later instruction may wait for (LDGDEPBAR: see DEPBAR)
+WAIT_SHOWN_OPCODES = ("HGMMA", "HMMA", "WARPGROUP", "BAR", "MEMBAR", "SYNCS")
+
+
+@dataclass(frozen=True)
+class Control:
+    stall: int
+    write_barrier: int | None  # the scoreboard this instruction's result releases
+    read_barrier: int | None  # the scoreboard released once its operands are read
+    wait_mask: int  # bit k: waits for scoreboard k before issuing
+
+    @property
+    def waits_on(self) -> tuple[int, ...]:
+        return tuple(sb for sb in range(N_SCOREBOARDS) if self.wait_mask >> sb & 1)
+
+
+def decode_control(high_word: int) -> Control:
+    """An instruction's scheduling bits, from the second (high) 64-bit word cuobjdump prints for it."""
+    bits = high_word >> 41
+    write, read = (bits >> 5) & 7, (bits >> 8) & 7
+    return Control(
+        bits & 0xF, None if write == 7 else write, None if read == 7 else read, (bits >> 11) & 0x3F
+    )
+
+
+def split_controlled(sass: str) -> dict[str, list[tuple[int, str, Control]]]:
+    """As split_functions, with each instruction's decoded scheduling bits (an instruction whose second word is
+    missing from the text is left out)."""
+    functions: dict[str, list[tuple[int, str, Control]]] = {}
+    current, pending = None, None
+    for line in sass.splitlines():
+        if match := _FUNCTION.match(line):
+            current, pending = functions.setdefault(match.group(1), []), None
+        elif current is not None and (match := _INSTRUCTION.match(line)):
+            pending = (int(match.group(1), 16), match.group(2))
+        elif pending is not None and (match := _HIGH_WORD.match(line)):
+            current.append((*pending, decode_control(int(match.group(1), 16))))
+            pending = None
+    return functions
+
+
+def _opcode(text: str) -> str:
+    parts = text.split()
+    return parts[1] if parts[0].startswith("@") and len(parts) > 1 else parts[0]
+
+
+def scoreboard_waits(instructions: list[tuple[int, str, Control]]) -> list[str]:
+    """One line per run of loads that release the same scoreboard, and one per tensor-core, barrier or fence
+    instruction that waits on a scoreboard, naming the loads it waits for: those released on that scoreboard since
+    it was last waited on. Read in address order, branches ignored: a straight-line reading, exact for an unrolled
+    trip, approximate across loops."""
+    outstanding: dict[int, list[tuple[int, str]]] = {sb: [] for sb in range(N_SCOREBOARDS)}
+    lines: list[str] = []
+    run: list = []  # [opcode, scoreboard, first address, last address, count]
+
+    def flush():
+        if run:
+            opcode, sb, first, last, count = run
+            span = f"{first:04x}" if count == 1 else f"{first:04x}-{last:04x}"
+            lines.append(f"{span:>9}  {count:>3} x {opcode} -> SB{sb}")
+            run.clear()
+
+    for address, text, control in instructions:
+        opcode = _opcode(text)
+        waited = control.waits_on
+        if opcode.startswith("DEPBAR"):  # an explicit wait (cp.async groups: DEPBAR.LE SB0, n)
+            flush()
+            lines.append(f"{address:>9x}  {text}")
+        if waited and opcode.startswith(WAIT_SHOWN_OPCODES):
+            flush()
+            pending = [entry for sb in waited for entry in outstanding[sb]]
+            loads = ", ".join(
+                f"{sum(1 for _, op in pending if op == name)} x {name}"
+                for name in dict.fromkeys(op for _, op in pending)
+            )
+            boards = ",".join(f"SB{sb}" for sb in waited)
+            lines.append(f"{address:>9x}  waits on {boards}: {loads or 'nothing issued since'}  | {text}")
+        for sb in waited:
+            outstanding[sb] = []
+        sb = control.write_barrier
+        if sb is not None and opcode.startswith(LOAD_OPCODES) and not opcode.startswith("LDGDEPBAR"):
+            outstanding[sb].append((address, opcode.split(".")[0]))
+            name = opcode.split(".")[0]
+            if run and run[0] == name and run[1] == sb:
+                run[3], run[4] = address, run[4] + 1
+            else:
+                flush()
+                run.extend([name, sb, address, address, 1])
+    flush()
+    return lines

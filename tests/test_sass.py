@@ -3,7 +3,15 @@
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.sass import Loop, split_functions, steady_loop
+from generator.sass import (
+    Control,
+    Loop,
+    decode_control,
+    scoreboard_waits,
+    split_controlled,
+    split_functions,
+    steady_loop,
+)
 
 # The shape of cuobjdump -sass output: a function header, then one instruction per line with its byte address. The
 # kernel has a steady loop (0x0040-0x0090: 6 instructions, 2 HGMMA), an mbarrier retry block at the end that
@@ -93,4 +101,89 @@ def test_compile_loops_prints_the_matching_kernels_loop(tmp_path):
     row = [line for line in table if line.rstrip().endswith("stream()")]
     assert row and row[0].split()[:4] == ["6", "2", "3.0", "1"], result.output
     missing = CliRunner().invoke(main, [*args, "--loops", "no_such_kernel"])
+    assert missing.exit_code == 1 and "no kernel's name contains 'no_such_kernel'" in missing.output
+
+
+def control_word(stall=1, write=7, read=7, wait=0):
+    """The high 64-bit word cuobjdump prints for an instruction, holding only these scheduling bits."""
+    return (stall | write << 5 | read << 8 | wait << 11) << 41
+
+
+# Two instructions as cuobjdump printed them for the register-fed wgmma GEMV (notes/session21): an LDG that
+# releases scoreboard 5 (and 3 once its address is read), and the WARPGROUP.ARRIVE before the wgmma that reads
+# its registers, which waits on scoreboard 5.
+REAL_LDG_HIGH, REAL_ARRIVE_HIGH = 0x000768000C5E9D00, 0x020FE20000000000
+
+
+def test_scheduling_bits_decode():
+    assert decode_control(REAL_LDG_HIGH) == Control(stall=4, write_barrier=5, read_barrier=3, wait_mask=0)
+    assert decode_control(REAL_ARRIVE_HIGH).waits_on == (5,)
+    assert decode_control(control_word(stall=9, write=2, wait=0b100101)) == Control(9, 2, None, 0b100101)
+    assert decode_control(control_word(wait=0b100101)).waits_on == (0, 2, 5)
+
+
+def waits_sass(rows):
+    """A one-function cuobjdump text: (address, instruction, high word) rows, each on its two lines."""
+    lines = ["\t\tFunction : _Z4waitv"]
+    for address, text, high in rows:
+        lines.append(f"        /*{address:04x}*/                   {text} ;   /* 0x0000000000000000 */")
+        lines.append(f"                                                        /* 0x{high:016x} */")
+    return "\n".join(lines) + "\n"
+
+
+def test_scoreboard_waits_name_the_loads_each_mma_waits_for():
+    rows = [
+        (0x00, "LDG.E.128 R4, desc[UR4][R2.64]", control_word(write=2)),
+        (0x10, "LDG.E.128 R8, desc[UR4][R2.64+0x200]", control_word(write=5)),
+        (0x20, "LDG.E.128 R12, desc[UR4][R2.64+0x400]", control_word(write=5)),
+        (0x30, "@!P0 LDG.E.128 R16, desc[UR4][R2.64+0x600]", control_word(write=5)),
+        (0x40, "DEPBAR.LE SB0, 0x0", control_word()),
+        (0x50, "WARPGROUP.ARRIVE", control_word(wait=0b000100)),  # SB2: the first load only
+        (0x60, "HGMMA.64x8x16.F32.BF16 R24, R4, gdesc[UR8], R24, gsb0", control_word()),
+        (0x70, "WARPGROUP.ARRIVE", control_word(wait=0b100000)),  # SB5: the other three
+        (0x80, "HGMMA.64x8x16.F32.BF16 R24, R8, gdesc[UR8], R24, gsb0", control_word(wait=0b100000)),
+    ]
+    functions = split_controlled(waits_sass(rows))
+    assert [address for address, _, _ in functions["_Z4waitv"]] == [row[0] for row in rows]
+    lines = scoreboard_waits(functions["_Z4waitv"])
+    assert lines[0].split() == ["0000", "1", "x", "LDG", "->", "SB2"]
+    assert lines[1].split() == [
+        "0010-0030",
+        "3",
+        "x",
+        "LDG",
+        "->",
+        "SB5",
+    ]  # a run: same opcode, same scoreboard
+    assert lines[2].split()[1:] == ["DEPBAR.LE", "SB0,", "0x0"]
+    assert "waits on SB2: 1 x LDG  | WARPGROUP.ARRIVE" in lines[3]
+    assert "waits on SB5: 3 x LDG  | WARPGROUP.ARRIVE" in lines[4]
+    # SB5 was just waited on: nothing is outstanding there for the HGMMA's own wait.
+    assert "waits on SB5: nothing issued since" in lines[5] and len(lines) == 6
+
+
+def test_compile_waits_prints_the_matching_kernel(tmp_path):
+    rows = [
+        (0x00, "LDG.E.128 R4, desc[UR4][R2.64]", control_word(write=5)),
+        (0x10, "HMMA.16816.F32.BF16 R8, R4, R6, R8", control_word(wait=0b100000)),
+    ]
+    report = tmp_path / "report.txt"
+    report.write_text(
+        "ptxas info    : Compiling entry function '_Z4waitv' for 'sm_90a'\n"
+        "ptxas info    : Function properties for _Z4waitv\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, used 1 barriers, 0 bytes smem\n"
+    )
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(f"#!/bin/sh\ncat {report} >&2\n")
+    (tmp_path / "sass.txt").write_text(waits_sass(rows))
+    cuobjdump = tmp_path / "cuobjdump"
+    cuobjdump.write_text(f"#!/bin/sh\ncat {tmp_path / 'sass.txt'}\n")
+    for tool in (nvcc, cuobjdump):
+        tool.chmod(0o755)
+    args = ["compile", "--nvcc", str(nvcc), "--cuobjdump", str(cuobjdump)]
+    result = CliRunner().invoke(main, [*args, "--waits", "wait"])
+    assert result.exit_code == 0, result.output
+    assert "waits on SB5: 1 x LDG  | HMMA.16816.F32.BF16 R8, R4, R6, R8" in result.output
+    missing = CliRunner().invoke(main, [*args, "--waits", "no_such_kernel"])
     assert missing.exit_code == 1 and "no kernel's name contains 'no_such_kernel'" in missing.output
