@@ -78,23 +78,28 @@ def test_the_steady_loop_is_the_smallest_loop_holding_an_mma():
     assert steady_loop(functions["_Z8unrolledv"]) == Loop(start=0x0, end=0x60, instructions=7, mma=4, r2ur=0)
 
 
-def test_compile_loops_prints_the_matching_kernels_loop(tmp_path):
-    """`compile --loops` with a stand-in nvcc (its ptxas report) and cuobjdump (the SASS above)."""
+def stand_in_compile(tmp_path, function, sass):
+    """`compile`'s arguments for a stand-in nvcc (a ptxas report of one kernel, `function`) and cuobjdump (`sass`)."""
     report = tmp_path / "report.txt"
     report.write_text(
-        "ptxas info    : Compiling entry function '_Z6streamv' for 'sm_90a'\n"
-        "ptxas info    : Function properties for _Z6streamv\n"
+        f"ptxas info    : Compiling entry function '{function}' for 'sm_90a'\n"
+        f"ptxas info    : Function properties for {function}\n"
         "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
         "ptxas info    : Used 90 registers, used 1 barriers, 16 bytes smem\n"
     )
     nvcc = tmp_path / "nvcc"
     nvcc.write_text(f"#!/bin/sh\ncat {report} >&2\n")
-    (tmp_path / "sass.txt").write_text(SASS)
+    (tmp_path / "sass.txt").write_text(sass)
     cuobjdump = tmp_path / "cuobjdump"
     cuobjdump.write_text(f"#!/bin/sh\ncat {tmp_path / 'sass.txt'}\n")
     for tool in (nvcc, cuobjdump):
         tool.chmod(0o755)
-    args = ["compile", "--nvcc", str(nvcc), "--cuobjdump", str(cuobjdump)]
+    return ["compile", "--nvcc", str(nvcc), "--cuobjdump", str(cuobjdump)]
+
+
+def test_compile_loops_prints_the_matching_kernels_loop(tmp_path):
+    """`compile --loops` with a stand-in nvcc (its ptxas report) and cuobjdump (the SASS above)."""
+    args = stand_in_compile(tmp_path, "_Z6streamv", SASS)
     result = CliRunner().invoke(main, [*args, "--loops", "stream"])
     assert result.exit_code == 0, result.output
     table = result.output.split("loop instrs")[-1].splitlines()  # the --loops table follows compile's own
@@ -167,21 +172,7 @@ def test_compile_waits_prints_the_matching_kernel(tmp_path):
         (0x00, "LDG.E.128 R4, desc[UR4][R2.64]", control_word(write=5)),
         (0x10, "HMMA.16816.F32.BF16 R8, R4, R6, R8", control_word(wait=0b100000)),
     ]
-    report = tmp_path / "report.txt"
-    report.write_text(
-        "ptxas info    : Compiling entry function '_Z4waitv' for 'sm_90a'\n"
-        "ptxas info    : Function properties for _Z4waitv\n"
-        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-        "ptxas info    : Used 40 registers, used 1 barriers, 0 bytes smem\n"
-    )
-    nvcc = tmp_path / "nvcc"
-    nvcc.write_text(f"#!/bin/sh\ncat {report} >&2\n")
-    (tmp_path / "sass.txt").write_text(waits_sass(rows))
-    cuobjdump = tmp_path / "cuobjdump"
-    cuobjdump.write_text(f"#!/bin/sh\ncat {tmp_path / 'sass.txt'}\n")
-    for tool in (nvcc, cuobjdump):
-        tool.chmod(0o755)
-    args = ["compile", "--nvcc", str(nvcc), "--cuobjdump", str(cuobjdump)]
+    args = stand_in_compile(tmp_path, "_Z4waitv", waits_sass(rows))
     result = CliRunner().invoke(main, [*args, "--waits", "wait"])
     assert result.exit_code == 0, result.output
     assert "waits on SB5: 1 x LDG  | HMMA.16816.F32.BF16 R8, R4, R6, R8" in result.output
