@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,12 +105,8 @@ def steady_loop(instructions: list[tuple[int, str]]) -> Loop | None:
 # consistently here: in notes/session21 a run of LDGs sets SB5 and the WARPGROUP.ARRIVE ahead of the wgmmas that read
 # their registers waits on SB5. With six scoreboards, many loads share one, and waiting on it waits for all of them.
 N_SCOREBOARDS = 6
-LOAD_OPCODES = (
-    "LDG",
-    "LDS",
-    "LDSM",
-    "LD.",
-)  # results a later instruction may wait for (LDGDEPBAR: see DEPBAR)
+# Loads whose results a later instruction may wait for (LDGDEPBAR, cp.async's group marker, is waited on by DEPBAR).
+LOAD_OPCODES = ("LDG", "LDS", "LDSM", "LD.")
 WAIT_SHOWN_OPCODES = ("HGMMA", "HMMA", "WARPGROUP", "BAR", "MEMBAR", "SYNCS")
 
 
@@ -160,7 +157,7 @@ def scoreboard_waits(instructions: list[tuple[int, str, Control]]) -> list[str]:
     instruction that waits on a scoreboard, naming the loads it waits for: those released on that scoreboard since
     it was last waited on. Read in address order, branches ignored: a straight-line reading, exact for an unrolled
     trip, approximate across loops."""
-    outstanding: dict[int, list[tuple[int, str]]] = {sb: [] for sb in range(N_SCOREBOARDS)}
+    outstanding: dict[int, list[str]] = {sb: [] for sb in range(N_SCOREBOARDS)}  # load opcodes per scoreboard
     lines: list[str] = []
     run: list = []  # [opcode, scoreboard, first address, last address, count]
 
@@ -179,19 +176,16 @@ def scoreboard_waits(instructions: list[tuple[int, str, Control]]) -> list[str]:
             lines.append(f"{address:>9x}  {text}")
         if waited and opcode.startswith(WAIT_SHOWN_OPCODES):
             flush()
-            pending = [entry for sb in waited for entry in outstanding[sb]]
-            loads = ", ".join(
-                f"{sum(1 for _, op in pending if op == name)} x {name}"
-                for name in dict.fromkeys(op for _, op in pending)
-            )
+            counts = Counter(name for sb in waited for name in outstanding[sb])
+            loads = ", ".join(f"{count} x {name}" for name, count in counts.items())
             boards = ",".join(f"SB{sb}" for sb in waited)
             lines.append(f"{address:>9x}  waits on {boards}: {loads or 'nothing issued since'}  | {text}")
         for sb in waited:
             outstanding[sb] = []
         sb = control.write_barrier
         if sb is not None and opcode.startswith(LOAD_OPCODES) and not opcode.startswith("LDGDEPBAR"):
-            outstanding[sb].append((address, opcode.split(".")[0]))
             name = opcode.split(".")[0]
+            outstanding[sb].append(name)
             if run and run[0] == name and run[1] == sb:
                 run[3], run[4] = address, run[4] + 1
             else:
