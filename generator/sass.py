@@ -173,13 +173,16 @@ def scoreboard_waits(instructions: list[tuple[int, str, Control]]) -> list[str]:
         waited = control.waits_on
         if opcode.startswith("DEPBAR"):  # an explicit wait (cp.async groups: DEPBAR.LE SB0, n)
             flush()
-            lines.append(f"{address:>9x}  {text}")
+            lines.append(f"{address:04x}".rjust(9) + f"  {text}")
         if waited and opcode.startswith(WAIT_SHOWN_OPCODES):
             flush()
             counts = Counter(name for sb in waited for name in outstanding[sb])
             loads = ", ".join(f"{count} x {name}" for name, count in counts.items())
             boards = ",".join(f"SB{sb}" for sb in waited)
-            lines.append(f"{address:>9x}  waits on {boards}: {loads or 'nothing issued since'}  | {text}")
+            lines.append(
+                f"{address:04x}".rjust(9)
+                + f"  waits on {boards}: {loads or 'nothing issued since'}  | {text}"
+            )
         for sb in waited:
             outstanding[sb] = []
         sb = control.write_barrier
