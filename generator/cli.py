@@ -171,20 +171,28 @@ def compile_cmd(
         )
 
 
-def _print_loops(sass: str, name_part: str) -> None:
-    """compile --loops: each matching kernel's steady-state MMA loop (generator/sass.py)."""
+def _kernels_named(functions: dict, name_part: str) -> tuple[dict[str, str], list[str]]:
+    """(mangled -> demangled name, the mangled names whose demangled name contains name_part, sorted by it); ends
+    the command in one line when cuobjdump printed no function or none matches."""
     from generator.compile import demangle
-    from generator.sass import split_functions, steady_loop
 
-    functions = split_functions(sass)
     if not functions:
         _fail("cuobjdump printed no functions", 1)
     names = dict(zip(functions, demangle(list(functions))))
-    matching = [mangled for mangled in functions if name_part in names[mangled]]
+    matching = sorted((mangled for mangled in functions if name_part in names[mangled]), key=names.get)
     if not matching:
         _fail(f"no kernel's name contains {name_part!r}", 1)
+    return names, matching
+
+
+def _print_loops(sass: str, name_part: str) -> None:
+    """compile --loops: each matching kernel's steady-state MMA loop (generator/sass.py)."""
+    from generator.sass import split_functions, steady_loop
+
+    functions = split_functions(sass)
+    names, matching = _kernels_named(functions, name_part)
     click.echo(f"{'loop instrs':>11} {'MMAs':>5} {'per MMA':>7} {'R2UR':>5}  kernel")
-    for mangled in sorted(matching, key=names.get):
+    for mangled in matching:
         loop = steady_loop(functions[mangled])
         if loop is None:
             click.echo(f"{'-':>11} {'-':>5} {'-':>7} {'-':>5}  {names[mangled]} (no MMA loop)")
@@ -196,14 +204,10 @@ def _print_loops(sass: str, name_part: str) -> None:
 
 def _print_waits(sass: str, name_part: str) -> None:
     """compile --waits: each matching kernel's loads and what its tensor-core instructions wait for."""
-    from generator.compile import demangle
     from generator.sass import scoreboard_waits, split_controlled
 
     functions = split_controlled(sass)
-    names = dict(zip(functions, demangle(list(functions))))
-    matching = sorted((mangled for mangled in functions if name_part in names[mangled]), key=names.get)
-    if not matching:
-        _fail(f"no kernel's name contains {name_part!r}", 1)
+    names, matching = _kernels_named(functions, name_part)
     for mangled in matching:
         click.echo(
             f"\n{names[mangled]}  (address, then loads -> the scoreboard they release, or what it waits for)"
