@@ -4,11 +4,13 @@
 #include <torch/extension.h>
 
 const char* okc_launch_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
-                            int N, int K, int NW, int S, int U, int NB, int R, int P, bool cluster, bool dual,
+                            int N, int K, int NW, int S, int U, int NB, int R, int P, int C, bool dual,
                             long long stream);
 const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, void* out, float* ws, int* sem, int M,
                                 int N, int K, int S, int NB, int STAGES, int cluster, bool dual, long long stream);
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster);
+int okc_ticket_groups();   // row groups a C = 2 gemv launch may have (common.cuh, kTicketGroups)
+int okc_semaphore_ints();  // the semaphore array's length that C = 2's tickets and flags need
 const char* okc_launch_zgemv(const void* x, const void* w, const void* exceptions, const int* row_starts, void* out,
                              float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int capr,
                              int NW, int S, int UG, int NB, int R, int P, bool cluster, long long stream);
@@ -77,22 +79,28 @@ static std::string check_operands(const char* fn, const torch::Tensor& x, const 
 // out[M, N] = x[M, K] . W[:N]^T with W packed by packing.pack_mma_a (dual: W = hi + lo, both packed).
 std::string gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tensor out, torch::Tensor ws,
                  torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S, int64_t U, int64_t NB, int64_t R,
-                 bool cluster, bool dual, int64_t P, int64_t stream) {
+                 int64_t C, bool dual, int64_t P, int64_t stream) {
     const std::string bad = check_operands("gemv", x, w, w2, out, ws, sem, N, K, NB, dual);
     if (!bad.empty()) return bad;
     OKC_REQUIRE(N % 16 == 0 && K % 32 == 0, "gemv: need N % 16 == 0 and K % 32 == 0, got N=", N, " K=", K);
     OKC_REQUIRE(R >= 1 && (N / 16) % R == 0, "gemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
     OKC_REQUIRE(NW >= 1 && NW <= 16, "gemv: NW must be 1..16, got ", NW);
     OKC_REQUIRE(S >= 1 && (K / 32) % S == 0, "gemv: S=", S, " must divide the ", K / 32, " K blocks");
-    OKC_REQUIRE(!cluster || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
+    OKC_REQUIRE(C >= 0 && C <= 2, "gemv: C must be 0, 1 or 2, got ", C);
+    OKC_REQUIRE(C != 1 || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
+    OKC_REQUIRE(C != 2 || (dual && S >= 2 && N / (16 * R) <= okc_ticket_groups()),
+                "gemv: C=2 (atomic split) needs the fp32 output of dual mode, S >= 2 and at most ",
+                okc_ticket_groups(), " row groups");
+    OKC_REQUIRE(C != 2 || sem.numel() >= okc_semaphore_ints(), "gemv: C=2 needs ", okc_semaphore_ints(),
+                " semaphore ints (tickets and flags), got ", sem.numel());
     OKC_REQUIRE(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "gemv: workspace too small for S=", S);
     OKC_REQUIRE(S == 1 || sem.numel() >= N / (16 * R), "gemv: need one semaphore per CTA row group (", N / (16 * R),
                 ")");
     const char* err = okc_launch_gemv(x.data_ptr(), w.data_ptr(), dual ? w2.data_ptr() : nullptr, out.data_ptr(),
                                       ws.data_ptr<float>(), sem.data_ptr<int>(), (int)x.size(0), (int)N, (int)K,
-                                      (int)NW, (int)S, (int)U, (int)NB, (int)R, (int)P, cluster, dual,
+                                      (int)NW, (int)S, (int)U, (int)NB, (int)R, (int)P, (int)C, dual,
                                       (long long)stream);
-    OKC_REQUIRE(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " C=", cluster,
+    OKC_REQUIRE(err == nullptr, "gemv (NW=", NW, " S=", S, " U=", U, " NB=", NB, " R=", R, " P=", P, " C=", C,
                 " dual=", dual, "): ", err);
     return "";
 }

@@ -11,10 +11,12 @@ GEMV_S = (1, 2, 4, 8, 16, 32)
 GEMV_U = (1, 2, 4, 8)
 GEMV_P = (0, 1, 2, 3, 4, 5)  # pipelining styles, documented in gemv.cuh
 GEMV_R = (1, 2, 4)
-GEMV_C = (
-    0,
-    1,
-)  # split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory)
+# Split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory), 2 atomic adds
+# into the fp32 output (dual mode only; common.cuh, claim_zeroing). The compressed GEMV has the first two.
+GEMV_C = (0, 1, 2)
+ZGEMV_C = (0, 1)
+GEMV_ATOMIC_C = 2
+GEMV_TICKET_GROUPS = 1024  # row groups a C = 2 launch may have (common.cuh, kTicketGroups)
 GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 # Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
 # (both live trips for the double-buffered P = 1, 3; two weight sets and one x set for P = 4, 5) plus the
@@ -65,8 +67,10 @@ def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
         return f"the GEMV serves 1 <= m <= {GEMV_MAX_M}, not m={m}"
     if k % k_unit or (k // k_unit) % s:
         return f"S={s} does not divide the {k // k_unit} {unit_name} of K={k}"
-    if c and not 2 <= s <= GEMV_CLUSTER_MAX_S:
+    if c == 1 and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
+    if c == GEMV_ATOMIC_C and s < 2:
+        return f"C={c} (atomic reduction) splits K: it needs S >= 2, got S={s}"
     if (n // 16) % r:
         return f"R={r} does not divide the {n // 16} row blocks of N={n}"
     return None
@@ -77,9 +81,9 @@ def _tiles_smem_error(cfg, m):
     C = 1, rank 0's cluster inbox of S - 1 more (common.cuh, finish_tile); the compressed one adds its exception
     entries, which depend on the weights, so its launcher checks the rest."""
     nw, s, _, _, r, c = cfg
-    smem = (nw + (s - 1 if c else 0)) * r * column_blocks(m) * 4 * 32 * 4
+    smem = (nw + (s - 1 if c == 1 else 0)) * r * column_blocks(m) * 4 * 32 * 4
     if smem > SMEM_LIMIT:
-        inbox = f" and S={s} (the cluster inbox)" if c else ""
+        inbox = f" and S={s} (the cluster inbox)" if c == 1 else ""
         return f"NW={nw}, R={r}{inbox} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
     return None
 
@@ -91,7 +95,7 @@ ZGEMV_FIELDS = (
     ("UG", ZGEMV_UG),
     ("P", ZGEMV_P),
     ("R", GEMV_R),
-    ("C", GEMV_C),
+    ("C", ZGEMV_C),
 )
 
 
@@ -101,6 +105,10 @@ def gemv_config_error(cfg, m, dual, n, k):
     if error:
         return error
     nw, s, u, p, r, c = cfg
+    if c == GEMV_ATOMIC_C and not dual:
+        return f"C={c} (atomic reduction) adds into an fp32 output: the router (dual) only"
+    if c == GEMV_ATOMIC_C and n // (16 * r) > GEMV_TICKET_GROUPS:
+        return f"C={c} (atomic reduction) takes at most {GEMV_TICKET_GROUPS} row groups, N={n} at R={r} has {n // (16 * r)}"
     nb = column_blocks(m)
     weight_sets = 2 if p in (1, 3, 4, 5) else 1
     x_sets = 2 if p in (1, 3) else 1

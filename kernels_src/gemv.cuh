@@ -16,6 +16,9 @@
 //    C = 1  cluster (Hopper): the S CTAs form one thread-block cluster; ranks 1..S-1 push their tiles into rank
 //           0's shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
 //           writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
+//    C = 2  atomic (fp32 output, i.e. dual mode only): every CTA adds its tile into the output with
+//           red.global.add; the row group's first CTA to start zeroed that part of the output at kernel start
+//           (common.cuh, take_ticket / claim_zeroing). Any S, no cluster to fit; the sum's order varies.
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
 #pragma once
 #include "common.cuh"
@@ -70,7 +73,7 @@ struct GemvArgs {
     int* sem;        // arrival counter per CTA row group; 0 between launches
     int M, N, K, S;
     int cluster;     // 1: the S split CTAs are one cluster and reduce through distributed shared memory
-};
+};  // C = 2 (atomic) is not a field: it is the kernel's ATOMIC template argument
 
 // Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for C = 1, rank
 // 0's cluster inbox of S - 1 more (`inbox_tiles`; common.cuh, finish_tile).
@@ -147,8 +150,35 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-template <int U, int NB, int R, int P, bool DUAL, typename OutT>
+// C = 2: add the CTA's tile (its NW warps' partials summed) into the fp32 output, four rows of one token per
+// red.add. Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (the tile's local rows lr = 4 q + e); in the mma C
+// layout row lr, token t sit at lane 4 (lr & 7) + t / 2, register j = 2 (lr >> 3) + (t & 1).
+template <int R, int NB>
+__device__ __forceinline__ void add_tile(const GemvArgs& a, const float* red, int rb0) {
+    constexpr int kTile = R * NB * 4 * 32, kQuads = kTile / 4;
+    const int nw = blockDim.x >> 5;
+    for (int i = threadIdx.x; i < kQuads; i += blockDim.x) {
+        const int q = i & 3, t = (i >> 2) & 7, nb = (i >> 5) % NB, r = i / (32 * NB);
+        const int token = nb * 8 + t;
+        if (token >= a.M) continue;
+        float v[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int lr = 4 * q + e;
+            const int at = ((r * NB + nb) * 4 + 2 * (lr >> 3) + (t & 1)) * 32 + 4 * (lr & 7) + (t >> 1);
+            float sum = 0.f;
+            for (int w = 0; w < nw; ++w) sum += red[w * kTile + at];
+            v[e] = sum;
+        }
+        float* dst = static_cast<float*>(a.out) + (size_t)token * a.N + (rb0 + r) * 16 + 4 * q;
+        red_add_v4(dst, v[0], v[1], v[2], v[3]);
+    }
+}
+
+// ATOMIC: C = 2 (a separate instantiation, so that the other kernels carry none of its registers).
+template <int U, int NB, int R, int P, bool DUAL, bool ATOMIC, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
+    static_assert(!ATOMIC || DUAL, "C = 2 adds into an fp32 output: dual mode only");
     extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
                                     // then, C = 1, rank 0's inbox: [S - 1][R * NB * 4 * 32] (common.cuh)
     __shared__ __align__(8) uint64_t inbox_full;
@@ -171,13 +201,32 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     float acc[R][NB][4];
     zero_accumulators<R, NB>(acc);
 
+    // C = 2: thread 0 takes the row group's ticket now; warp 0 reads it once its first loads are in flight.
+    unsigned long long ticket = 0;
+    uint32_t want = 0;
+    if constexpr (ATOMIC) {
+        if (threadIdx.x == 0) ticket = take_ticket(a.sem, group);
+    }
+    auto claim = [&]() {
+        if (ATOMIC && warp == 0)
+            want = claim_zeroing(a.sem, group, ticket, a.S, static_cast<float*>(a.out), a.M, a.N, rb0 * 16, R * 16);
+    };
+    // ... and looks at the zeroed flag once per loop trip, never waiting on it there: by the last trip the
+    // first CTA has long raised it, so the check after the loop costs no round trip of its own.
+    uint32_t seen = 0;
+    auto peek = [&]() {
+        if (ATOMIC && threadIdx.x == 0) seen = peek_flag(a.sem, group);
+    };
+
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
     const int stride = nw * U;
     const int first = kb_begin + warp * U;
     if constexpr (pipe_double(P)) {
         Trip<U, NB, R, DUAL> t0, t1;
         load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+        claim();
         for (int kb = first; kb < kb_end; kb += 2 * stride) {
+            peek();
             load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
             mma_trip<U, NB, R, DUAL>(acc, t0);
             load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
@@ -188,7 +237,9 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
         // the same registers: two weight sets, one x set.
         Trip<U, NB, R, DUAL> t0, t1;
         load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+        claim();
         for (int kb = first; kb < kb_end; kb += 2 * stride) {
+            peek();
             load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
             mma_trip<U, NB, R, DUAL>(acc, t0);
             load_trip<U, NB, R, P, DUAL, false, true>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
@@ -197,18 +248,28 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
             load_trip<U, NB, R, P, DUAL, false, true>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
         }
     } else {
+        // Here warp 0 claims before its first loads: a claim after them kept the ticket live across the trip's
+        // loads, and the fullest batch configurations (U = 4, NB = 2; R = 4, NB = 2) spilled.
+        claim();
         for (int kb = first; kb < kb_end; kb += stride) {
             Trip<U, NB, R, DUAL> tr;
             load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
+            peek();
             mma_trip<U, NB, R, DUAL>(acc, tr);
         }
     }
 
     // Reduce the warps' partial tiles through shared memory, then across the S split CTAs.
     park_accumulators<R, NB>(red, acc, warp, lane);
-    __syncthreads();
-    finish_tile(a, red, red + nw * kTile, &inbox_full, kTile, group, split,
-                [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
+    if constexpr (ATOMIC) {
+        if (threadIdx.x == 0) await_zeroed(a.sem, group, seen, want);
+        __syncthreads();
+        add_tile<R, NB>(a, red, rb0);
+    } else {
+        __syncthreads();
+        finish_tile(a, red, red + nw * kTile, &inbox_full, kTile, group, split,
+                    [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
+    }
 }
 
 }  // namespace okc

@@ -122,3 +122,44 @@ def test_compressed_gemv_is_exact_enough_on_every_layer(submission):
                 ref, scale = reference(x, weights[name], n)
                 result = compare(out, ref, scale, fp32_out=False)
                 assert result.ok, (distribution, name, m, cfg, result.problem)
+
+
+def test_atomic_split_zeroes_adds_and_leaves_its_tickets_ready(submission):
+    """C = 2 (the router's atomic split-K) on NaN-poisoned outputs, so the first CTA of every row group must zero
+    its part; every loop style (P = 0, 1, 4: where warp 0 claims its ticket differs); S changing from one launch
+    to the next on one semaphore array, so each launch must leave the tickets ready for any S; the column-block
+    edges; both weight distributions; then a CUDA graph replayed on fresh x with its output re-poisoned."""
+    problem = load_problem()
+    layer = problem.layers["router"]
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    configs = [(16, s, 1, 1, r, 2) for s in (2, 4, 8, 16) for r in (1, 2)]
+    configs += [(8, 8, 4, 0, 1, 2), (16, 4, 4, 2, 1, 2), (16, 8, 1, 4, 1, 2), (4, 32, 1, 1, 4, 2)]
+    for distribution, seed in (("normal", 3), ("heavy", 8)):
+        weights = make_weights(problem, distribution, seed, "cuda")
+        state = submission.prepare({"router": weights["router"].clone()})
+        state["packed:router"] = tuple(submission.pack_mma_a(part) for part in state["router"])
+        launched = 0
+        for m in (1, 5, 9, 16, 17, 32):
+            for cfg in configs:
+                if submission.gemv_config_error(cfg, m, True, layer.n, layer.k) is not None:
+                    continue
+                x = make_x(m, layer.k, gen, "cuda")
+                ref, scale = reference(x, weights["router"], layer.n)
+                with poisoned_allocations():
+                    out = submission._gemv(x, "router", layer.n, cfg, state)
+                result = compare(out, ref, scale, fp32_out=True)
+                assert result.ok, (distribution, m, cfg, result.problem)
+                launched += 1
+        assert launched >= 50, launched  # the rules must not have filtered the plan away
+
+    x = make_x(32, layer.k, gen, "cuda")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = submission._gemv(x, "router", layer.n, (16, 8, 1, 1, 1, 2), state)
+    for _ in range(4):
+        x.copy_(make_x(32, layer.k, gen, "cuda"))
+        out.fill_(float("nan"))
+        graph.replay()
+        ref, scale = reference(x, weights["router"], layer.n)
+        result = compare(out, ref, scale, fp32_out=True)
+        assert result.ok, ("graph replay", result.problem)
