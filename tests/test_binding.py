@@ -13,7 +13,9 @@ from generator.judge.loader import load_submission
 # The launchers binding.cpp declares, stubbed: the checks under test run before any of them is reached.
 STUB_LAUNCHERS = r"""
 const char* okc_launch_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
-                            int, int, int, int, bool, bool, long long) { return "stub launcher reached"; }
+                            int, int, int, int, int, bool, long long) { return "stub launcher reached"; }
+int okc_ticket_groups() { return 1024; }
+int okc_semaphore_ints() { return 7168; }
 const char* okc_launch_tma_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                                 int, int, bool, long long) { return "stub launcher reached"; }
 const char* okc_tma_config_error(int, int, bool, int, int) { return nullptr; }
@@ -56,7 +58,7 @@ def _operands(m=1, n=256, k=8192):
 
 def test_refusals_are_returned_not_thrown(binding):
     x, w, out, ws, sem = _operands()
-    got = binding.gemv(x, w, w, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, False, False, 0, 0)
+    got = binding.gemv(x, w, w, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, 0, False, 0, 0)
     assert got == "gemv: x must be a CUDA tensor"
     got = binding.tma_gemv(x, w, w, out, ws, sem, 256, 8192, 1, 1, 8, 0, False, 0)
     assert got == "tma_gemv: x must be a CUDA tensor"
@@ -78,4 +80,4 @@ def test_runtime_raises_the_refusal_as_one_line(binding):
     mod._EXTENSION = binding  # the shipped _launch, on the CPU-built shim
     x, w, out, ws, sem = _operands()
     with pytest.raises(RuntimeError, match=r"^gemv: x must be a CUDA tensor$"):
-        mod._launch("gemv", x, w, w, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, False, False, 0, 0)
+        mod._launch("gemv", x, w, w, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, 0, False, 0, 0)

@@ -192,6 +192,34 @@ def test_cuda_compiles_for_sm90a_without_spills():
     assert "0 spilling" in result.output
 
 
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_atomic_splits_tickets_fit_the_semaphore_array_runtime_allocates(tmp_path):
+    """C = 2 keeps its tickets and flags past C = 0's counters in the one semaphore array runtime.py allocates:
+    the CUDA layout (common.cuh) and the Python sizes must agree, and the regions must not overlap."""
+    import re
+
+    out = _host_program_output(
+        tmp_path,
+        "tickets",
+        f'#include "{REPO_ROOT}/kernels_src/common.cuh"\n#include <cstdio>\n'
+        'int main() { printf("%d %d %d %d\\n", okc::kTicketAt, okc::kTicketGroups, okc::kFlagAt,'
+        " okc::kSemaphoreInts); }\n",
+    )
+    ticket_at, groups, flag_at, total = map(int, out.split())
+    runtime_src = (REPO_ROOT / "kernels_src" / "runtime.py").read_text()
+    semaphores = int(re.search(r"^SEMAPHORES = (\d+)", runtime_src, re.M).group(1))
+    assert semaphores == total
+    assert groups == dispatch.GEMV_TICKET_GROUPS
+    assert (
+        ticket_at % 2 == 0 and flag_at == ticket_at + 2 * groups and total == flag_at + groups
+    )  # 64-bit tickets
+    # C = 0's counters (one per row group of any engine: at most 8192 / 16 of the plain GEMV) end before them
+    from generator.problem import load_problem
+
+    assert max(layer.n for layer in load_problem().layers.values()) // 16 <= ticket_at
+
+
 def _cpp_tma_fits(tmp_path):
     """tma_fits() as the CUDA header computes it, for every NB, dual and ring depth the header compiles in
     (TmaRingDepths), via a host-only program."""
@@ -408,3 +436,18 @@ def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
         ug, nb, r, p, fits = map(int, line.split())
         error = dispatch.zgemv_config_error((4, 1, ug, p, r, 0), m_of_nb[nb], False, 4096, 8192)
         assert (error is None) == bool(fits), (ug, nb, r, p, error)
+
+
+def test_the_atomic_split_is_the_routers_and_needs_a_split():
+    """C = 2 adds fp32 partials into the output: the router (dual) only, S >= 2, any S (no cluster to fit), never
+    for the compressed GEMV; its shared memory holds no inbox."""
+    assert dispatch.gemv_config_error((16, 8, 1, 1, 1, 2), 32, True, 256, 8192) is None
+    assert (
+        dispatch.gemv_config_error((16, 32, 1, 0, 1, 2), 1, True, 256, 8192) is None
+    )  # past the 16 of a cluster
+    assert "router (dual) only" in dispatch.gemv_config_error((16, 8, 1, 1, 1, 2), 32, False, 256, 8192)
+    assert "S >= 2" in dispatch.gemv_config_error((16, 1, 1, 1, 1, 2), 32, True, 256, 8192)
+    assert "not one of (0, 1)" in dispatch.zgemv_config_error((4, 4, 1, 0, 1, 2), 8, False, 4096, 8192)
+    # 16 warps' tiles at R = 4, NB = 4 fill 128 KB: a cluster inbox of 15 more would not fit, the adds need none
+    assert "cluster inbox" in dispatch._tiles_smem_error((16, 16, 1, 0, 4, 1), 32)
+    assert dispatch._tiles_smem_error((16, 16, 1, 0, 4, 2), 32) is None

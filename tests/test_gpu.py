@@ -133,7 +133,7 @@ def test_atomic_split_zeroes_adds_and_leaves_its_tickets_ready(submission):
     layer = problem.layers["router"]
     gen = torch.Generator(device="cuda").manual_seed(9)
     configs = [(16, s, 1, 1, r, 2) for s in (2, 4, 8, 16) for r in (1, 2)]
-    configs += [(8, 8, 4, 0, 1, 2), (16, 4, 4, 2, 1, 2), (16, 8, 1, 4, 1, 2), (4, 32, 1, 1, 4, 2)]
+    configs += [(8, 8, 4, 0, 1, 2), (16, 4, 4, 2, 1, 2), (16, 8, 1, 4, 1, 2), (4, 32, 1, 0, 4, 2)]
     for distribution, seed in (("normal", 3), ("heavy", 8)):
         weights = make_weights(problem, distribution, seed, "cuda")
         state = submission.prepare({"router": weights["router"].clone()})
