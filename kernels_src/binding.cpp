@@ -88,8 +88,8 @@ std::string gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::Tens
     OKC_REQUIRE(S >= 1 && (K / 32) % S == 0, "gemv: S=", S, " must divide the ", K / 32, " K blocks");
     OKC_REQUIRE(C >= 0 && C <= 2, "gemv: C must be 0, 1 or 2, got ", C);
     OKC_REQUIRE(C != 1 || (S >= 2 && S <= 16), "gemv: a cluster split needs 2 <= S <= 16, got S=", S);
-    OKC_REQUIRE(C != 2 || (dual && S >= 2 && N / (16 * R) <= okc_ticket_groups()),
-                "gemv: C=2 (atomic split) needs the fp32 output of dual mode, S >= 2 and at most ",
+    OKC_REQUIRE(C != 2 || (dual && S >= 2 && S <= 32 && (S & (S - 1)) == 0 && N / (16 * R) <= okc_ticket_groups()),
+                "gemv: C=2 (atomic split) needs the fp32 output of dual mode, S a power of two in 2..32 and at most ",
                 okc_ticket_groups(), " row groups");
     OKC_REQUIRE(C != 2 || sem.numel() >= okc_semaphore_ints(), "gemv: C=2 needs ", okc_semaphore_ints(),
                 " semaphore ints (tickets and flags), got ", sem.numel());

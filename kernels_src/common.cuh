@@ -178,64 +178,61 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
 // the output with red.global.add, so the end of a CTA is one fire-and-forget trip to L2 instead of the
 // semaphore's three round trips, and no cluster has to fit (clusters of 8 do not all fit on the H200:
 // notes/session10). The output must read zero before the first add lands, and the caller hands over a fresh
-// torch.empty: so the first CTA of the row group to start zeroes the group's part of the output at kernel start,
-// and raises a flag that the others check (long since raised) before their adds.
-//   ticket  64-bit, per row group: (generation << 32) | arrivals in this launch. Each CTA takes one at start;
-//           the one that finds 0 arrivals zeroes, the one that finds S - 1 moves the ticket to (generation + 1,
-//           0 arrivals). A launch therefore leaves its tickets ready for the next one, whatever that one's S,
-//           and a graph replay needs no clearing kernel.
-//   flag    32-bit, per row group: generation + 1 once that generation's zeroes are visible device-wide.
-// Both live in the semaphore array, past the counters C = 0 uses (kTicketInts ints from kTicketAt).
-constexpr int kTicketAt = 4096;    // int offset of the tickets (uint64, 8-byte aligned) in the semaphore array
-constexpr int kTicketGroups = 1024;  // row groups a C = 2 launch may have
-constexpr int kFlagAt = kTicketAt + 2 * kTicketGroups;
-constexpr int kSemaphoreInts = kFlagAt + kTicketGroups;  // runtime.py's SEMAPHORES (a test keeps them equal)
+// torch.empty. So split 0 of each row group zeroes the group's part of the output at kernel start, once its
+// first loads are in flight (its fence then waits on them anyway), and raises the group's flag by S; the others
+// check the flag, long since raised, before their adds. Which launch a flag value belongs to comes from a ticket:
+//   ticket  32-bit, per row group and S: each CTA adds 1 at start and reads the old value only at its end, so
+//           the round trip never stalls it. A launch adds exactly S, so ticket rounded down to a multiple of S
+//           counts this S's earlier launches (mod 2^32; S is a power of two).
+//   flag    32-bit, per row group and S: split 0 adds S once this launch's zeroes are visible device-wide. A
+//           CTA of this launch waits for (its ticket rounded down to a multiple of S) + S.
+// Both counters only grow, so a launch leaves them ready for the next one and a graph replay needs no clearing
+// kernel; launches of another S use other counters. They live in the semaphore array past C = 0's counters.
+constexpr int kTicketAt = 4096;     // int offset of the tickets in the semaphore array
+constexpr int kTicketGroups = 256;  // row groups a C = 2 launch may have
+constexpr int kTicketSplits = 5;    // S = 2, 4, 8, 16, 32
+constexpr int kFlagAt = kTicketAt + kTicketSplits * kTicketGroups;
+constexpr int kSemaphoreInts = kFlagAt + kTicketSplits * kTicketGroups;  // runtime.py's SEMAPHORES (a test checks)
 
-__device__ __forceinline__ unsigned long long* ticket_of(int* sem, int group) {
-    return reinterpret_cast<unsigned long long*>(sem + kTicketAt) + group;
+// The counters' slot for (group, S), S a power of two in 2..32.
+__device__ __forceinline__ int ticket_slot(int group, int S) { return (__ffs(S) - 2) * kTicketGroups + group; }
+
+// Thread 0 of every CTA, at kernel start; the result is read at the CTA's end (flag_wanted).
+__device__ __forceinline__ uint32_t take_ticket(int* sem, int group, int S) {
+    return atomicAdd(reinterpret_cast<unsigned int*>(sem + kTicketAt + ticket_slot(group, S)), 1u);
 }
 
-// Thread 0 of the CTA, at kernel start: take a ticket. The result is only read later (claim_zeroing), so the
-// atomic's round trip overlaps the first weight loads.
-__device__ __forceinline__ unsigned long long take_ticket(int* sem, int group) {
-    return atomicAdd(ticket_of(sem, group), 1ull);
+__device__ __forceinline__ uint32_t flag_wanted(uint32_t ticket, int S) {
+    return (ticket & ~(uint32_t)(S - 1)) + (uint32_t)S;
 }
 
-// Warp 0 (all lanes), once the first loads are in flight: lane 0's ticket decides. The first CTA zeroes the
-// row group's output [M tokens x `rows` from `row0`], fences and raises the flag; the last to start advances
-// the ticket to the next generation. Returns the flag value this launch waits for (every lane).
-__device__ __forceinline__ uint32_t claim_zeroing(int* sem, int group, unsigned long long ticket, int S, float* out,
-                                                  int M, int N, int row0, int rows) {
-    const int lane = threadIdx.x & 31;
-    ticket = __shfl_sync(0xffffffffu, ticket, 0);
-    const uint32_t arrivals = (uint32_t)ticket, want = (uint32_t)(ticket >> 32) + 1u;
-    if (arrivals == 0) {
-        const int quads = rows / 4;
-        for (int i = lane; i < M * quads; i += 32) {
-            float4* p = reinterpret_cast<float4*>(out + (size_t)(i / quads) * N + row0) + i % quads;
-            __stcg(p, make_float4(0.f, 0.f, 0.f, 0.f));
-        }
-        __threadfence();
-        __syncwarp();
-        if (lane == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(sem + kFlagAt + group), "r"(want) : "memory");
+// One warp of split 0, once its first loads are issued: zero the row group's output [M tokens x `rows` from
+// `row0`], make the zeroes visible device-wide, then raise the flag by S.
+__device__ __forceinline__ void zero_and_raise(int* sem, int group, int S, float* out, int M, int N, int row0,
+                                               int rows) {
+    const int lane = threadIdx.x & 31, quads = rows / 4;
+    for (int i = lane; i < M * quads; i += 32) {
+        float4* p = reinterpret_cast<float4*>(out + (size_t)(i / quads) * N + row0) + i % quads;
+        __stcg(p, make_float4(0.f, 0.f, 0.f, 0.f));
     }
-    if (arrivals == (uint32_t)(S - 1) && lane == 0)
-        atomicAdd(ticket_of(sem, group), (1ull << 32) - (unsigned long long)S);
-    return want;
+    __threadfence();
+    __syncwarp();
+    if (lane == 0)
+        asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(sem + kFlagAt + ticket_slot(group, S)), "r"(S)
+                     : "memory");
 }
 
-// The flag, read without ordering: issued early so that its round trip overlaps other work.
-__device__ __forceinline__ uint32_t peek_flag(const int* sem, int group) {
+// The flag, read without ordering: issued once per loop trip so that by the end a recent value is at hand.
+__device__ __forceinline__ uint32_t peek_flag(const int* sem, int group, int S) {
     uint32_t v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(sem + kFlagAt + group));
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(sem + kFlagAt + ticket_slot(group, S)));
     return v;
 }
 
-// Thread 0, before the barrier that precedes the adds: wait until the zeroes are visible (the first look, from
-// peek_flag, almost always already shows them), then an acquire fence; the CTA barrier passes it on.
-__device__ __forceinline__ void await_zeroed(const int* sem, int group, uint32_t seen, uint32_t want) {
-    while (seen != want) seen = peek_flag(sem, group);
+// Thread 0, before the barrier that precedes the adds: wait until this launch's zeroes are visible (the last
+// peek almost always already shows them), then an acquire fence; the CTA barrier passes it on.
+__device__ __forceinline__ void await_zeroed(const int* sem, int group, int S, uint32_t seen, uint32_t want) {
+    while (seen != want) seen = peek_flag(sem, group, S);
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 

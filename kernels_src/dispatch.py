@@ -16,7 +16,7 @@ GEMV_R = (1, 2, 4)
 GEMV_C = (0, 1, 2)
 ZGEMV_C = (0, 1)
 GEMV_ATOMIC_C = 2
-GEMV_TICKET_GROUPS = 1024  # row groups a C = 2 launch may have (common.cuh, kTicketGroups)
+GEMV_TICKET_GROUPS = 256  # row groups a C = 2 launch may have (common.cuh, kTicketGroups)
 GEMV_CLUSTER_MAX_S = 16  # Hopper's largest (non-portable) cluster
 # Data registers a thread may hold (kernels_src/gemv.cuh, gemv_fits): weight and x fragments of one loop trip
 # (both live trips for the double-buffered P = 1, 3; two weight sets and one x set for P = 4, 5) plus the
@@ -69,8 +69,8 @@ def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
         return f"S={s} does not divide the {k // k_unit} {unit_name} of K={k}"
     if c == 1 and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
-    if c == GEMV_ATOMIC_C and s < 2:
-        return f"C={c} (atomic reduction) splits K: it needs S >= 2, got S={s}"
+    if c == GEMV_ATOMIC_C and (s < 2 or s > 32 or s & (s - 1)):
+        return f"C={c} (atomic reduction) needs S a power of two in 2..32, got S={s}"
     if (n // 16) % r:
         return f"R={r} does not divide the {n // 16} row blocks of N={n}"
     return None

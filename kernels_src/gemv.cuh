@@ -17,8 +17,8 @@
 //           0's shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
 //           writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
 //    C = 2  atomic (fp32 output, i.e. dual mode only): every CTA adds its tile into the output with
-//           red.global.add; the row group's first CTA to start zeroed that part of the output at kernel start
-//           (common.cuh, take_ticket / claim_zeroing). Any S, no cluster to fit; the sum's order varies.
+//           red.global.add; split 0 zeroed that part of the output at kernel start (common.cuh, take_ticket,
+//           zero_and_raise). S up to 32, no cluster to fit; the order of the adds varies from run to run.
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
 #pragma once
 #include "common.cuh"
@@ -201,21 +201,19 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     float acc[R][NB][4];
     zero_accumulators<R, NB>(acc);
 
-    // C = 2: thread 0 takes the row group's ticket now; warp 0 reads it once its first loads are in flight.
-    unsigned long long ticket = 0;
-    uint32_t want = 0;
+    // C = 2: thread 0 takes a ticket now and reads it at the end; one warp of split 0 zeroes the output once
+    // its first loads are in flight; thread 0 looks at the zeroed flag once per loop trip, never waiting on it
+    // there, so that the check after the loop costs no round trip of its own (common.cuh).
+    uint32_t ticket = 0, seen = 0;
     if constexpr (ATOMIC) {
-        if (threadIdx.x == 0) ticket = take_ticket(a.sem, group);
+        if (threadIdx.x == 0) ticket = take_ticket(a.sem, group, a.S);
     }
-    auto claim = [&]() {
-        if (ATOMIC && warp == 0)
-            want = claim_zeroing(a.sem, group, ticket, a.S, static_cast<float*>(a.out), a.M, a.N, rb0 * 16, R * 16);
+    auto zero_output = [&]() {
+        if (ATOMIC && split == 0 && warp == 0)
+            zero_and_raise(a.sem, group, a.S, static_cast<float*>(a.out), a.M, a.N, rb0 * 16, R * 16);
     };
-    // ... and looks at the zeroed flag once per loop trip, never waiting on it there: by the last trip the
-    // first CTA has long raised it, so the check after the loop costs no round trip of its own.
-    uint32_t seen = 0;
     auto peek = [&]() {
-        if (ATOMIC && threadIdx.x == 0) seen = peek_flag(a.sem, group);
+        if (ATOMIC && threadIdx.x == 0) seen = peek_flag(a.sem, group, a.S);
     };
 
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
@@ -224,7 +222,7 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     if constexpr (pipe_double(P)) {
         Trip<U, NB, R, DUAL> t0, t1;
         load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
-        claim();
+        zero_output();
         for (int kb = first; kb < kb_end; kb += 2 * stride) {
             peek();
             load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
@@ -237,7 +235,7 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
         // the same registers: two weight sets, one x set.
         Trip<U, NB, R, DUAL> t0, t1;
         load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
-        claim();
+        zero_output();
         for (int kb = first; kb < kb_end; kb += 2 * stride) {
             peek();
             load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
@@ -248,21 +246,21 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
             load_trip<U, NB, R, P, DUAL, false, true>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
         }
     } else {
-        // Here warp 0 claims before its first loads: a claim after them kept the ticket live across the trip's
-        // loads, and the fullest batch configurations (U = 4, NB = 2; R = 4, NB = 2) spilled.
-        claim();
         for (int kb = first; kb < kb_end; kb += stride) {
             Trip<U, NB, R, DUAL> tr;
             load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
             peek();
             mma_trip<U, NB, R, DUAL>(acc, tr);
+            // Warp-uniform; warp 0 always has K blocks (kb_per_split >= 1). After the trip's mmas, not between
+            // its loads and them: there the zeroing's registers made the fullest batch configs spill.
+            if (kb == first) zero_output();
         }
     }
 
     // Reduce the warps' partial tiles through shared memory, then across the S split CTAs.
     park_accumulators<R, NB>(red, acc, warp, lane);
     if constexpr (ATOMIC) {
-        if (threadIdx.x == 0) await_zeroed(a.sem, group, seen, want);
+        if (threadIdx.x == 0) await_zeroed(a.sem, group, a.S, seen, flag_wanted(ticket, a.S));
         __syncthreads();
         add_tile<R, NB>(a, red, rb0);
     } else {

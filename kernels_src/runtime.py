@@ -14,7 +14,7 @@ from kernels_src.packing import pack_mma_a, pack_tma_bulk, pack_tma_half_bulk, s
 #   TTABLE                  the TMA + wgmma GEMV's tuning table (tables/ttable.yaml)
 #   ZTABLE                  the compressed GEMV's tuning table (tables/ztable.yaml)
 
-SEMAPHORES = 7168  # C = 0: one arrival counter per row group (ints 0..4095); C = 2: tickets and flags
+SEMAPHORES = 6656  # C = 0: one arrival counter per row group (ints 0..4095); C = 2: tickets and flags
 # (common.cuh, kSemaphoreInts). Every split-K launch leaves them ready for the next one.
 # nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
 CUDA_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]

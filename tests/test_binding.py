@@ -14,8 +14,8 @@ from generator.judge.loader import load_submission
 STUB_LAUNCHERS = r"""
 const char* okc_launch_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                             int, int, int, int, int, bool, long long) { return "stub launcher reached"; }
-int okc_ticket_groups() { return 1024; }
-int okc_semaphore_ints() { return 7168; }
+int okc_ticket_groups() { return 256; }
+int okc_semaphore_ints() { return 6656; }
 const char* okc_launch_tma_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                                 int, int, bool, long long) { return "stub launcher reached"; }
 const char* okc_tma_config_error(int, int, bool, int, int) { return nullptr; }

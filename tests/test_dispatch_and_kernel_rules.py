@@ -203,18 +203,18 @@ def test_the_atomic_splits_tickets_fit_the_semaphore_array_runtime_allocates(tmp
         tmp_path,
         "tickets",
         f'#include "{REPO_ROOT}/kernels_src/common.cuh"\n#include <cstdio>\n'
-        'int main() { printf("%d %d %d %d\\n", okc::kTicketAt, okc::kTicketGroups, okc::kFlagAt,'
-        " okc::kSemaphoreInts); }\n",
+        'int main() { printf("%d %d %d %d %d\\n", okc::kTicketAt, okc::kTicketGroups, okc::kTicketSplits,'
+        " okc::kFlagAt, okc::kSemaphoreInts); }\n",
     )
-    ticket_at, groups, flag_at, total = map(int, out.split())
+    ticket_at, groups, splits, flag_at, total = map(int, out.split())
     runtime_src = (REPO_ROOT / "kernels_src" / "runtime.py").read_text()
     semaphores = int(re.search(r"^SEMAPHORES = (\d+)", runtime_src, re.M).group(1))
     assert semaphores == total
     assert groups == dispatch.GEMV_TICKET_GROUPS
-    assert (
-        ticket_at % 2 == 0 and flag_at == ticket_at + 2 * groups and total == flag_at + groups
-    )  # 64-bit tickets
-    # C = 0's counters (one per row group of any engine: at most 8192 / 16 of the plain GEMV) end before them
+    # one ticket and one flag per row group and power-of-two S in 2..32
+    assert splits == len([s for s in dispatch.GEMV_S if s >= 2]) == 5
+    assert flag_at == ticket_at + splits * groups and total == flag_at + splits * groups
+    # C = 0's counters (one per row group of any engine: at most N / 16 of the plain GEMV) end before them
     from generator.problem import load_problem
 
     assert max(layer.n for layer in load_problem().layers.values()) // 16 <= ticket_at
@@ -446,7 +446,7 @@ def test_the_atomic_split_is_the_routers_and_needs_a_split():
         dispatch.gemv_config_error((16, 32, 1, 0, 1, 2), 1, True, 256, 8192) is None
     )  # past the 16 of a cluster
     assert "router (dual) only" in dispatch.gemv_config_error((16, 8, 1, 1, 1, 2), 32, False, 256, 8192)
-    assert "S >= 2" in dispatch.gemv_config_error((16, 1, 1, 1, 1, 2), 32, True, 256, 8192)
+    assert "power of two in 2..32" in dispatch.gemv_config_error((16, 1, 1, 1, 1, 2), 32, True, 256, 8192)
     assert "not one of (0, 1)" in dispatch.zgemv_config_error((4, 4, 1, 0, 1, 2), 8, False, 4096, 8192)
     # 16 warps' tiles at R = 4, NB = 4 fill 128 KB: a cluster inbox of 15 more would not fit, the adds need none
     assert "cluster inbox" in dispatch._tiles_smem_error((16, 16, 1, 0, 4, 1), 32)
