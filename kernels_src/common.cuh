@@ -178,9 +178,10 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
 // the output with red.global.add, so the end of a CTA is one fire-and-forget trip to L2 instead of the
 // semaphore's three round trips, and no cluster has to fit (clusters of 8 do not all fit on the H200:
 // notes/session10). The output must read zero before the first add lands, and the caller hands over a fresh
-// torch.empty. So split 0 of each row group zeroes the group's part of the output at kernel start, once its
-// first loads are in flight (its fence then waits on them anyway), and raises the group's flag by S; the others
-// check the flag, long since raised, before their adds. Which launch a flag value belongs to comes from a ticket:
+// torch.empty. So split 0 of each row group zeroes the group's part of the output at kernel start, before its
+// last warp issues any load (a fence waits for the warp's earlier memory operations, loads in flight included),
+// and raises the group's flag by S; the others check the flag, long since raised, before their adds. Which
+// launch a flag value belongs to comes from a ticket:
 //   ticket  32-bit, per row group and S: each CTA adds 1 at start and reads the old value only at its end, so
 //           the round trip never stalls it. A launch adds exactly S, so ticket rounded down to a multiple of S
 //           counts this S's earlier launches (mod 2^32; S is a power of two).
@@ -206,7 +207,7 @@ __device__ __forceinline__ uint32_t flag_wanted(uint32_t ticket, int S) {
     return (ticket & ~(uint32_t)(S - 1)) + (uint32_t)S;
 }
 
-// One warp of split 0, once its first loads are issued: zero the row group's output [M tokens x `rows` from
+// One warp of split 0, at kernel start: zero the row group's output [M tokens x `rows` from
 // `row0`], make the zeroes visible device-wide, then raise the flag by S.
 __device__ __forceinline__ void zero_and_raise(int* sem, int group, int S, float* out, int M, int N, int row0,
                                                int rows) {

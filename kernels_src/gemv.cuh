@@ -201,17 +201,19 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     float acc[R][NB][4];
     zero_accumulators<R, NB>(acc);
 
-    // C = 2: thread 0 takes a ticket now and reads it at the end; one warp of split 0 zeroes the output once
-    // its first loads are in flight; thread 0 looks at the zeroed flag once per loop trip, never waiting on it
-    // there, so that the check after the loop costs no round trip of its own (common.cuh).
+    // C = 2: thread 0 takes a ticket now and reads it at the end. The last warp of split 0 zeroes the output
+    // before any load of its own, so that its fence waits on the zeroes' stores alone. (Zeroing after the first
+    // loads, in session 22's call 2, left C = 2 ~0.5 us behind C = 1 in the same config, likely the fence
+    // waiting on those loads and costing the double-buffered styles a trip's overlap; after the first trip's
+    // mmas it delayed the flag to the end of one-trip configs.)
+    // Thread 0 looks at the zeroed flag once per loop trip, never waiting on it there, so that the check after
+    // the loop costs no round trip of its own (common.cuh).
     uint32_t ticket = 0, seen = 0;
     if constexpr (ATOMIC) {
         if (threadIdx.x == 0) ticket = take_ticket(a.sem, group, a.S);
-    }
-    auto zero_output = [&]() {
-        if (ATOMIC && split == 0 && warp == 0)
+        if (split == 0 && warp == nw - 1)
             zero_and_raise(a.sem, group, a.S, static_cast<float*>(a.out), a.M, a.N, rb0 * 16, R * 16);
-    };
+    }
     auto peek = [&]() {
         if (ATOMIC && threadIdx.x == 0) seen = peek_flag(a.sem, group, a.S);
     };
@@ -222,7 +224,6 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     if constexpr (pipe_double(P)) {
         Trip<U, NB, R, DUAL> t0, t1;
         load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
-        zero_output();
         for (int kb = first; kb < kb_end; kb += 2 * stride) {
             peek();
             load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
@@ -235,7 +236,6 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
         // the same registers: two weight sets, one x set.
         Trip<U, NB, R, DUAL> t0, t1;
         load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
-        zero_output();
         for (int kb = first; kb < kb_end; kb += 2 * stride) {
             peek();
             load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
@@ -251,9 +251,6 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
             load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
             peek();
             mma_trip<U, NB, R, DUAL>(acc, tr);
-            // Warp-uniform; warp 0 always has K blocks (kb_per_split >= 1). After the trip's mmas, not between
-            // its loads and them: there the zeroing's registers made the fullest batch configs spill.
-            if (kb == first) zero_output();
         }
     }
 
