@@ -216,8 +216,7 @@ __device__ __forceinline__ void zero_and_raise(int* sem, int group, int S, float
         float4* p = reinterpret_cast<float4*>(out + (size_t)(i / quads) * N + row0) + i % quads;
         __stcg(p, make_float4(0.f, 0.f, 0.f, 0.f));
     }
-    __threadfence();
-    __syncwarp();
+    __syncwarp();  // orders the lanes' stores before lane 0's release, which covers them (cumulativity)
     if (lane == 0)
         asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(sem + kFlagAt + ticket_slot(group, S)), "r"(S)
                      : "memory");

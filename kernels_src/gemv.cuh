@@ -150,13 +150,21 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// C = 2: add the CTA's tile (its NW warps' partials summed) into the fp32 output, four rows of one token per
-// red.add. Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (the tile's local rows lr = 4 q + e); in the mma C
-// layout row lr, token t sit at lane 4 (lr & 7) + t / 2, register j = 2 (lr >> 3) + (t & 1).
+// C = 2: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums its elements
+// over the warps, conflict-free as finish_tile does, in place of warp 0's slice; then each quad of four rows of
+// one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted, 4x the
+// wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
+// row lr, token t sit at lane 4 (lr & 7) + t / 2, register j = 2 (lr >> 3) + (t & 1).
 template <int R, int NB>
-__device__ __forceinline__ void add_tile(const GemvArgs& a, const float* red, int rb0) {
+__device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0) {
     constexpr int kTile = R * NB * 4 * 32, kQuads = kTile / 4;
     const int nw = blockDim.x >> 5;
+    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+        float v = red[idx];
+        for (int w = 1; w < nw; ++w) v += red[w * kTile + idx];
+        red[idx] = v;  // each idx is read and written by this thread only
+    }
+    __syncthreads();
     for (int i = threadIdx.x; i < kQuads; i += blockDim.x) {
         const int q = i & 3, t = (i >> 2) & 7, nb = (i >> 5) % NB, r = i / (32 * NB);
         const int token = nb * 8 + t;
@@ -165,10 +173,7 @@ __device__ __forceinline__ void add_tile(const GemvArgs& a, const float* red, in
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             const int lr = 4 * q + e;
-            const int at = ((r * NB + nb) * 4 + 2 * (lr >> 3) + (t & 1)) * 32 + 4 * (lr & 7) + (t >> 1);
-            float sum = 0.f;
-            for (int w = 0; w < nw; ++w) sum += red[w * kTile + at];
-            v[e] = sum;
+            v[e] = red[((r * NB + nb) * 4 + 2 * (lr >> 3) + (t & 1)) * 32 + 4 * (lr & 7) + (t >> 1)];
         }
         float* dst = static_cast<float*>(a.out) + (size_t)token * a.N + (rb0 + r) * 16 + 4 * q;
         red_add_v4(dst, v[0], v[1], v[2], v[3]);
