@@ -179,7 +179,7 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
 // semaphore's three round trips, and no cluster has to fit (clusters of 8 do not all fit on the H200:
 // notes/session10). The output must read zero before the first add lands, and the caller hands over a fresh
 // torch.empty. So split 0 of each row group zeroes the group's part of the output at kernel start, before its
-// last warp issues any load (a fence waits for the warp's earlier memory operations, loads in flight included),
+// last warp issues any load (a fence likely also waits for the warp's loads in flight: session 22, call 2),
 // and raises the group's flag by S; the others check the flag, long since raised, before their adds. Which
 // launch a flag value belongs to comes from a ticket:
 //   ticket  32-bit, per row group and S: each CTA adds 1 at start and reads the old value only at its end, so
@@ -236,7 +236,8 @@ __device__ __forceinline__ void await_zeroed(const int* sem, int group, int S, u
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 
-// out[0..3] += v, one L2 atomic for four consecutive fp32 (sm_90: red.global.v4.f32).
+// out[0..3] += v, one L2 atomic for four consecutive fp32 (sm_90: red.global.v4.f32). Like every f32 atomic add it
+// flushes subnormal inputs and results to zero (PTX ISA): a C = 2 output below 2^-126 in magnitude reads 0.
 __device__ __forceinline__ void red_add_v4(float* p, float v0, float v1, float v2, float v3) {
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v0), "f"(v1), "f"(v2), "f"(v3)
                  : "memory");
