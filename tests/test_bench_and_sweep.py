@@ -77,6 +77,8 @@ def test_sweep_candidates_are_all_admissible():
             assert all(
                 dispatch.gemv_config_error(c, m, layer.dual, layer.n_for(m), layer.k) is None for c in configs
             )
+            # the atomic split (C = 2) is the router's alone, and the sweep does try it there
+            assert any(c[5] == dispatch.GEMV_ATOMIC_C for c in configs) == layer.dual
 
 
 def test_a_sweep_times_the_chosen_styles_and_always_the_current_entry():
