@@ -12,7 +12,8 @@ GEMV_U = (1, 2, 4, 8)
 GEMV_P = (0, 1, 2, 3, 4, 5)  # pipelining styles, documented in gemv.cuh
 GEMV_R = (1, 2, 4)
 # Split-K reduction: 0 semaphore + workspace, 1 thread-block cluster (distributed shared memory), 2 atomic adds
-# into the fp32 output (dual mode only; common.cuh, claim_zeroing). The compressed GEMV has the first two.
+# into the fp32 output (dual mode only; common.cuh, take_ticket / zero_and_raise). The compressed GEMV has the
+# first two.
 GEMV_C = (0, 1, 2)
 ZGEMV_C = (0, 1)
 GEMV_ATOMIC_C = 2
@@ -69,7 +70,9 @@ def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
         return f"S={s} does not divide the {k // k_unit} {unit_name} of K={k}"
     if c == 1 and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
-    if c == GEMV_ATOMIC_C and (s < 2 or s > 32 or s & (s - 1)):
+    if (
+        c == GEMV_ATOMIC_C and s < 2
+    ):  # S is already one of GEMV_S, the powers of two the tickets have slots for
         return f"C={c} (atomic reduction) needs S a power of two in 2..32, got S={s}"
     if (n // 16) % r:
         return f"R={r} does not divide the {n // 16} row blocks of N={n}"
