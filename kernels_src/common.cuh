@@ -280,6 +280,15 @@ __device__ __forceinline__ void park_accumulators(float* red, const float (&acc)
             for (int j = 0; j < 4; ++j) red[(warp * R * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
 }
 
+// Element idx of a CTA's tile summed over its warps' partials (red: [NW][kTile], park_accumulators' layout; a
+// warp's lanes read consecutive idx, conflict-free).
+__device__ __forceinline__ float sum_over_warps(const float* red, int kTile, int idx) {
+    const int nw = blockDim.x >> 5;
+    float v = 0.f;
+    for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+    return v;
+}
+
 // The end of a GEMV CTA, after park_accumulators and a barrier: sum the NW warps' tiles (kTile floats each) and
 // write them out with write(idx, v), or, for S > 1 CTAs splitting K, reduce the S partial tiles one of two ways
 // (C in the tables; a.cluster here):
@@ -297,8 +306,7 @@ __device__ __forceinline__ void finish_tile(const Args& a, float* red, float* in
     const int nw = blockDim.x >> 5;
     if (a.S == 1) {
         for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-            float v = 0.f;
-            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+            float v = sum_over_warps(red, kTile, idx);
             write(idx, v);
         }
         return;
@@ -319,8 +327,7 @@ __device__ __forceinline__ void finish_tile(const Args& a, float* red, float* in
             return;
         }
         for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {  // rank 0: its own tile while the rest land
-            float v = 0.f;
-            for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
+            float v = sum_over_warps(red, kTile, idx);
             red[idx] = v;  // in place of warp 0's slice: each idx is read and written by this thread only
         }
         mbar_wait_cluster(inbox_full, 0);
@@ -335,9 +342,7 @@ __device__ __forceinline__ void finish_tile(const Args& a, float* red, float* in
     // Semaphore: publish this CTA's tile, then the last CTA of the row group reduces all S of them.
     float* mine = a.ws + ((size_t)group * a.S + split) * kTile;
     for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-        float v = 0.f;
-        for (int w = 0; w < nw; ++w) v += red[w * kTile + idx];
-        __stcg(mine + idx, v);
+        __stcg(mine + idx, sum_over_warps(red, kTile, idx));
     }
     __threadfence();  // make the tile visible device-wide before this CTA counts itself in
     __syncthreads();

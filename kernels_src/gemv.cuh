@@ -158,12 +158,8 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
 template <int R, int NB>
 __device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0) {
     constexpr int kTile = R * NB * 4 * 32, kQuads = kTile / 4;
-    const int nw = blockDim.x >> 5;
-    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-        float v = red[idx];
-        for (int w = 1; w < nw; ++w) v += red[w * kTile + idx];
-        red[idx] = v;  // each idx is read and written by this thread only
-    }
+    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x)
+        red[idx] = sum_over_warps(red, kTile, idx);  // each idx is read and written by this thread only
     __syncthreads();
     for (int i = threadIdx.x; i < kQuads; i += blockDim.x) {
         const int q = i & 3, t = (i >> 2) & 7, nb = (i >> 5) % NB, r = i / (32 * NB);
