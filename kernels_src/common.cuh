@@ -53,7 +53,7 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float (&d)[4], const uint32_t 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// mbarriers in shared memory: the TMA GEMV's ring, the compressed GEMV's P = 2 slices and the cluster inbox below.
+// mbarriers in shared memory: the TMA GEMV's ring and the cluster inbox below.
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -82,16 +82,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
         "}\n" ::"r"(smem_addr(bar)),
         "r"(parity)
         : "memory");
-}
-
-// `bytes` contiguous bytes (a multiple of 16, 16-byte aligned at both ends) into shared memory by the bulk copy
-// engine, counted on `bar`: no tensor map, no swizzling on the way (the source is already laid out as shared memory
-// should hold it). The TMA GEMV's weight tiles and the compressed GEMV's P = 2 slices.
-__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smem_addr(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_addr(bar))
-                 : "memory");
 }
 
 // The same wait with cluster-scope acquire: what other CTAs of the cluster stored here with st.async is visible.

@@ -43,9 +43,7 @@ SMEM_LIMIT = 226 * 1024  # dynamic shared memory per block, every engine: Hopper
 # The compressed GEMV (kernels_src/zgemv.cuh, weights in kernels_src/compress.py's 12-bit format): the plain
 # GEMV's (NW, S, P, R, C), with UG 64-wide K groups in flight per warp and trip instead of U 32-wide blocks.
 ZGEMV_UG = (1, 2, 4)
-ZGEMV_P = (0, 1, 2)  # 0 batch, 1 double-buffered (as the plain GEMV's P = 0, 1), 2 bulk (zgemv.cuh)
-ZGEMV_BULK_P = 2
-ZGEMV_GROUP_BYTES = 3 * 32 * 16  # one 16-row block's 64-wide K group in the stream: three 16-byte parts a lane
+ZGEMV_P = (0, 1)  # 0 batch, 1 double-buffered (as the plain GEMV's P = 0, 1)
 # Split-K partial tiles of either GEMV live in one fp32 workspace of this many floats (runtime.py allocates it).
 WORKSPACE_FLOATS = 8 * 1024 * 1024
 
@@ -189,21 +187,10 @@ def zgemv_config_error(cfg, m, dual, n, k):
         return error
     nw, s, ug, p, r, c = cfg
     nb = column_blocks(m)
-    regs = (2 if p == 1 else 1) * ug * (12 * r + 8 * nb) + 4 * r * nb
-    budget = GEMV_DOUBLE_DATA_REGS if p == 1 else GEMV_BATCH_DATA_REGS
+    regs = (2 if p else 1) * ug * (12 * r + 8 * nb) + 4 * r * nb
+    budget = GEMV_DOUBLE_DATA_REGS if p else GEMV_BATCH_DATA_REGS
     if regs > budget:
         return f"UG={ug}, P={p}, R={r} at m={m} holds {regs} data registers per thread, over the kernel's {budget}"
-    if p == ZGEMV_BULK_P:
-        groups = k // 64 // s
-        if groups % (nw * ug):
-            return f"P={p} (bulk) needs NW x UG = {nw * ug} to divide the {groups} K groups of each split (S={s})"
-        tiles = (nw + (s - 1 if c == 1 else 0)) * r * nb * 4 * 32 * 4
-        smem = -(-tiles // 128) * 128 + r * groups * ZGEMV_GROUP_BYTES
-        if smem > SMEM_LIMIT:
-            return (
-                f"P={p} (bulk) at R={r}, S={s} holds {r * groups * ZGEMV_GROUP_BYTES} bytes of weight slices beside"
-                f" the warps' tiles, {smem} in all, over {SMEM_LIMIT}"
-            )
     return None
 
 

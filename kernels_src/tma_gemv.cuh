@@ -128,6 +128,15 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
         : "memory");
 }
 
+// `bytes` contiguous bytes (a multiple of 16) into shared memory by the bulk copy engine, counted on `bar`: no
+// tensor map, no swizzling on the way (the source is already laid out as shared memory should hold it).
+__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                 : "memory");
+}
+
 // wgmma shared-memory descriptor of a K-major operand in the 128-byte swizzle: rows 128 bytes apart, groups
 // of 8 rows 1024 bytes apart (SBO); the leading offset is unused in this mode (1 by convention).
 __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {

@@ -17,14 +17,6 @@
 //    0 walking the entries straight from global memory after its loop) it saved 0.8-1.9 us per call at m = 1
 //    (session 6); the pass still costs 1-2 us at m = 16..32 (notes/README.md).
 //    compress() refuses a matrix with more than 512 exceptions in any 16-row block.
-//  * P, how the weights reach the registers: 0 batch (UG groups loaded, then decoded), 1 double-buffered (as the
-//    plain GEMV's P = 0, 1), or 2 bulk: each warp owns a contiguous run of its CTA's K groups, and its lane 0 asks
-//    the bulk copy engine for all of them at once (one copy per row block into the warp's own shared-memory
-//    slice, counted on the warp's own mbarrier); the warp loads its first x fragments while they fly, then decodes
-//    from shared memory. Loads from registers can keep only so many bytes in flight per SM (UG x R x 1.5 KB a
-//    warp, the warps an SM's registers hold); a slice has no such cap, so every weight byte of a short-K layer
-//    (o: 24 KB per 16-row block) is requested in the launch's first moments. Shared memory bounds it instead:
-//    R x K / S x 24 bytes per CTA (dispatch.py's rule).
 #pragma once
 #include "common.cuh"
 
@@ -36,8 +28,7 @@ constexpr int kZParts = 3;                          // 16-byte parts per lane pe
 constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
 
 // Data registers per thread: per K group UG x (12 R raw weight regs + 8 NB x regs), twice if double
-// buffered (P = 1), + 4 R NB accumulators; the same budgets as the plain kernel (512-thread CTAs, 128
-// registers). P = 2 holds one set, as P = 0 does.
+// buffered, + 4 R NB accumulators; the same budgets as the plain kernel (512-thread CTAs, 128 registers).
 __host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) {
     return (p == 1 ? 2 : 1) * ug * (12 * r + 8 * nb) + 4 * r * nb;
 }
@@ -74,20 +65,12 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // Shared memory of a zgemv CTA: the warps' partial tiles, then its row blocks' exception entries and row starts,
-// then (C = 1 only, zgemv_smem_bytes' `inbox_tiles` = S - 1) rank 0's cluster inbox, 16-byte aligned; then
-// (P = 2 only) the warps' weight slices, 128-byte aligned: R row blocks x the CTA's K groups of 1536 bytes.
+// then (C = 1 only, zgemv_smem_bytes' `inbox_tiles` = S - 1) rank 0's cluster inbox, 16-byte aligned.
 __host__ __device__ constexpr size_t zgemv_inbox_offset(int nw, int r, int nb, int capr) {
     return ((size_t)nw * r * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4 + 15) & ~(size_t)15;
 }
 __host__ __device__ constexpr size_t zgemv_smem_bytes(int nw, int r, int nb, int capr, int inbox_tiles) {
     return zgemv_inbox_offset(nw, r, nb, capr) + (size_t)inbox_tiles * r * nb * 4 * 32 * sizeof(float);
-}
-__host__ __device__ constexpr size_t zgemv_slices_offset(int nw, int r, int nb, int capr, int inbox_tiles) {
-    return (zgemv_smem_bytes(nw, r, nb, capr, inbox_tiles) + 127) & ~(size_t)127;
-}
-__host__ __device__ constexpr size_t zgemv_bulk_smem_bytes(int nw, int r, int nb, int capr, int inbox_tiles,
-                                                           int groups_per_split) {
-    return zgemv_slices_offset(nw, r, nb, capr, inbox_tiles) + (size_t)r * groups_per_split * kZFragsPerGroup * 16;
 }
 
 // Four hi bytes from four 4-bit codes (the low 16 bits of c).
@@ -137,29 +120,6 @@ __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp,
             for (int nb = 0; nb < NB; ++nb)
                 tr.x[u][b][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + (2 * g + b) * 4) : zero_frag();
     }
-}
-
-// P = 2: x's fragments of groups g0 .. g0 + UG - 1 from global memory, then their weights from the warp's slice
-// (row block r's groups one after another, `gpw` of them; `slice` already points at this lane's Frag).
-template <int UG, int NB, int R>
-__device__ __forceinline__ void load_ztrip_x(ZTrip<UG, NB, R>& tr, const Frag* const (&xp)[NB],
-                                             const bool (&xvalid)[NB], int g0) {
-#pragma unroll
-    for (int u = 0; u < UG; ++u)
-#pragma unroll
-        for (int b = 0; b < 2; ++b)
-#pragma unroll
-            for (int nb = 0; nb < NB; ++nb)
-                tr.x[u][b][nb] = xvalid[nb] ? ld_x(xp[nb] + (2 * (g0 + u) + b) * 4) : zero_frag();
-}
-template <int UG, int NB, int R>
-__device__ __forceinline__ void load_ztrip_slice(ZTrip<UG, NB, R>& tr, const Frag* slice, int gpw, int gl0) {
-#pragma unroll
-    for (int u = 0; u < UG; ++u)
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int p = 0; p < kZParts; ++p) tr.w[r][u][p] = slice[((r * gpw) + gl0 + u) * kZFragsPerGroup + p * 32];
 }
 
 template <int UG, int NB, int R>
@@ -234,35 +194,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
 
     const int stride = nw * UG;
     const int first = g_begin + warp * UG;
-    if constexpr (P == 2) {
-        // The warp's run: groups [wg0, wg0 + gpw) of each of the R row blocks (NW x UG divides the split's groups:
-        // the launcher's check and dispatch.py's rule).
-        __shared__ __align__(8) uint64_t slice_full[16];
-        const int gpw = g_per_split / nw, wg0 = g_begin + warp * gpw;
-        Frag* slice = reinterpret_cast<Frag*>(reinterpret_cast<uint8_t*>(red) +
-                                              zgemv_slices_offset(nw, R, NB, a.capr, a.cluster ? a.S - 1 : 0)) +
-                      (size_t)warp * R * gpw * kZFragsPerGroup;
-        if (lane == 0) {
-            mbar_init(&slice_full[warp], 1);
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
-            const uint32_t bytes = gpw * kZFragsPerGroup * sizeof(Frag);
-            mbar_arrive_expect_tx(&slice_full[warp], R * bytes);
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-                bulk_load_1d(slice + r * gpw * kZFragsPerGroup,
-                             a.w + (size_t)(rb0 + r) * row_frags + (size_t)wg0 * kZFragsPerGroup, bytes,
-                             &slice_full[warp]);
-        }
-        __syncwarp();
-        ZTrip<UG, NB, R> tr;
-        load_ztrip_x<UG, NB, R>(tr, xp, xvalid, wg0);  // in flight while the slice lands
-        mbar_wait(&slice_full[warp], 0);
-        for (int gl = 0; gl < gpw; gl += UG) {
-            if (gl) load_ztrip_x<UG, NB, R>(tr, xp, xvalid, wg0 + gl);
-            load_ztrip_slice<UG, NB, R>(tr, slice + lane, gpw, gl);
-            mma_ztrip<UG, NB, R>(acc, tr, t);
-        }
-    } else if constexpr (P == 0) {
+    if constexpr (P == 0) {
         for (int g = first; g < g_end; g += stride) {
             ZTrip<UG, NB, R> tr;
             load_ztrip<UG, NB, R>(tr, wp, row_frags, xp, xvalid, g, g_end);

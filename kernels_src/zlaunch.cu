@@ -9,14 +9,8 @@ const char* launch_zgemv_variant(const ZGemvArgs& a, int nw, cudaStream_t stream
     if constexpr (!zgemv_fits(UG, NB, R, P)) {
         return "this (UG, NB, R, P) holds too many fragment registers and is not compiled in";
     } else {
-        const int inbox_tiles = a.cluster ? a.S - 1 : 0, groups_per_split = a.K / 64 / a.S;
-        if (P == 2 && groups_per_split % (nw * UG))
-            return "P = 2 (bulk) needs NW x UG to divide the K groups of each split";
-        const size_t smem = P == 2 ? zgemv_bulk_smem_bytes(nw, R, NB, a.capr, inbox_tiles, groups_per_split)
-                                   : zgemv_smem_bytes(nw, R, NB, a.capr, inbox_tiles);
-        if (smem > kSmemOptInLimit)
-            return "the warps' tiles, exception entries, cluster inbox and (P = 2) weight slices exceed the 226 KB of "
-                   "shared memory a block may take";
+        const size_t smem = zgemv_smem_bytes(nw, R, NB, a.capr, a.cluster ? a.S - 1 : 0);
+        if (smem > kSmemOptInLimit) return "the warps' tiles, exception entries and cluster inbox exceed the 226 KB of shared memory a block may take";
         auto kernel = zgemv_kernel<UG, NB, R, P>;
         if (smem > 48 * 1024) {
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -28,12 +22,7 @@ const char* launch_zgemv_variant(const ZGemvArgs& a, int nw, cudaStream_t stream
 
 template <int UG, int NB, int R>
 const char* z_by_pipe(const ZGemvArgs& a, int nw, int p, cudaStream_t s) {
-    switch (p) {
-        case 0: return launch_zgemv_variant<UG, NB, R, 0>(a, nw, s);
-        case 1: return launch_zgemv_variant<UG, NB, R, 1>(a, nw, s);
-        case 2: return launch_zgemv_variant<UG, NB, R, 2>(a, nw, s);
-    }
-    return "P must be 0, 1 or 2";
+    return p == 1 ? launch_zgemv_variant<UG, NB, R, 1>(a, nw, s) : launch_zgemv_variant<UG, NB, R, 0>(a, nw, s);
 }
 
 template <int UG, int NB>
@@ -73,6 +62,7 @@ const char* okc_launch_zgemv(const void* x, const void* w, const void* exception
     a.table = make_uint4((uint32_t)t0, (uint32_t)t1, (uint32_t)t2, (uint32_t)t3);
     a.M = M, a.N = N, a.K = K, a.S = S, a.capr = capr, a.cluster = cluster ? 1 : 0;
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+    if (P != 0 && P != 1) return "P must be 0 or 1";
     switch (UG) {
         case 1: return okc::z_by_nb<1>(a, NW, NB, R, P, s);
         case 2: return okc::z_by_nb<2>(a, NW, NB, R, P, s);

@@ -352,7 +352,7 @@ def test_zgemv_config_errors_name_the_field():
     assert "expected 6 integers" in dispatch.zgemv_config_error((4, 1, 1, 0), 1, False, 2304, 8192)
     assert "never compressed" in dispatch.zgemv_config_error((4, 1, 1, 0, 1, 0), 8, True, 256, 8192)
     assert "UG=3" in dispatch.zgemv_config_error((4, 1, 3, 0, 1, 0), 8, False, 2304, 8192)
-    assert "P=3" in dispatch.zgemv_config_error((4, 1, 1, 3, 1, 0), 8, False, 2304, 8192)
+    assert "P=2" in dispatch.zgemv_config_error((4, 1, 1, 2, 1, 0), 8, False, 2304, 8192)
     assert "64-wide K groups" in dispatch.zgemv_config_error((4, 32, 1, 0, 1, 0), 8, False, 2304, 1024)
     assert "R=4 does not divide" in dispatch.zgemv_config_error((4, 1, 1, 0, 4, 0), 8, False, 2320, 8192)
     assert "cluster" in dispatch.zgemv_config_error((4, 1, 1, 0, 1, 1), 8, False, 2304, 8192)
@@ -427,15 +427,14 @@ def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
         " int r = 0, i = 0, t = 0; okc::tile_coords<NB>(idx, r, i, t); bad += okc::ztile_index<NB>(r, i, t) != idx; }"
         " return bad; }\n"
         'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>());'
-        " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 3; ++p)"
+        " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 2; ++p)"
         ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, p)); }\n',
     ).splitlines()
     assert lines[0] == "bad 0"
     m_of_nb = {1: 8, 2: 16, 4: 32}
     for line in lines[1:]:
         ug, nb, r, p, fits = map(int, line.split())
-        # K = 1024: 16 groups, which NW x UG = 4 UG divides and whose P = 2 slices (24 KB a row block) fit
-        error = dispatch.zgemv_config_error((4, 1, ug, p, r, 0), m_of_nb[nb], False, 4096, 1024)
+        error = dispatch.zgemv_config_error((4, 1, ug, p, r, 0), m_of_nb[nb], False, 4096, 8192)
         assert (error is None) == bool(fits), (ug, nb, r, p, error)
 
 
@@ -452,22 +451,3 @@ def test_the_atomic_split_is_the_routers_and_needs_a_split():
     # 16 warps' tiles at R = 4, NB = 4 fill 128 KB: a cluster inbox of 15 more would not fit, the adds need none
     assert "cluster inbox" in dispatch._tiles_smem_error((16, 16, 1, 0, 4, 1), 32)
     assert dispatch._tiles_smem_error((16, 16, 1, 0, 4, 2), 32) is None
-
-
-def test_the_bulk_compressed_gemv_needs_whole_runs_and_room_for_its_slices():
-    """P = 2 gives each warp a contiguous run of whole trips (NW x UG divides a split's K groups) and holds the
-    CTA's R row blocks x K / S weights in shared memory (1536 bytes a group), beside the warps' tiles; its
-    registers are P = 0's."""
-    assert dispatch.zgemv_config_error((8, 1, 1, 2, 1, 0), 16, False, 8192, 1024) is None  # o: 24 KB
-    assert dispatch.zgemv_config_error((8, 1, 2, 2, 2, 0), 8, False, 8192, 1024) is None  # 16 = 8 x 2
-    assert "NW x UG = 32 to divide the 16 K groups" in dispatch.zgemv_config_error(
-        (16, 1, 2, 2, 1, 0), 8, False, 8192, 1024
-    )
-    assert "(S=2)" in dispatch.zgemv_config_error((8, 2, 2, 2, 1, 0), 8, False, 8192, 1024)  # 8 groups a split
-    # qkv_gate at S = 1: 128 groups = 192 KB a row block fits once, not twice
-    assert dispatch.zgemv_config_error((8, 1, 1, 2, 1, 0), 1, False, 2304, 8192) is None
-    assert "weight slices" in dispatch.zgemv_config_error((8, 1, 1, 2, 2, 0), 1, False, 2304, 8192)
-    assert dispatch.zgemv_config_error((8, 2, 1, 2, 2, 1), 1, False, 2304, 8192) is None  # a cluster split halves it
-    # the register rule is P = 0's (112), not the double-buffered 100
-    assert dispatch.zgemv_config_error((4, 1, 2, 2, 2, 0), 16, False, 8192, 1024) is None  # 96 data registers
-    assert "data registers" in dispatch.zgemv_config_error((4, 1, 2, 1, 2, 0), 16, False, 8192, 1024)
