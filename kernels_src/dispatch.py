@@ -70,9 +70,8 @@ def _split_k_grid_error(cfg, fields, m, n, k, k_unit, unit_name):
         return f"S={s} does not divide the {k // k_unit} {unit_name} of K={k}"
     if c == 1 and not 2 <= s <= GEMV_CLUSTER_MAX_S:
         return f"C=1 (cluster reduction) needs 2 <= S <= {GEMV_CLUSTER_MAX_S}, got S={s}"
-    if (
-        c == GEMV_ATOMIC_C and s < 2
-    ):  # S is already one of GEMV_S, the powers of two the tickets have slots for
+    # (S is already one of GEMV_S: the powers of two the tickets have slots for.)
+    if c == GEMV_ATOMIC_C and s < 2:
         return f"C={c} (atomic reduction) needs S a power of two in 2..32, got S={s}"
     if (n // 16) % r:
         return f"R={r} does not divide the {n // 16} row blocks of N={n}"

@@ -442,9 +442,8 @@ def test_the_atomic_split_is_the_routers_and_needs_a_split():
     """C = 2 adds fp32 partials into the output: the router (dual) only, S >= 2, any S (no cluster to fit), never
     for the compressed GEMV; its shared memory holds no inbox."""
     assert dispatch.gemv_config_error((16, 8, 1, 1, 1, 2), 32, True, 256, 8192) is None
-    assert (
-        dispatch.gemv_config_error((16, 32, 1, 0, 1, 2), 1, True, 256, 8192) is None
-    )  # past the 16 of a cluster
+    # S = 32: past the 16 CTAs a cluster may hold
+    assert dispatch.gemv_config_error((16, 32, 1, 0, 1, 2), 1, True, 256, 8192) is None
     assert "router (dual) only" in dispatch.gemv_config_error((16, 8, 1, 1, 1, 2), 32, False, 256, 8192)
     assert "power of two in 2..32" in dispatch.gemv_config_error((16, 1, 1, 1, 1, 2), 32, True, 256, 8192)
     assert "not one of (0, 1)" in dispatch.zgemv_config_error((4, 4, 1, 0, 1, 2), 8, False, 4096, 8192)
