@@ -2,8 +2,8 @@
 //
 // fprobe (call 1) showed the qkv_gate TMA GEMV's stream at the read bandwidth and everything else fixed: the empty
 // ring (no copies, the reduction of zeros) costs 6.24 us against a 4.58 us launch floor. This standalone program
-// (no torch: nvcc alone, seconds to build) times, the judge's way (CUDA graph, L2 read-flushed before each replay,
-// events around the replay, median), kernels that add the TMA GEMV's features one at a time:
+// (no torch: nvcc alone, seconds to build) times, the judge's way (notes/probekit.cuh since session 23: CUDA graph,
+// L2 read-flushed before each replay, events around the replay, median), kernels that add the TMA GEMV's features one at a time:
 //   shells:  the same grid (36 x 3 CTAs of 160 threads) empty; + 91 KB dynamic shared memory; + a cluster of 3;
 //            + the ring's barriers; + the cluster barrier; + the DSMEM push of a partial tile; + the output write;
 //   streams: the ring alone (bulk copies of 8 KB tiles into STAGES slots, consumers only wait and release), over
@@ -20,30 +20,11 @@
 #include <functional>
 #include <string>
 
+#include "../probekit.cuh"
 #include "../../kernels_src/common.cuh"
 
 using namespace okc;
-
-#define CK(x)                                                                                 \
-    do {                                                                                      \
-        cudaError_t e_ = (x);                                                                 \
-        if (e_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
-
-// ---- the flush: read 1 GiB, never write it (a write-flush bills dirty write-backs to the timed kernel)
-__global__ void flush_read(const float4* p, size_t n, float* sink) {
-    float s = 0.f;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float4 v = p[i];  // plain loads: __ldcs (evict-first) left the timed buffer in L2 (round 1)
-        s += v.x + v.y + v.z + v.w;
-    }
-    if (s == 1234.5f) *sink = s;  // never true: keeps the loads
-}
-
-__global__ void tiny(float* p) { p[0] += 1.f; }
+using probekit::Timer;
 
 enum ShellFlags { INIT = 1, CBAR = 2, PUSH = 4, WRITE = 8, WRITE_VEC = 16, PUSH_BULK = 32, PULL = 64, ENDBAR = 128, ROT_X = 256, XREG16 = 512, XREG32 = 1024 };
 
@@ -237,46 +218,6 @@ __global__ void __launch_bounds__(160, 1)
 }
 
 
-struct Timer {
-    cudaStream_t stream;
-    float4* flush_buf;
-    size_t flush_n;
-    float* sink;
-    float time_cold(const std::function<void(cudaStream_t)>& enqueue, int reps = 200) {
-        enqueue(stream);  // eager warm-up (and errors)
-        CK(cudaStreamSynchronize(stream));
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-        enqueue(stream);
-        CK(cudaStreamEndCapture(stream, &graph));
-        CK(cudaGraphInstantiate(&exec, graph, 0));
-        std::vector<cudaEvent_t> st(reps), en(reps);
-        for (int i = 0; i < reps; ++i) {
-            CK(cudaEventCreate(&st[i]));
-            CK(cudaEventCreate(&en[i]));
-        }
-        for (int i = 0; i < reps; ++i) {
-            flush_read<<<132 * 8, 512, 0, stream>>>(flush_buf, flush_n, sink);
-            CK(cudaEventRecord(st[i], stream));
-            CK(cudaGraphLaunch(exec, stream));
-            CK(cudaEventRecord(en[i], stream));
-        }
-        CK(cudaStreamSynchronize(stream));
-        CK(cudaGetLastError());
-        std::vector<float> us(reps);
-        for (int i = 0; i < reps; ++i) {
-            float ms;
-            CK(cudaEventElapsedTime(&ms, st[i], en[i]));
-            us[i] = ms * 1000.f;
-            cudaEventDestroy(st[i]), cudaEventDestroy(en[i]);
-        }
-        cudaGraphExecDestroy(exec), cudaGraphDestroy(graph);
-        std::nth_element(us.begin(), us.begin() + reps / 2, us.end());
-        return us[reps / 2];
-    }
-};
-
 template <typename K, typename... Args>
 void launch(K kernel, dim3 grid, int smem, int cluster_y, cudaStream_t stream, Args... args) {
     if (smem > 48 * 1024) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -291,11 +232,6 @@ void launch(K kernel, dim3 grid, int smem, int cluster_y, cudaStream_t stream, A
 
 int main() {
     Timer tm;
-    CK(cudaStreamCreateWithFlags(&tm.stream, cudaStreamNonBlocking));
-    tm.flush_n = (size_t)1 << 26;  // 1 GiB of float4
-    CK(cudaMalloc(&tm.flush_buf, tm.flush_n * 16));
-    CK(cudaMemset(tm.flush_buf, 0, tm.flush_n * 16));
-    CK(cudaMalloc(&tm.sink, 64));
     float* tiny_buf;
     CK(cudaMalloc(&tiny_buf, 64));
     __nv_bfloat16* out;
@@ -307,24 +243,11 @@ int main() {
     uint8_t* xbuf;
     CK(cudaMalloc(&xbuf, 512 * 1024));
     CK(cudaMemset(xbuf, 1, 512 * 1024));
-    cudaEvent_t a, b;
-    double bw = 0;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    {  // read bandwidth of the flush kernel itself, for the floor
-        for (int i = 0; i < 3; ++i) flush_read<<<132 * 8, 512, 0, tm.stream>>>(tm.flush_buf, tm.flush_n, tm.sink);
-        CK(cudaEventRecord(a, tm.stream));
-        for (int i = 0; i < 10; ++i) flush_read<<<132 * 8, 512, 0, tm.stream>>>(tm.flush_buf, tm.flush_n, tm.sink);
-        CK(cudaEventRecord(b, tm.stream));
-        CK(cudaStreamSynchronize(tm.stream));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        bw = tm.flush_n * 16.0 * 10 / (ms * 1e-3) / 1e12;
-        printf("read bandwidth %.3f TB/s (flush kernel, 1 GiB)\n", bw);
-    }
+    const double bw = tm.read_bandwidth();  // the flush kernel's own, for the floor
+    printf("read bandwidth %.3f TB/s (flush kernel, 1 GiB)\n", bw);
     for (int round = 0; round < 2; ++round) {
         printf("--- round %d\n", round);
-        const float launch_floor = tm.time_cold([&](cudaStream_t s) { tiny<<<1, 1, 0, s>>>(tiny_buf); });
+        const float launch_floor = tm.time_cold([&](cudaStream_t s) { probekit::tiny<<<1, 1, 0, s>>>(tiny_buf); });
         printf("%-52s %8.2f\n", "launch floor: tiny<<<1,1>>>", launch_floor);
         struct ShellCase {
             const char* name;

@@ -2,9 +2,9 @@
 //
 // Call 6 (ncu, o m = 1): the compressed GEMV (12.6 MB) and the register GEMV (16.8 MB) take the same ~6.9 us, at
 // 39-51 % of DRAM bandwidth, though a plain streaming read scales with its bytes at this size. This standalone
-// program (no torch: nvcc alone, seconds to build) times, the judge's way (CUDA graph, L2 read-flushed by a plain
-// read of 1 GiB before each replay, events around the replay, median of 200), register-loaded streams of o's bytes
-// in the register GEMVs' shapes, so that the next design starts from what the shape itself costs:
+// program (no torch: nvcc alone, seconds to build) times, the judge's way (notes/probekit.cuh: a CUDA graph, L2
+// read-flushed before each replay, events around it, median of 200), register-loaded streams of o's bytes in the
+// register GEMVs' shapes, so that the next design starts from what the shape itself costs:
 //   one wave, every load of a thread issued before any is used (one round trip), in the grids o's entries use
 //   (256 CTAs of 256 threads, 2 a SM; 512 of 256, 4 a SM), over 16.8 MB (bf16) and 12.6 MB (12-bit);
 //   the same with the loads in two dependent halves (two round trips, as the compressed GEMV's P = 0 makes them);
@@ -17,36 +17,12 @@
 //                      notes/session23/next/ostream.cu && /tmp/os > $OUT/ostream.txt
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
-#include <functional>
 
+#include "../../probekit.cuh"
 #include "../../../kernels_src/common.cuh"
 
 using namespace okc;
-
-#define CK(x)                                                                                 \
-    do {                                                                                      \
-        cudaError_t e_ = (x);                                                                 \
-        if (e_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
-
-// The flush: read 1 GiB with plain loads, never write it (a write-flush bills dirty write-backs to the timed kernel).
-__global__ void flush_read(const float4* p, size_t n, float* sink) {
-    float s = 0.f;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float4 v = p[i];
-        s += v.x + v.y + v.z + v.w;
-    }
-    if (s == 1234.5f) *sink = s;  // never true: keeps the loads
-}
-
-__global__ void tiny(float* p) { p[0] += 1.f; }
+using probekit::Timer;
 
 // The empty frame of a grid: every thread starts and leaves.
 __global__ void empty_frame(float* sink) {
@@ -115,54 +91,8 @@ __global__ void stream_strided(const float4* p, size_t n, float* sink) {
     if (s == 1234.5f) *sink = s;
 }
 
-struct Timer {
-    cudaStream_t stream;
-    float4* flush_buf;
-    size_t flush_n;
-    float* sink;
-    float time_cold(const std::function<void(cudaStream_t)>& enqueue, int reps = 200) {
-        enqueue(stream);  // eager warm-up (and errors)
-        CK(cudaStreamSynchronize(stream));
-        CK(cudaGetLastError());
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-        enqueue(stream);
-        CK(cudaStreamEndCapture(stream, &graph));
-        CK(cudaGraphInstantiate(&exec, graph, 0));
-        std::vector<cudaEvent_t> st(reps), en(reps);
-        for (int i = 0; i < reps; ++i) {
-            CK(cudaEventCreate(&st[i]));
-            CK(cudaEventCreate(&en[i]));
-        }
-        for (int i = 0; i < reps; ++i) {
-            flush_read<<<132 * 8, 512, 0, stream>>>(flush_buf, flush_n, sink);
-            CK(cudaEventRecord(st[i], stream));
-            CK(cudaGraphLaunch(exec, stream));
-            CK(cudaEventRecord(en[i], stream));
-        }
-        CK(cudaStreamSynchronize(stream));
-        CK(cudaGetLastError());
-        std::vector<float> us(reps);
-        for (int i = 0; i < reps; ++i) {
-            float ms;
-            CK(cudaEventElapsedTime(&ms, st[i], en[i]));
-            us[i] = ms * 1000.f;
-            cudaEventDestroy(st[i]), cudaEventDestroy(en[i]);
-        }
-        cudaGraphExecDestroy(exec), cudaGraphDestroy(graph);
-        std::nth_element(us.begin(), us.begin() + reps / 2, us.end());
-        return us[reps / 2];
-    }
-};
-
 int main() {
     Timer tm;
-    CK(cudaStreamCreateWithFlags(&tm.stream, cudaStreamNonBlocking));
-    tm.flush_n = (size_t)1 << 26;  // 1 GiB of float4
-    CK(cudaMalloc(&tm.flush_buf, tm.flush_n * 16));
-    CK(cudaMemset(tm.flush_buf, 0, tm.flush_n * 16));
-    CK(cudaMalloc(&tm.sink, 64));
     float* tiny_buf;
     CK(cudaMalloc(&tiny_buf, 64));
     const size_t o_bytes = (size_t)8192 * 1024 * 2;  // 16.8 MB: o in bf16; 3/4 of it is o in 12 bits
@@ -172,21 +102,8 @@ int main() {
     __nv_bfloat16* out;
     CK(cudaMalloc(&out, 1 << 20));
 
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    double bw = 0;
-    {  // the flush kernel's own read bandwidth, for the floor
-        for (int i = 0; i < 3; ++i) flush_read<<<132 * 8, 512, 0, tm.stream>>>(tm.flush_buf, tm.flush_n, tm.sink);
-        CK(cudaEventRecord(a, tm.stream));
-        for (int i = 0; i < 10; ++i) flush_read<<<132 * 8, 512, 0, tm.stream>>>(tm.flush_buf, tm.flush_n, tm.sink);
-        CK(cudaEventRecord(b, tm.stream));
-        CK(cudaStreamSynchronize(tm.stream));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        bw = tm.flush_n * 16.0 * 10 / (ms * 1e-3) / 1e12;
-        printf("read bandwidth %.3f TB/s (flush kernel, 1 GiB)\n", bw);
-    }
+    const double bw = tm.read_bandwidth();
+    printf("read bandwidth %.3f TB/s (flush kernel, 1 GiB)\n", bw);
 
     // (name, bytes, launcher): every register stream is one wave (2 or 4 CTAs of 256 threads a SM fit).
     struct Case {
@@ -228,7 +145,7 @@ int main() {
     };
     for (int round = 0; round < 2; ++round) {
         printf("--- round %d\n", round);
-        const float launch_floor = tm.time_cold([&](cudaStream_t s) { tiny<<<1, 1, 0, s>>>(tiny_buf); });
+        const float launch_floor = tm.time_cold([&](cudaStream_t s) { probekit::tiny<<<1, 1, 0, s>>>(tiny_buf); });
         printf("%-50s %8s %8s %8s\n", "case", "us", "floor", "x floor");
         printf("%-50s %8.2f\n", "launch floor: tiny<<<1, 1>>>", launch_floor);
         for (const Case& c : cases) {
