@@ -1,7 +1,8 @@
 // What the standalone nvcc probes in notes/sessionN/ share (no torch: nvcc alone, seconds to build): an error check,
 // the judge's cold timing (a CUDA graph of the enqueued work, L2 read-flushed by a plain read of 1 GiB before each
 // replay, events around the replay, the median), the launch floor's tiny kernel and the flush's read bandwidth.
-// Used by notes/session14/launchprobe.cu and notes/session23/next/ostream.cu. Timing only: nothing here ships.
+// Used by notes/session14/launchprobe.cu, notes/session23/next/ostream.cu and notes/session24/gstream/gstream.cu.
+// Timing only: nothing here ships.
 #pragma once
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -102,5 +103,31 @@ struct Timer {
         return us[reps / 2];
     }
 };
+
+// One timed case of a probe: its name, the bytes it must read (its floor), and what it enqueues.
+struct Case {
+    const char* name;
+    size_t bytes;
+    std::function<void(cudaStream_t)> run;
+};
+
+// `rounds` rounds of: the launch floor (the tiny kernel), then every case's cold time and its ratio to the floor
+// (launch floor + bytes / the flush's read bandwidth `bw_tbs`), one line each.
+inline void run_rounds(Timer& tm, const std::vector<Case>& cases, double bw_tbs, int rounds = 2) {
+    float* tiny_buf;
+    CK(cudaMalloc(&tiny_buf, 64));
+    for (int round = 0; round < rounds; ++round) {
+        printf("--- round %d\n", round);
+        const float launch_floor = tm.time_cold([&](cudaStream_t s) { tiny<<<1, 1, 0, s>>>(tiny_buf); });
+        printf("%-50s %8s %8s %8s\n", "case", "us", "floor", "x floor");
+        printf("%-50s %8.2f\n", "launch floor: tiny<<<1, 1>>>", launch_floor);
+        for (const Case& c : cases) {
+            const float us = tm.time_cold(c.run);
+            const double floor = launch_floor + c.bytes / (bw_tbs * 1e12) * 1e6;
+            printf("%-50s %8.2f %8.2f %8.3f\n", c.name, us, floor, us / floor);
+        }
+    }
+    CK(cudaFree(tiny_buf));
+}
 
 }  // namespace probekit

@@ -93,8 +93,6 @@ __global__ void stream_strided(const float4* p, size_t n, float* sink) {
 
 int main() {
     Timer tm;
-    float* tiny_buf;
-    CK(cudaMalloc(&tiny_buf, 64));
     const size_t o_bytes = (size_t)8192 * 1024 * 2;  // 16.8 MB: o in bf16; 3/4 of it is o in 12 bits
     Frag* w;
     CK(cudaMalloc(&w, o_bytes));
@@ -106,13 +104,8 @@ int main() {
     printf("read bandwidth %.3f TB/s (flush kernel, 1 GiB)\n", bw);
 
     // (name, bytes, launcher): every register stream is one wave (2 or 4 CTAs of 256 threads a SM fit).
-    struct Case {
-        const char* name;
-        size_t bytes;
-        std::function<void(cudaStream_t)> run;
-    };
     const int smem = 8 * 4 * 32 * 4;
-    std::vector<Case> cases = {
+    std::vector<probekit::Case> cases = {
         {"empty 256 x 256", 0, [&](cudaStream_t s) { empty_frame<<<256, 256, 0, s>>>(tm.sink); }},
         {"empty 512 x 256", 0, [&](cudaStream_t s) { empty_frame<<<512, 256, 0, s>>>(tm.sink); }},
         {"16.8 MB 256 x 256, 16 loads, 1 trip, no end", o_bytes,
@@ -143,16 +136,6 @@ int main() {
                                                      tm.sink);
          }},
     };
-    for (int round = 0; round < 2; ++round) {
-        printf("--- round %d\n", round);
-        const float launch_floor = tm.time_cold([&](cudaStream_t s) { probekit::tiny<<<1, 1, 0, s>>>(tiny_buf); });
-        printf("%-50s %8s %8s %8s\n", "case", "us", "floor", "x floor");
-        printf("%-50s %8.2f\n", "launch floor: tiny<<<1, 1>>>", launch_floor);
-        for (const Case& c : cases) {
-            const float us = tm.time_cold(c.run);
-            const double floor = launch_floor + c.bytes / (bw * 1e12) * 1e6;
-            printf("%-50s %8.2f %8.2f %8.3f\n", c.name, us, floor, us / floor);
-        }
-    }
+    probekit::run_rounds(tm, cases, bw);
     return 0;
 }

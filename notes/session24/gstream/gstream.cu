@@ -6,6 +6,8 @@
 // weight loads coherent (ld.global, as ostream's), the one difference between the two kernels' loads.
 // gemv_parts: the m = 8 entry rebuilt from gemv.cuh's pieces with parts left out, to find what costs the ~0.5 us
 // between the entry and ostream's stream of the same shape.
+// Builds against branch z-tail's kernels_src (the compressed GEMV's cases set its x tile); the session ran it
+// there (gstream.sh, from the repository root of that branch).
 // Values do not matter for timing (weights and x are a byte pattern; the compressed GEMV has no exceptions).
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -147,8 +149,6 @@ __global__ void __launch_bounds__(512, 1) gemv_trip(const GemvArgs a) {
 
 int main() {
     Timer tm;
-    float* tiny_buf;
-    CK(cudaMalloc(&tiny_buf, 64));
     const int N = 8192, K = 1024;
     const size_t o_bytes = (size_t)N * K * 2;
     Frag *w, *x;
@@ -178,127 +178,39 @@ int main() {
         return a;
     };
     const size_t zsmem = zgemv_smem_bytes(8, 1, 1, 1, zgemv_xtile_bytes(1, K), 0);
-    struct Case {
-        const char* name;
-        size_t bytes;
-        std::function<void(cudaStream_t)> run;
+    // A case: `kernel` on a grid of N / rows_per_cta CTAs of 256 threads, from args(m).
+    auto launch = [&](const char* name, size_t bytes, auto kernel, int rows_per_cta, size_t smem, auto args, int m) {
+        return probekit::Case{name, bytes, [=](cudaStream_t s) { kernel<<<N / rows_per_cta, 256, smem, s>>>(args(m)); }};
     };
-    std::vector<Case> cases = {
-        {"gemv <4,1,2,0> 256 x 256 m=8 (o m=8 entry)", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_kernel<4, 1, 2, 0, false, false, __nv_bfloat16>
-                 <<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"gemv <4,1,2,0> 256 x 256 m=1", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_kernel<4, 1, 2, 0, false, false, __nv_bfloat16>
-                 <<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(1));
-         }},
-        {"gemv <2,1,2,1> 256 x 256 m=1 (o m=1 entry)", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_kernel<2, 1, 2, 1, false, false, __nv_bfloat16>
-                 <<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(1));
-         }},
-        {"gemv <4,2,2,0> 256 x 256 m=16", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_kernel<4, 2, 2, 0, false, false, __nv_bfloat16>
-                 <<<N / 32, 256, gemv_smem_bytes(8, 2, 2, 0), s>>>(gemv(16));
-         }},
-        {"parts: all (= the entry), m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, true, 1><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: no mma (adds), m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, false, true, 1><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: no x loads, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, false, 1><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: no end, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, true, 0><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: no mma, no x, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, false, false, 1><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: loads only, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, false, false, 0><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: end by warp 0 alone, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, true, 2><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: end without stores, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, true, 3><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: end, contiguous stores, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, true, 4><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: park, barrier, own element, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, true, 5><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: barrier alone, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, true, 6><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"parts: park alone, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_parts<4, 1, 2, true, true, 7><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"trip: as shipped, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_trip<4, 1, 2, false, false><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"trip: as shipped, m=16", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_trip<4, 2, 2, false, false><<<N / 32, 256, gemv_smem_bytes(8, 2, 2, 0), s>>>(gemv(16));
-         }},
-        {"trip: x first, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_trip<4, 1, 2, true, false><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"trip: x first, m=16", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_trip<4, 2, 2, true, false><<<N / 32, 256, gemv_smem_bytes(8, 2, 2, 0), s>>>(gemv(16));
-         }},
-        {"trip: split chains, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_trip<4, 1, 2, false, true><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"trip: split chains, m=16", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_trip<4, 2, 2, false, true><<<N / 32, 256, gemv_smem_bytes(8, 2, 2, 0), s>>>(gemv(16));
-         }},
-        {"trip: x first, split chains, m=8", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_trip<4, 1, 2, true, true><<<N / 32, 256, gemv_smem_bytes(8, 2, 1, 0), s>>>(gemv(8));
-         }},
-        {"trip: x first, split chains, m=16", o_bytes,
-         [&](cudaStream_t s) {
-             gemv_trip<4, 2, 2, true, true><<<N / 32, 256, gemv_smem_bytes(8, 2, 2, 0), s>>>(gemv(16));
-         }},
-        {"zgemv <1,1,1,0> 512 x 256 m=1 (12.6 MB)", o_bytes / 4 * 3,
-         [&](cudaStream_t s) { zgemv_kernel<1, 1, 1, 0><<<N / 16, 256, zsmem, s>>>(zgemv(1)); }},
-        {"zgemv <1,1,1,0> 512 x 256 m=8 (12.6 MB)", o_bytes / 4 * 3,
-         [&](cudaStream_t s) { zgemv_kernel<1, 1, 1, 0><<<N / 16, 256, zsmem, s>>>(zgemv(8)); }},
+    const size_t g1 = gemv_smem_bytes(8, 2, 1, 0), g2 = gemv_smem_bytes(8, 2, 2, 0);
+    std::vector<probekit::Case> cases = {
+        launch("gemv <4,1,2,0> 256 x 256 m=8 (o m=8 entry)", o_bytes, gemv_kernel<4, 1, 2, 0, false, false, __nv_bfloat16>, 32, g1, gemv, 8),
+        launch("gemv <4,1,2,0> 256 x 256 m=1", o_bytes, gemv_kernel<4, 1, 2, 0, false, false, __nv_bfloat16>, 32, g1, gemv, 1),
+        launch("gemv <2,1,2,1> 256 x 256 m=1 (o m=1 entry)", o_bytes, gemv_kernel<2, 1, 2, 1, false, false, __nv_bfloat16>, 32, g1, gemv, 1),
+        launch("gemv <4,2,2,0> 256 x 256 m=16", o_bytes, gemv_kernel<4, 2, 2, 0, false, false, __nv_bfloat16>, 32, g2, gemv, 16),
+        launch("parts: all (= the entry), m=8", o_bytes, gemv_parts<4, 1, 2, true, true, 1>, 32, g1, gemv, 8),
+        launch("parts: no mma (adds), m=8", o_bytes, gemv_parts<4, 1, 2, false, true, 1>, 32, g1, gemv, 8),
+        launch("parts: no x loads, m=8", o_bytes, gemv_parts<4, 1, 2, true, false, 1>, 32, g1, gemv, 8),
+        launch("parts: no end, m=8", o_bytes, gemv_parts<4, 1, 2, true, true, 0>, 32, g1, gemv, 8),
+        launch("parts: no mma, no x, m=8", o_bytes, gemv_parts<4, 1, 2, false, false, 1>, 32, g1, gemv, 8),
+        launch("parts: loads only, m=8", o_bytes, gemv_parts<4, 1, 2, false, false, 0>, 32, g1, gemv, 8),
+        launch("parts: end by warp 0 alone, m=8", o_bytes, gemv_parts<4, 1, 2, true, true, 2>, 32, g1, gemv, 8),
+        launch("parts: end without stores, m=8", o_bytes, gemv_parts<4, 1, 2, true, true, 3>, 32, g1, gemv, 8),
+        launch("parts: end, contiguous stores, m=8", o_bytes, gemv_parts<4, 1, 2, true, true, 4>, 32, g1, gemv, 8),
+        launch("parts: park, barrier, own element, m=8", o_bytes, gemv_parts<4, 1, 2, true, true, 5>, 32, g1, gemv, 8),
+        launch("parts: barrier alone, m=8", o_bytes, gemv_parts<4, 1, 2, true, true, 6>, 32, g1, gemv, 8),
+        launch("parts: park alone, m=8", o_bytes, gemv_parts<4, 1, 2, true, true, 7>, 32, g1, gemv, 8),
+        launch("trip: as shipped, m=8", o_bytes, gemv_trip<4, 1, 2, false, false>, 32, g1, gemv, 8),
+        launch("trip: as shipped, m=16", o_bytes, gemv_trip<4, 2, 2, false, false>, 32, g2, gemv, 16),
+        launch("trip: x first, m=8", o_bytes, gemv_trip<4, 1, 2, true, false>, 32, g1, gemv, 8),
+        launch("trip: x first, m=16", o_bytes, gemv_trip<4, 2, 2, true, false>, 32, g2, gemv, 16),
+        launch("trip: split chains, m=8", o_bytes, gemv_trip<4, 1, 2, false, true>, 32, g1, gemv, 8),
+        launch("trip: split chains, m=16", o_bytes, gemv_trip<4, 2, 2, false, true>, 32, g2, gemv, 16),
+        launch("trip: x first, split chains, m=8", o_bytes, gemv_trip<4, 1, 2, true, true>, 32, g1, gemv, 8),
+        launch("trip: x first, split chains, m=16", o_bytes, gemv_trip<4, 2, 2, true, true>, 32, g2, gemv, 16),
+        launch("zgemv <1,1,1,0> 512 x 256 m=1 (12.6 MB)", o_bytes / 4 * 3, zgemv_kernel<1, 1, 1, 0>, 16, zsmem, zgemv, 1),
+        launch("zgemv <1,1,1,0> 512 x 256 m=8 (12.6 MB)", o_bytes / 4 * 3, zgemv_kernel<1, 1, 1, 0>, 16, zsmem, zgemv, 8),
     };
-    for (int round = 0; round < 2; ++round) {
-        printf("--- round %d\n", round);
-        const float launch_floor = tm.time_cold([&](cudaStream_t s) { probekit::tiny<<<1, 1, 0, s>>>(tiny_buf); });
-        printf("%-50s %8s %8s %8s\n", "case", "us", "floor", "x floor");
-        printf("%-50s %8.2f\n", "launch floor: tiny<<<1, 1>>>", launch_floor);
-        for (const Case& c : cases) {
-            const float us = tm.time_cold(c.run);
-            const double floor = launch_floor + c.bytes / (bw * 1e12) * 1e6;
-            printf("%-50s %8.2f %8.2f %8.3f\n", c.name, us, floor, us / floor);
-        }
-    }
+    probekit::run_rounds(tm, cases, bw);
     return 0;
 }

@@ -1,5 +1,6 @@
 # Session 24: o's shipped GEMV kernels in the probes' harness, as shipped and with coherent weight loads, beside
 # session 23's ostream streams; nvcc only (no carry), ~1 min. Run from the repository root.
+# Run on branch z-tail (gstream.cu's compressed-GEMV cases use its x tile): git checkout z-tail first.
 set -e
 D=notes/session24/gstream
 mkdir -p /tmp/coh
