@@ -6,6 +6,9 @@
 // weight loads coherent (ld.global, as ostream's), the one difference between the two kernels' loads.
 // gemv_parts: the m = 8 entry rebuilt from gemv.cuh's pieces with parts left out, to find what costs the ~0.5 us
 // between the entry and ostream's stream of the same shape.
+// After the runs, the kernels' common set-up (EntryFrame) and the round loop (probekit's run_rounds) were
+// factored out: gemv_parts' SASS is unchanged by it (cuobjdump), gemv_trip's moved a little; the outputs beside
+// this file are of the code before that (git log of this file).
 // Builds against branch z-tail's kernels_src (the compressed GEMV's cases set its x tile); the session ran it
 // there (gstream.sh, from the repository root of that branch).
 // Values do not matter for timing (weights and x are a byte pattern; the compressed GEMV has no exceptions).
@@ -19,6 +22,23 @@
 using namespace okc;
 using probekit::Timer;
 
+// What gemv_parts and gemv_trip set up as gemv_kernel does (S = 1, no cluster): this thread's place, x's
+// operand pointers, and its first weight fragment of the CTA's R row blocks.
+template <int NB, int R>
+struct EntryFrame {
+    int nw, warp, lane, kb_end;
+    size_t row_frags;
+    const Frag* xp[NB];
+    bool xvalid[NB];
+    const Frag* wp;
+    __device__ explicit EntryFrame(const GemvArgs& a)
+        : nw(blockDim.x >> 5), warp(threadIdx.x >> 5), lane(threadIdx.x & 31), kb_end(a.K >> 5),
+          row_frags((size_t)(a.K >> 5) * kFragsPerBlock) {
+        x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
+        wp = a.w + (size_t)blockIdx.x * R * row_frags + lane;
+    }
+};
+
 // o m = 8's entry (P = 0, one trip) rebuilt from gemv.cuh's own pieces, with knobs to leave parts out (timing
 // only; the outputs are wrong when a part is left out): MMA = 0 folds the weight words into the accumulators
 // with adds instead of the mmas, XL = 0 issues no x loads (x reads as zeros), END picks the CTA's end:
@@ -31,13 +51,12 @@ template <int U, int NB, int R, bool MMA, bool XL, int END>
 __global__ void __launch_bounds__(512, 1) gemv_parts(const GemvArgs a) {
     extern __shared__ float red[];
     constexpr int kTile = R * NB * 4 * 32;
-    const int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int kb_end = a.K >> 5;
-    const Frag* xp[NB];
-    bool xvalid[NB];
-    x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
-    const size_t row_frags = (size_t)(a.K >> 5) * kFragsPerBlock;
-    const Frag* wp = a.w + (size_t)blockIdx.x * R * row_frags + lane;
+    const EntryFrame<NB, R> f(a);
+    const int nw = f.nw, warp = f.warp, lane = f.lane, kb_end = f.kb_end;
+    const size_t row_frags = f.row_frags;
+    const Frag* const(&xp)[NB] = f.xp;
+    const bool(&xvalid)[NB] = f.xvalid;
+    const Frag* wp = f.wp;
     float acc[R][NB][4];
     zero_accumulators<R, NB>(acc);
     const int stride = nw * U;
@@ -103,13 +122,12 @@ template <int U, int NB, int R, bool XFIRST, bool SPLIT>
 __global__ void __launch_bounds__(512, 1) gemv_trip(const GemvArgs a) {
     extern __shared__ float red[];
     constexpr int kTile = R * NB * 4 * 32;
-    const int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int kb_end = a.K >> 5;
-    const Frag* xp[NB];
-    bool xvalid[NB];
-    x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
-    const size_t row_frags = (size_t)(a.K >> 5) * kFragsPerBlock;
-    const Frag* wp = a.w + (size_t)blockIdx.x * R * row_frags + lane;
+    const EntryFrame<NB, R> f(a);
+    const int nw = f.nw, warp = f.warp, lane = f.lane, kb_end = f.kb_end;
+    const size_t row_frags = f.row_frags;
+    const Frag* const(&xp)[NB] = f.xp;
+    const bool(&xvalid)[NB] = f.xvalid;
+    const Frag* wp = f.wp;
     float acc[R][NB][4], acc2[R][NB][4];
     zero_accumulators<R, NB>(acc);
     zero_accumulators<R, NB>(acc2);
