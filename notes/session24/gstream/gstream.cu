@@ -52,17 +52,12 @@ __global__ void __launch_bounds__(512, 1) gemv_parts(const GemvArgs a) {
     extern __shared__ float red[];
     constexpr int kTile = R * NB * 4 * 32;
     const EntryFrame<NB, R> f(a);
-    const int nw = f.nw, warp = f.warp, lane = f.lane, kb_end = f.kb_end;
-    const size_t row_frags = f.row_frags;
-    const Frag* const(&xp)[NB] = f.xp;
-    const bool(&xvalid)[NB] = f.xvalid;
-    const Frag* wp = f.wp;
     float acc[R][NB][4];
     zero_accumulators<R, NB>(acc);
-    const int stride = nw * U;
-    for (int kb = warp * U; kb < kb_end; kb += stride) {
+    const int stride = f.nw * U;
+    for (int kb = f.warp * U; kb < f.kb_end; kb += stride) {
         Trip<U, NB, R, false> tr;
-        load_trip<U, NB, R, 0, false, true, XL>(tr, wp, nullptr, row_frags, xp, xvalid, kb, kb_end);
+        load_trip<U, NB, R, 0, false, true, XL>(tr, f.wp, nullptr, f.row_frags, f.xp, f.xvalid, kb, f.kb_end);
         if constexpr (!XL) {
 #pragma unroll
             for (int u = 0; u < U; ++u)
@@ -84,19 +79,19 @@ __global__ void __launch_bounds__(512, 1) gemv_parts(const GemvArgs a) {
         }
     }
     if constexpr (END >= 5) {
-        if constexpr (END != 6) park_accumulators<R, NB>(red, acc, warp, lane);
+        if constexpr (END != 6) park_accumulators<R, NB>(red, acc, f.warp, f.lane);
         if constexpr (END != 7) __syncthreads();
         float v = END == 6 ? acc[0][0][0] + acc[R - 1][0][3] : red[threadIdx.x];
         if (v == 1234.5f) static_cast<__nv_bfloat16*>(a.out)[threadIdx.x] = __float2bfloat16_rn(v);
     } else if constexpr (END != 0) {
-        park_accumulators<R, NB>(red, acc, warp, lane);
+        park_accumulators<R, NB>(red, acc, f.warp, f.lane);
         __syncthreads();
         if constexpr (END == 1) {
             for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x)
                 write_tile_element<NB, __nv_bfloat16>(a, blockIdx.x * R, idx, sum_over_warps(red, kTile, idx));
         } else if constexpr (END == 2) {
-            if (warp == 0)
-                for (int idx = lane; idx < kTile; idx += 32)
+            if (f.warp == 0)
+                for (int idx = f.lane; idx < kTile; idx += 32)
                     write_tile_element<NB, __nv_bfloat16>(a, blockIdx.x * R, idx, sum_over_warps(red, kTile, idx));
         } else {
             for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
@@ -123,22 +118,17 @@ __global__ void __launch_bounds__(512, 1) gemv_trip(const GemvArgs a) {
     extern __shared__ float red[];
     constexpr int kTile = R * NB * 4 * 32;
     const EntryFrame<NB, R> f(a);
-    const int nw = f.nw, warp = f.warp, lane = f.lane, kb_end = f.kb_end;
-    const size_t row_frags = f.row_frags;
-    const Frag* const(&xp)[NB] = f.xp;
-    const bool(&xvalid)[NB] = f.xvalid;
-    const Frag* wp = f.wp;
     float acc[R][NB][4], acc2[R][NB][4];
     zero_accumulators<R, NB>(acc);
     zero_accumulators<R, NB>(acc2);
-    const int stride = nw * U;
-    for (int kb = warp * U; kb < kb_end; kb += stride) {
+    const int stride = f.nw * U;
+    for (int kb = f.warp * U; kb < f.kb_end; kb += stride) {
         Trip<U, NB, R, false> tr;
         if constexpr (XFIRST) {
-            load_trip<U, NB, R, 0, false, false, true>(tr, wp, nullptr, row_frags, xp, xvalid, kb, kb_end);
-            load_trip<U, NB, R, 0, false, true, false>(tr, wp, nullptr, row_frags, xp, xvalid, kb, kb_end);
+            load_trip<U, NB, R, 0, false, false, true>(tr, f.wp, nullptr, f.row_frags, f.xp, f.xvalid, kb, f.kb_end);
+            load_trip<U, NB, R, 0, false, true, false>(tr, f.wp, nullptr, f.row_frags, f.xp, f.xvalid, kb, f.kb_end);
         } else {
-            load_trip<U, NB, R, 0, false>(tr, wp, nullptr, row_frags, xp, xvalid, kb, kb_end);
+            load_trip<U, NB, R, 0, false>(tr, f.wp, nullptr, f.row_frags, f.xp, f.xvalid, kb, f.kb_end);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u)
@@ -159,7 +149,7 @@ __global__ void __launch_bounds__(512, 1) gemv_trip(const GemvArgs a) {
 #pragma unroll
                 for (int q = 0; q < 4; ++q) acc[r][nb][q] += acc2[r][nb][q];
     }
-    park_accumulators<R, NB>(red, acc, warp, lane);
+    park_accumulators<R, NB>(red, acc, f.warp, f.lane);
     __syncthreads();
     for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x)
         write_tile_element<NB, __nv_bfloat16>(a, blockIdx.x * R, idx, sum_over_warps(red, kTile, idx));
