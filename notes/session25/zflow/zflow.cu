@@ -36,6 +36,7 @@ struct FlowArgs {
     __nv_bfloat16* out;      // [M, N]
     uint4 table;
     int M, N, K, capr;
+    int regrouped;  // 1: w holds the stream regrouped for R ([N/16R][G][R] groups): a CTA's K groups contiguous
 };
 
 // x rows in shared memory are K * 2 + 64 bytes apart: a lane's 16-byte x fragment (token lane / 4, K offset
@@ -48,7 +49,10 @@ __host__ __device__ constexpr size_t flow_smem_bytes(int r, int nb, int k, int w
            + (((size_t)r * capr * 8 + r * 17 * 4 + 15) & ~(size_t)15);  // exception entries, row starts
 }
 
-template <int NB, int R, int WPR>
+// GPC: K groups per copy and per mbarrier (regrouped streams only: one copy of GPC x R x 1536 bytes; otherwise
+// one 1536-byte copy per row block and group). DECODE = false: no decode, no mma (the words are folded into the
+// accumulators with adds): the stream and its waits alone.
+template <int NB, int R, int WPR, int GPC = 1, bool DECODE = true>
 __global__ void __launch_bounds__(32 * R * WPR, 1) zflow_kernel(const FlowArgs a) {
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ __align__(8) uint64_t bars[65];  // [0, G): weight groups; G: x
@@ -71,14 +75,22 @@ __global__ void __launch_bounds__(32 * R * WPR, 1) zflow_kernel(const FlowArgs a
     if (warp == 0) {
         // Arm every barrier first (one lane each), then request in consumption order: x, then the groups.
         if (lane == 0) mbar_arrive_expect_tx(&bars[G], a.M * a.K * 2);
-        for (int g = lane; g < G; g += 32) mbar_arrive_expect_tx(&bars[g], R * kGroupBytes);
+        for (int c = lane; c < G / GPC; c += 32) mbar_arrive_expect_tx(&bars[c], GPC * R * kGroupBytes);
         __syncwarp();
         for (int t = lane; t < a.M; t += 32) bulk_load_1d(xsm + (size_t)t * xs, a.x + (size_t)t * a.K, a.K * 2, &bars[G]);
-        const size_t row_frags = (size_t)G * kZFragsPerGroup;
-        for (int c = lane; c < G * R; c += 32) {  // copy c: group c / R, row block c % R (one warp instruction: 32 copies in order)
-            const int g = c / R, rr = c % R;
-            bulk_load_1d(wsm + (size_t)c * kGroupBytes, a.w + (size_t)(rb0 + rr) * row_frags + (size_t)g * kZFragsPerGroup,
-                         kGroupBytes, &bars[g]);
+        if (a.regrouped) {
+            for (int c = lane; c < G / GPC; c += 32)
+                bulk_load_1d(wsm + (size_t)c * GPC * R * kGroupBytes,
+                             a.w + ((size_t)blockIdx.x * G + c * GPC) * R * kZFragsPerGroup, GPC * R * kGroupBytes,
+                             &bars[c]);
+        } else {
+            const size_t row_frags = (size_t)G * kZFragsPerGroup;
+            for (int c = lane; c < G * R; c += 32) {  // copy c: group c / R, row block c % R (32 copies in order)
+                const int g = c / R, rr = c % R;
+                bulk_load_1d(wsm + (size_t)c * kGroupBytes,
+                             a.w + (size_t)(rb0 + rr) * row_frags + (size_t)g * kZFragsPerGroup, kGroupBytes,
+                             &bars[g / GPC]);
+            }
         }
     }
     // The warp that ends row block r stages its exception entries and row starts (cp.async, waited at the end).
@@ -100,7 +112,7 @@ __global__ void __launch_bounds__(32 * R * WPR, 1) zflow_kernel(const FlowArgs a
     mbar_wait(&bars[G], 0);
     for (int g = part; g < G; g += WPR) {
         Frag w[kZParts], xf[2][NB];
-        mbar_wait(&bars[g], 0);
+        mbar_wait(&bars[g / GPC], 0);
 #pragma unroll
         for (int p = 0; p < kZParts; ++p)
             w[p] = *reinterpret_cast<const Frag*>(wl + (size_t)g * R * kGroupBytes + p * 512);
@@ -109,6 +121,13 @@ __global__ void __launch_bounds__(32 * R * WPR, 1) zflow_kernel(const FlowArgs a
 #pragma unroll
             for (int nb = 0; nb < NB; ++nb)
                 xf[b][nb] = *reinterpret_cast<const Frag*>(xl + (size_t)nb * 8 * xs + (2 * g + b) * 64);
+        if constexpr (!DECODE) {
+#pragma unroll
+            for (int p = 0; p < kZParts; ++p)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[0][q] += __uint_as_float((w[p].r[q] ^ xf[0][0].r[q]) & 0x3FFFFFFFu);
+            continue;
+        }
 #pragma unroll
         for (int f = 0; f < 4; ++f) {
             uint32_t af[4];
@@ -158,13 +177,155 @@ __global__ void __launch_bounds__(32 * R * WPR, 1) zflow_kernel(const FlowArgs a
         }
 }
 
-template <int NB, int R, int WPR>
+template <int NB, int R, int WPR, int GPC = 1, bool DECODE = true>
 probekit::Case flow_case(const char* name, size_t bytes, const FlowArgs& args) {
     const size_t smem = flow_smem_bytes(R, NB, args.K, WPR, args.capr);
-    CK(cudaFuncSetAttribute(zflow_kernel<NB, R, WPR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    auto kernel = zflow_kernel<NB, R, WPR, GPC, DECODE>;
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     return probekit::Case{name, bytes, [=](cudaStream_t s) {
-                              zflow_kernel<NB, R, WPR><<<args.N / (16 * R), 32 * R * WPR, smem, s>>>(args);
+                              kernel<<<args.N / (16 * R), 32 * R * WPR, smem, s>>>(args);
                           }};
+}
+
+
+// zcp: the same arrival-ordered walk, fed by cp.async (LDGSTS: per-thread 16-byte copies, the load path and
+// memory-level parallelism of ld.global, no register held while in flight) instead of the bulk copy engine,
+// whose per-SM rate capped zflow (call 1: ~20 GB/s a SM without any decode). Each lane copies its own three
+// 16-byte weight parts and its 2 NB x fragments of each of its warp's groups into its own shared-memory slot and
+// later reads back only those, so no barrier of any kind is needed: cp.async.wait_group orders a lane's groups.
+// D groups per warp are in flight (a window: issue D, then one more per group consumed).
+__device__ __forceinline__ void cp_async_cg16(void* smem, const void* gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(smem)), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+__host__ __device__ constexpr int zcp_slot_bytes(int nb) { return kGroupBytes + nb * 2 * 512; }
+__host__ __device__ constexpr size_t zcp_smem_bytes(int r, int nb, int wpr, int d, int capr) {
+    return (size_t)r * wpr * d * zcp_slot_bytes(nb) + (size_t)wpr * r * nb * 4 * 32 * 4 +
+           (((size_t)r * capr * 8 + r * 17 * 4 + 15) & ~(size_t)15);
+}
+
+template <int NB, int R, int WPR, int D, bool DECODE = true>
+__global__ void __launch_bounds__(32 * R * WPR, 1) zcp_kernel(const FlowArgs a) {
+    extern __shared__ __align__(128) uint8_t smem[];
+    constexpr int kSlot = zcp_slot_bytes(NB);
+    const int G = a.K >> 6;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int r = warp / WPR, part = warp % WPR;
+    const int rb0 = blockIdx.x * R;
+    uint8_t* slots = smem + (size_t)warp * D * kSlot + lane * 16;  // this lane's bytes of slot 0
+    float* tiles = reinterpret_cast<float*>(smem + (size_t)R * WPR * D * kSlot);
+    int2* entries = reinterpret_cast<int2*>(tiles + WPR * R * NB * 4 * 32);
+    int* starts = reinterpret_cast<int*>(entries + R * a.capr);
+    const Frag* wp = a.w + (size_t)(rb0 + r) * G * kZFragsPerGroup + lane;
+    const Frag* xp[NB];
+    bool xvalid[NB];  // rows of x past M: the pointer repeats row 0 (in bounds); those columns are never stored
+    x_operand<NB>(reinterpret_cast<const Frag*>(a.x), a.M, a.K, lane, xp, xvalid);
+    const int n = (G - part + WPR - 1) / WPR;  // this warp's groups: part, part + WPR, ...
+    auto issue = [&](int i) {
+        const int g = part + i * WPR;
+        uint8_t* slot = slots + (size_t)(i % D) * kSlot;
+#pragma unroll
+        for (int p = 0; p < kZParts; ++p) cp_async_cg16(slot + p * 512, wp + (size_t)g * kZFragsPerGroup + p * 32);
+#pragma unroll
+        for (int b = 0; b < 2; ++b)
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb) cp_async<16>(slot + kGroupBytes + (b * NB + nb) * 512, xp[nb] + (2 * g + b) * 4);
+    };
+    if (part == 0) {  // exceptions of row block r, staged for the end: in commit group 0, with group 0's bytes
+        for (int e = lane; e < a.capr; e += 32)
+            cp_async<8>(entries + r * a.capr + e, a.exceptions + (size_t)(rb0 + r) * a.capr + e);
+        if (lane < 17) cp_async<4>(starts + r * 17 + lane, a.row_starts + (rb0 + r) * 17 + lane);
+    }
+#pragma unroll
+    for (int i = 0; i < D; ++i) {
+        if (i < n) issue(i);
+        cp_async_commit();
+    }
+
+    float acc[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[nb][j] = 0.f;
+    const uint4 t = a.table;
+    for (int i = 0; i < n; ++i) {
+        cp_async_wait_group<D - 1>();  // commit group i (D + i committed so far) has landed
+        const uint8_t* slot = slots + (size_t)(i % D) * kSlot;
+        Frag w[kZParts], xf[2][NB];
+#pragma unroll
+        for (int p = 0; p < kZParts; ++p) w[p] = *reinterpret_cast<const Frag*>(slot + p * 512);
+#pragma unroll
+        for (int b = 0; b < 2; ++b)
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb)
+                xf[b][nb] = *reinterpret_cast<const Frag*>(slot + kGroupBytes + (b * NB + nb) * 512);
+        if (i + D < n) issue(i + D);  // refills the slot just read (this lane's own bytes)
+        cp_async_commit();
+        if constexpr (!DECODE) {
+#pragma unroll
+            for (int p = 0; p < kZParts; ++p)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[0][q] += __uint_as_float((w[p].r[q] ^ xf[0][0].r[q]) & 0x3FFFFFFFu);
+        } else {
+#pragma unroll
+            for (int f = 0; f < 4; ++f) {
+                uint32_t af[4];
+                decode_fragment(af, w, f, t);
+                const int b = f >> 1, y = f & 1;
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb)
+                    mma_bf16_m16n8k16(acc[nb], af, xf[b][nb].r[2 * y], xf[b][nb].r[2 * y + 1]);
+            }
+        }
+    }
+
+    if constexpr (WPR > 1) {
+        float* mine = tiles + ((size_t)(part * R + r) * NB * 4) * 32;
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) mine[(nb * 4 + j) * 32 + lane] = acc[nb][j];
+        __syncthreads();
+        if (part != 0) return;
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                float v = 0.f;
+#pragma unroll
+                for (int q = 0; q < WPR; ++q) v += tiles[((size_t)(q * R + r) * NB * 4 + nb * 4 + j) * 32 + lane];
+                acc[nb][j] = v;
+            }
+    }
+    cp_async_wait_all();
+    __syncwarp();
+    const __nv_bfloat16* x = a.x;
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int i = (lane >> 2) + ((j & 2) ? 8 : 0);
+            const int token = nb * 8 + (lane & 3) * 2 + (j & 1);
+            if (token >= a.M) continue;
+            float v = acc[nb][j];
+            const int e_end = starts[r * 17 + i + 1];
+            for (int e = starts[r * 17 + i]; e < e_end; ++e) {
+                const int2 entry = entries[r * a.capr + e];
+                v += __bfloat162float(x[(size_t)token * a.K + (entry.x & 0xFFFF)]) * __uint_as_float((uint32_t)entry.y << 16);
+            }
+            a.out[(size_t)token * a.N + (rb0 + r) * 16 + i] = __float2bfloat16_rn(v);
+        }
+}
+
+template <int NB, int R, int WPR, int D, bool DECODE = true>
+probekit::Case zcp_case(const char* name, size_t bytes, const FlowArgs& args) {
+    const size_t smem = zcp_smem_bytes(R, NB, WPR, D, args.capr);
+    auto kernel = zcp_kernel<NB, R, WPR, D, DECODE>;
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    return probekit::Case{name, bytes, [=](cudaStream_t s) { kernel<<<args.N / (16 * R), 32 * R * WPR, smem, s>>>(args); }};
 }
 
 int main() {
@@ -218,7 +379,25 @@ int main() {
         a.M = m, a.N = N, a.K = K, a.S = 1, a.capr = capr, a.cluster = 0;
         return a;
     };
-    auto fargs = [&](int m) { return FlowArgs{x, w, exceptions, row_starts, out, table, m, N, K, capr}; };
+    // The stream regrouped per CTA of R row blocks: group g of row block r of CTA c at chunk (c G + g) R + r.
+    auto regroup = [&](int R) {
+        std::vector<uint8_t> h(stream_bytes);
+        for (int c = 0; c < N / 16 / R; ++c)
+            for (int g = 0; g < G; ++g)
+                for (int r = 0; r < R; ++r)
+                    memcpy(&h[(((size_t)c * G + g) * R + r) * kGroupBytes], &hs[(((size_t)c * R + r) * G + g) * kGroupBytes],
+                           kGroupBytes);
+        Frag* d;
+        CK(cudaMalloc(&d, stream_bytes));
+        CK(cudaMemcpy(d, h.data(), stream_bytes, cudaMemcpyHostToDevice));
+        return d;
+    };
+    Frag* const w_by_r[5] = {nullptr, nullptr, regroup(2), nullptr, regroup(4)};
+    // Args for m tokens; R > 0: the stream regrouped for R.
+    auto fargs = [&](int m, int regroup_r = 0) {
+        return FlowArgs{x, regroup_r ? w_by_r[regroup_r] : w, exceptions, row_starts, out, table, m, N, K, capr,
+                        regroup_r ? 1 : 0};
+    };
     const size_t zsmem = zgemv_smem_bytes(8, 1, 1, capr, 0), zsmem2 = zgemv_smem_bytes(8, 1, 2, capr, 0);
 
     // Check: every zflow variant against zgemv_kernel<1, NB, 1, 0> on m = 1, 5, 8, 13, 16.
@@ -244,22 +423,40 @@ int main() {
         bad += !ok;
         printf("check %-28s m=%2d  max|diff| %.4g  (max|out| %.4g)  %s\n", name, m, worst, scale, ok ? "ok" : "WRONG");
     };
-    auto flow_launch = [&](auto kernel, int R, int WPR, int NB) {
+    auto flow_launch = [&](auto kernel, int R, int WPR, int NB, bool regrouped) {
         return [=](int m) {
             const size_t smem = flow_smem_bytes(R, NB, K, WPR, capr);
             CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            kernel<<<N / (16 * R), 32 * R * WPR, smem>>>(FlowArgs{x, w, exceptions, row_starts, out, table, m, N, K, capr});
+            kernel<<<N / (16 * R), 32 * R * WPR, smem>>>(fargs(m, regrouped ? R : 0));
         };
     };
     for (int m : {1, 5, 8}) {
-        check("zflow<1,4,1>", m, flow_launch(zflow_kernel<1, 4, 1>, 4, 1, 1));
-        check("zflow<1,4,2>", m, flow_launch(zflow_kernel<1, 4, 2>, 4, 2, 1));
-        check("zflow<1,2,4>", m, flow_launch(zflow_kernel<1, 2, 4>, 2, 4, 1));
+        check("zflow<1,4,1>", m, flow_launch(zflow_kernel<1, 4, 1>, 4, 1, 1, false));
+        check("zflow<1,2,4>", m, flow_launch(zflow_kernel<1, 2, 4>, 2, 4, 1, false));
+        check("zflow<1,4,2> regrouped GPC 1", m, flow_launch(zflow_kernel<1, 4, 2, 1>, 4, 2, 1, true));
+        check("zflow<1,4,2> regrouped GPC 2", m, flow_launch(zflow_kernel<1, 4, 2, 2>, 4, 2, 1, true));
+        check("zflow<1,2,4> regrouped GPC 4", m, flow_launch(zflow_kernel<1, 2, 4, 4>, 2, 4, 1, true));
     }
     for (int m : {9, 13, 16}) {
-        check("zflow<2,4,1>", m, flow_launch(zflow_kernel<2, 4, 1>, 4, 1, 2));
-        check("zflow<2,4,2>", m, flow_launch(zflow_kernel<2, 4, 2>, 4, 2, 2));
-        check("zflow<2,2,4>", m, flow_launch(zflow_kernel<2, 2, 4>, 2, 4, 2));
+        check("zflow<2,4,1>", m, flow_launch(zflow_kernel<2, 4, 1>, 4, 1, 2, false));
+        check("zflow<2,4,2> regrouped GPC 2", m, flow_launch(zflow_kernel<2, 4, 2, 2>, 4, 2, 2, true));
+        check("zflow<2,2,4> regrouped GPC 4", m, flow_launch(zflow_kernel<2, 2, 4, 4>, 2, 4, 2, true));
+    }
+    auto zcp_launch = [&](auto kernel, int R, int WPR, int D, int NB) {
+        return [=](int m) {
+            const size_t smem = zcp_smem_bytes(R, NB, WPR, D, capr);
+            CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            kernel<<<N / (16 * R), 32 * R * WPR, smem>>>(fargs(m));
+        };
+    };
+    for (int m : {1, 5, 8}) {
+        check("zcp<1,4,2,4>", m, zcp_launch(zcp_kernel<1, 4, 2, 4>, 4, 2, 4, 1));
+        check("zcp<1,2,2,8>", m, zcp_launch(zcp_kernel<1, 2, 2, 8>, 2, 2, 8, 1));
+        check("zcp<1,1,4,2>", m, zcp_launch(zcp_kernel<1, 1, 4, 2>, 1, 4, 2, 1));
+    }
+    for (int m : {9, 16}) {
+        check("zcp<2,1,4,2>", m, zcp_launch(zcp_kernel<2, 1, 4, 2>, 1, 4, 2, 2));
+        check("zcp<2,2,2,4>", m, zcp_launch(zcp_kernel<2, 2, 2, 4>, 2, 2, 4, 2));
     }
     printf("checks: %s\n", bad ? "SOME WRONG" : "all ok");
 
@@ -282,18 +479,20 @@ int main() {
                        [=](cudaStream_t s) { zgemv_kernel<1, 1, 1, 0><<<N / 16, 256, zsmem, s>>>(zargs(1)); }},
         probekit::Case{"zgemv <1,1,1,0> 512 x 256 m=8", o_bytes,
                        [=](cudaStream_t s) { zgemv_kernel<1, 1, 1, 0><<<N / 16, 256, zsmem, s>>>(zargs(8)); }},
-        flow_case<1, 4, 1>("zflow <NB1,R4,WPR1> 128 x 128 m=1", o_bytes, fargs(1)),
-        flow_case<1, 4, 1>("zflow <NB1,R4,WPR1> 128 x 128 m=8", o_bytes, fargs(8)),
-        flow_case<1, 4, 2>("zflow <NB1,R4,WPR2> 128 x 256 m=8", o_bytes, fargs(8)),
-        flow_case<1, 4, 4>("zflow <NB1,R4,WPR4> 128 x 512 m=8", o_bytes, fargs(8)),
-        flow_case<1, 2, 1>("zflow <NB1,R2,WPR1> 256 x 64 m=8", o_bytes, fargs(8)),
-        flow_case<1, 2, 2>("zflow <NB1,R2,WPR2> 256 x 128 m=8", o_bytes, fargs(8)),
-        flow_case<1, 2, 4>("zflow <NB1,R2,WPR4> 256 x 256 m=8", o_bytes, fargs(8)),
-        flow_case<1, 1, 4>("zflow <NB1,R1,WPR4> 512 x 128 m=8", o_bytes, fargs(8)),
-        flow_case<2, 4, 1>("zflow <NB2,R4,WPR1> 128 x 128 m=16", o_bytes, fargs(16)),
-        flow_case<2, 4, 2>("zflow <NB2,R4,WPR2> 128 x 256 m=16", o_bytes, fargs(16)),
-        flow_case<2, 2, 2>("zflow <NB2,R2,WPR2> 256 x 128 m=16", o_bytes, fargs(16)),
-        flow_case<2, 2, 4>("zflow <NB2,R2,WPR4> 256 x 256 m=16", o_bytes, fargs(16)),
+        flow_case<1, 4, 2, 2>("zflow R4 WPR2 GPC2 m=8 (call 1's best)", o_bytes, fargs(8, 4)),
+        zcp_case<1, 1, 4, 4>("zcp R1 WPR4 D4 (all) m=1", o_bytes, fargs(1)),
+        zcp_case<1, 1, 4, 4>("zcp R1 WPR4 D4 (all) m=8", o_bytes, fargs(8)),
+        zcp_case<1, 1, 4, 4, false>("zcp R1 WPR4 D4 no decode m=8", o_bytes, fargs(8)),
+        zcp_case<1, 1, 4, 2>("zcp R1 WPR4 D2 m=8", o_bytes, fargs(8)),
+        zcp_case<1, 1, 8, 2>("zcp R1 WPR8 D2 (all) m=8", o_bytes, fargs(8)),
+        zcp_case<1, 1, 2, 8>("zcp R1 WPR2 D8 (all) m=8", o_bytes, fargs(8)),
+        zcp_case<1, 2, 2, 8>("zcp R2 WPR2 D8 (all) m=8", o_bytes, fargs(8)),
+        zcp_case<1, 2, 4, 4>("zcp R2 WPR4 D4 (all) m=8", o_bytes, fargs(8)),
+        zcp_case<1, 4, 2, 4>("zcp R4 WPR2 D4 m=8", o_bytes, fargs(8)),
+        zcp_case<2, 1, 4, 4>("zcp R1 WPR4 D4 (all) m=16", o_bytes, fargs(16)),
+        zcp_case<2, 1, 8, 2>("zcp R1 WPR8 D2 (all) m=16", o_bytes, fargs(16)),
+        zcp_case<2, 1, 4, 2>("zcp R1 WPR4 D2 m=16", o_bytes, fargs(16)),
+        zcp_case<2, 2, 4, 2>("zcp R2 WPR4 D2 m=16", o_bytes, fargs(16)),
     };
     probekit::run_rounds(tm, cases, bw, 3);
     return bad ? 1 : 0;
