@@ -328,6 +328,105 @@ probekit::Case zcp_case(const char* name, size_t bytes, const FlowArgs& args) {
     return probekit::Case{name, bytes, [=](cudaStream_t s) { kernel<<<args.N / (16 * R), 32 * R * WPR, smem, s>>>(args); }};
 }
 
+// zknobs: main's zgemv_kernel (P = 0, S = 1) with parts switchable, to price the decode on o (call 1, part 4).
+// DEC: 0 the shipped decode (compress.py's recipe, ~20 instructions a fragment); 1 a cheaper stand-in with
+// the instruction count an 8-entry table would need (mask + one lookup per 4 hi bytes, the 4 interleaves: ~8;
+// values wrong); 2 none (the raw lo words as the A registers). MMA = false: the A words folded into the
+// accumulators with adds instead. EXC = false: no exception pass (the harness's entries then add nothing anyway).
+template <int DEC>
+__device__ __forceinline__ void knob_decode(uint32_t (&a)[4], const Frag (&part)[kZParts], int f, const uint4& t) {
+    if constexpr (DEC == 0) {
+        decode_fragment(a, part, f, t);
+    } else if constexpr (DEC == 1) {
+        const Frag& lo = part[f >> 1];
+        const uint32_t l0 = lo.r[2 * (f & 1)], l1 = lo.r[2 * (f & 1) + 1];
+        const uint32_t c = part[2].r[f];
+        const uint32_t h0 = prmt(t.x, t.y, c & 0x7777u), h1 = prmt(t.x, t.y, (c >> 16) & 0x7777u);
+        a[0] = prmt(l0, h0, 0x5140u);
+        a[1] = prmt(l0, h0, 0x7362u);
+        a[2] = prmt(l1, h1, 0x5140u);
+        a[3] = prmt(l1, h1, 0x7362u);
+    } else {
+        const Frag& lo = part[f >> 1];
+        a[0] = lo.r[0] ^ part[2].r[f], a[1] = lo.r[1], a[2] = lo.r[2], a[3] = lo.r[3];
+    }
+}
+
+template <int UG, int NB, int DEC, bool MMA, bool EXC>
+__global__ void __launch_bounds__(512, 1) zknobs_kernel(const ZGemvArgs a) {
+    constexpr int R = 1;
+    extern __shared__ float red[];
+    constexpr int kTile = R * NB * 4 * 32;
+    const int nw = blockDim.x >> 5;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int rb0 = blockIdx.x * R;
+    const int groups = a.K >> 6;
+    int2* entries = reinterpret_cast<int2*>(red + nw * kTile);
+    int* starts = reinterpret_cast<int*>(entries + R * a.capr);
+    if constexpr (EXC) {
+        for (int e = threadIdx.x; e < R * a.capr; e += blockDim.x)
+            cp_async<8>(entries + e, a.exceptions + (size_t)rb0 * a.capr + e);
+        for (int e = threadIdx.x; e < R * 17; e += blockDim.x) cp_async<4>(starts + e, a.row_starts + rb0 * 17 + e);
+    }
+    const Frag* xp[NB];
+    bool xvalid[NB];
+    x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
+    const size_t row_frags = (size_t)groups * kZFragsPerGroup;
+    const Frag* wp = a.w + (size_t)rb0 * row_frags + lane;
+    const uint4 t = a.table;
+    float acc[R][NB][4];
+    zero_accumulators<R, NB>(acc);
+    for (int g = warp * UG; g < groups; g += nw * UG) {
+        ZTrip<UG, NB, R> tr;
+        load_ztrip<UG, NB, R>(tr, wp, row_frags, xp, xvalid, g, groups);
+#pragma unroll
+        for (int u = 0; u < UG; ++u)
+#pragma unroll
+            for (int f = 0; f < 4; ++f) {
+                uint32_t af[4];
+                knob_decode<DEC>(af, tr.w[0][u], f, t);
+                const int b = f >> 1, y = f & 1;
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb) {
+                    if constexpr (MMA) {
+                        mma_bf16_m16n8k16(acc[0][nb], af, tr.x[u][b][nb].r[2 * y], tr.x[u][b][nb].r[2 * y + 1]);
+                    } else {
+#pragma unroll
+                        for (int q = 0; q < 4; ++q)
+                            acc[0][nb][q] += __uint_as_float((af[q] ^ tr.x[u][b][nb].r[q]) & 0x3FFFFFFFu);
+                    }
+                }
+            }
+    }
+    park_accumulators<R, NB>(red, acc, warp, lane);
+    __syncthreads();
+    if constexpr (EXC) {
+        cp_async_wait_all();
+        __syncthreads();
+        const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(a.x);
+        for (int idx = threadIdx.x; idx < R * 16 * a.M; idx += blockDim.x) {
+            const int token = idx % a.M, i = (idx / a.M) & 15;
+            const int e_end = starts[i + 1];
+            float v = 0.f;
+            for (int e = starts[i]; e < e_end; ++e) {
+                const int2 entry = entries[e];
+                v += __bfloat162float(x[(size_t)token * a.K + (entry.x & 0xFFFF)]) * __uint_as_float((uint32_t)entry.y << 16);
+            }
+            red[ztile_index<NB>(0, i, token)] += v;
+        }
+        __syncthreads();
+    }
+    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x)
+        zwrite_tile_element<NB>(a, rb0, idx, sum_over_warps(red, kTile, idx));
+}
+
+template <int UG, int NB, int DEC, bool MMA, bool EXC>
+probekit::Case knob_case(const char* name, size_t bytes, ZGemvArgs args, int nw) {
+    const size_t smem = zgemv_smem_bytes(nw, 1, NB, args.capr, 0);
+    auto kernel = zknobs_kernel<UG, NB, DEC, MMA, EXC>;
+    return probekit::Case{name, bytes, [=](cudaStream_t s) { kernel<<<args.N / 16, 32 * nw, smem, s>>>(args); }};
+}
+
 int main() {
     Timer tm;
     const int N = 8192, K = 1024, G = K / 64;
@@ -479,20 +578,21 @@ int main() {
                        [=](cudaStream_t s) { zgemv_kernel<1, 1, 1, 0><<<N / 16, 256, zsmem, s>>>(zargs(1)); }},
         probekit::Case{"zgemv <1,1,1,0> 512 x 256 m=8", o_bytes,
                        [=](cudaStream_t s) { zgemv_kernel<1, 1, 1, 0><<<N / 16, 256, zsmem, s>>>(zargs(8)); }},
-        flow_case<1, 4, 2, 2>("zflow R4 WPR2 GPC2 m=8 (call 1's best)", o_bytes, fargs(8, 4)),
-        zcp_case<1, 1, 4, 4>("zcp R1 WPR4 D4 (all) m=1", o_bytes, fargs(1)),
-        zcp_case<1, 1, 4, 4>("zcp R1 WPR4 D4 (all) m=8", o_bytes, fargs(8)),
-        zcp_case<1, 1, 4, 4, false>("zcp R1 WPR4 D4 no decode m=8", o_bytes, fargs(8)),
-        zcp_case<1, 1, 4, 2>("zcp R1 WPR4 D2 m=8", o_bytes, fargs(8)),
-        zcp_case<1, 1, 8, 2>("zcp R1 WPR8 D2 (all) m=8", o_bytes, fargs(8)),
-        zcp_case<1, 1, 2, 8>("zcp R1 WPR2 D8 (all) m=8", o_bytes, fargs(8)),
-        zcp_case<1, 2, 2, 8>("zcp R2 WPR2 D8 (all) m=8", o_bytes, fargs(8)),
-        zcp_case<1, 2, 4, 4>("zcp R2 WPR4 D4 (all) m=8", o_bytes, fargs(8)),
-        zcp_case<1, 4, 2, 4>("zcp R4 WPR2 D4 m=8", o_bytes, fargs(8)),
-        zcp_case<2, 1, 4, 4>("zcp R1 WPR4 D4 (all) m=16", o_bytes, fargs(16)),
-        zcp_case<2, 1, 8, 2>("zcp R1 WPR8 D2 (all) m=16", o_bytes, fargs(16)),
-        zcp_case<2, 1, 4, 2>("zcp R1 WPR4 D2 m=16", o_bytes, fargs(16)),
-        zcp_case<2, 2, 4, 2>("zcp R2 WPR4 D2 m=16", o_bytes, fargs(16)),
+        zcp_case<1, 1, 4, 2>("zcp R1 WPR4 D2 m=8 (part 3's best)", o_bytes, fargs(8)),
+        knob_case<1, 1, 0, true, true>("knobs <1,NB1> NW8 as shipped m=8", o_bytes, zargs(8), 8),
+        knob_case<1, 1, 0, true, false>("knobs NW8 no exc m=8", o_bytes, zargs(8), 8),
+        knob_case<1, 1, 1, true, false>("knobs NW8 no exc, cheap decode m=8", o_bytes, zargs(8), 8),
+        knob_case<1, 1, 2, true, false>("knobs NW8 no exc, no decode m=8", o_bytes, zargs(8), 8),
+        knob_case<1, 1, 0, false, false>("knobs NW8 no exc, decode, no mma m=8", o_bytes, zargs(8), 8),
+        knob_case<1, 1, 2, false, false>("knobs NW8 no exc, no decode, no mma m=8", o_bytes, zargs(8), 8),
+        knob_case<1, 1, 0, true, false>("knobs NW8 no exc m=1", o_bytes, zargs(1), 8),
+        knob_case<1, 1, 1, true, false>("knobs NW8 no exc, cheap decode m=1", o_bytes, zargs(1), 8),
+        knob_case<1, 1, 2, true, false>("knobs NW8 no exc, no decode m=1", o_bytes, zargs(1), 8),
+        knob_case<2, 1, 0, true, false>("knobs <2,NB1> NW4 no exc m=8", o_bytes, zargs(8), 4),
+        knob_case<2, 1, 1, true, false>("knobs <2,NB1> NW4 no exc, cheap decode m=8", o_bytes, zargs(8), 4),
+        knob_case<1, 2, 0, true, false>("knobs <1,NB2> NW8 no exc m=16", o_bytes, zargs(16), 8),
+        knob_case<1, 2, 1, true, false>("knobs <1,NB2> NW8 no exc, cheap decode m=16", o_bytes, zargs(16), 8),
+        knob_case<1, 2, 2, true, false>("knobs <1,NB2> NW8 no exc, no decode m=16", o_bytes, zargs(16), 8),
     };
     probekit::run_rounds(tm, cases, bw, 3);
     return bad ? 1 : 0;
