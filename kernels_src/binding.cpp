@@ -11,7 +11,8 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster);
 int okc_ticket_groups();   // row groups a C = 2 gemv launch may have (common.cuh, kTicketGroups)
 int okc_semaphore_ints();  // the semaphore array's length that C = 2's tickets and flags need
-const char* okc_launch_zgemv(const void* x, const void* w, const void* exceptions, const int* row_starts, void* out,
+const char* okc_launch_zgemv(const void* x, const void* w, const void* patches, const void* exceptions,
+                             const int* row_starts, void* out,
                              float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int capr,
                              int NW, int S, int UG, int NB, int R, int P, bool cluster, long long stream);
 
@@ -127,15 +128,16 @@ std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::
     return "";
 }
 
-// out[M, N] = x[M, K] . W[:N]^T through the compressed GEMV (zgemv.cuh); zs, exceptions, row_starts and the table
-// words t0..t3 are kernels_src/compress.py's output.
-std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor exceptions, torch::Tensor row_starts,
+// out[M, N] = x[M, K] . W[:N]^T through the compressed GEMV (zgemv.cuh); zs, patches, exceptions, row_starts and
+// the table words t0..t3 are kernels_src/compress.py's output.
+std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor patches, torch::Tensor exceptions, torch::Tensor row_starts,
                   torch::Tensor out, torch::Tensor ws, torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S,
                   int64_t UG, int64_t NB, int64_t R, bool cluster, int64_t P, int64_t t0, int64_t t1, int64_t t2,
                   int64_t t3, int64_t stream) {
     std::string bad;
     if (!(bad = check_tensor("zgemv", x, "x", at::kBFloat16)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", zs, "compressed stream", at::kByte)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", patches, "patches", at::kInt)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", exceptions, "exceptions", at::kInt)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", row_starts, "row_starts", at::kInt)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", out, "out", at::kBFloat16)).empty()) return bad;
@@ -146,6 +148,8 @@ std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor exceptions, t
     OKC_REQUIRE(M >= 1 && M <= 8 * NB, "zgemv: M=", M, " does not fit NB=", NB, " column blocks of 8 tokens");
     OKC_REQUIRE(N % 16 == 0 && K % 64 == 0, "zgemv: need N % 16 == 0 and K % 64 == 0, got N=", N, " K=", K);
     OKC_REQUIRE(zs.numel() * 8 >= N * K * 12, "zgemv: the stream holds fewer than N*K 12-bit weights");
+    OKC_REQUIRE(patches.dim() == 3 && patches.size(0) >= N / 16 && patches.size(1) == K / 64 && patches.size(2) == 4,
+                "zgemv: patches must be [>= N/16, K/64, 4], got ", patches.sizes());
     OKC_REQUIRE(exceptions.dim() == 3 && exceptions.size(0) >= N / 16 && exceptions.size(2) == 2,
                 "zgemv: exceptions must be [>= N/16, capr, 2], got ", exceptions.sizes());
     OKC_REQUIRE(row_starts.dim() == 2 && row_starts.size(0) >= N / 16 && row_starts.size(1) == 17,
@@ -158,7 +162,8 @@ std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor exceptions, t
     OKC_REQUIRE(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "zgemv: workspace too small for S=", S);
     OKC_REQUIRE(S == 1 || sem.numel() >= N / (16 * R), "zgemv: need one semaphore per CTA row group (",
                 N / (16 * R), ")");
-    const char* err = okc_launch_zgemv(x.data_ptr(), zs.data_ptr(), exceptions.data_ptr(), row_starts.data_ptr<int>(),
+    const char* err = okc_launch_zgemv(x.data_ptr(), zs.data_ptr(), patches.data_ptr(), exceptions.data_ptr(),
+                                       row_starts.data_ptr<int>(),
                                        out.data_ptr(), ws.data_ptr<float>(), sem.data_ptr<int>(), (int)t0, (int)t1,
                                        (int)t2, (int)t3, (int)M, (int)N, (int)K, (int)exceptions.size(1), (int)NW,
                                        (int)S, (int)UG, (int)NB, (int)R, (int)P, cluster, (long long)stream);

@@ -9,8 +9,15 @@ bits. A weight matrix uses few distinct hi bytes (its magnitudes span a few powe
 stored as its lo byte plus a 4-bit code: an index into a per-matrix table T of 16 hi bytes.
   * T[0] = 0x00 always; T[1..15] are the 15 most frequent other hi bytes (ties: the smaller byte first).
   * A weight whose hi byte is not in T is an exception: its stream slot holds code 0 and lo 0, which decodes to
-    +0.0 exactly (it adds nothing), and its own bits go to the exception table. After its main loop the kernel
-    adds x[t, k] * w to its partial of out[t, row] in fp32: a bf16 x bf16 product is exact in fp32, as in the mma.
+    +0.0 exactly, and its own 16 bits travel apart, two ways:
+      - patches: per 16-row block and K group, a 16-byte header [n, p0, p1, p2] holds the group's first n <= 3
+        exceptions as patch words; the warp that decodes the group loads the header with the group's bytes and ORs
+        each patch's 16 bits into the decoded register it names (the slot reads 0x0000, so the result is the
+        weight's exact bits) before the mma. No pass, no extra round trip: why, notes/session25 (an exception pass
+        after the main loop was most of what the compressed GEMV paid over a plain stream on o);
+      - overflow: a group's exceptions past the third go to the exception table; after its main loop the kernel
+        adds x[t, k] * w for those to its partial of out[t, row] in fp32 (a bf16 x bf16 product is exact in fp32,
+        as in the mma). Gaussian weights have ~0.25 exceptions a group, so this table is nearly always empty.
   * Decoding is exact by construction: every stream weight decodes to its own 16 bits, every exception to +0.0
     plus its entry. tests/test_compress.py proves it on adversarial inputs (every bf16 bit pattern, NaN, inf,
     -0.0, more than 16 hi bytes, all-exception blocks).
@@ -36,12 +43,16 @@ bytes 0..3, 4..7, 8..11, 12..15), with PTX prmt.b32 (byte permute, default mode)
 tests/zdecode_model.py runs exactly this recipe on integers (a model of prmt), so the tests check the recipe,
 not just the format; kernels_src/zgemv.cuh runs it on the GPU.
 
-Exceptions: int32 [N/16, capr, 2] per 16-row block, padded to the longest block (capr): entry = (k | (row in
-block) << 16, the bf16 bits), in row-major order within the block; row_starts int32 [N/16, 17] says where each
-row's entries begin (row i: row_starts[i] .. row_starts[i + 1] - 1), so one thread per (row, token) sums its
-row's products in entry order, deterministically. Padding entries (bits 0) lie past row_starts[16]. A matrix
-with more than MAX_EXCEPTIONS_PER_BLOCK in some row block cannot be compressed usefully: compress() refuses it
-with a one-line CompressionError, and the layer stays on the plain GEMV.
+Patch word (uint32, int32 storage): bits 0-4 the lane, 5-6 the fragment f, 7-9 the element e of the lane's 8 (register
+j = e >> 1, half e & 1), 10-25 the weight's bf16 bits. Patches int32 [N/16, K/64, 4] (the header above).
+
+Overflow exceptions: int32 [N/16, capr, 2] per 16-row block, padded to the longest block (capr, 0 when no group
+has more than 3): entry = (k | (row in block) << 16, the bf16 bits), in row-major order within the block;
+row_starts int32 [N/16, 17] says where each row's entries begin (row i: row_starts[i] .. row_starts[i + 1] - 1),
+so one thread per (row, token) sums its row's products in entry order, deterministically. Padding entries (bits 0)
+lie past row_starts[16]. A matrix with more than MAX_EXCEPTIONS_PER_BLOCK exceptions (patched or not) in some row
+block cannot be compressed usefully: compress() refuses it with a one-line CompressionError, and the layer stays on
+the plain GEMV.
 Measured on the local judge's weights (CPU, session 5): `normal` 0.02-0.03 % exceptions, at most 68 in a 16-row
 block (qkv_gate); `heavy` (outlier rows 30x) refused on qkv_gate, pooler and unpooler (2100-2900 in the worst
 block, the outlier row's), o kept (0.22 %, at most 283).
@@ -53,10 +64,10 @@ from kernels_src.packing import pack_mma_a
 
 TABLE_SIZE = 16
 K_GROUP = 64  # weights per row per K group: two 32-wide K blocks
-# After its main loop a CTA adds its rows' exceptions (entries staged in shared memory during the loop), one thread
-# per (row, token) walking its row's entries with a few x loads in flight: a tail that grows with the longest
-# row and, at m = 16..32, measured at 1-2 us on the bench's normal weights (session 6). Past this many entries in a
-# 16-row block that tail would rival the block's streaming time and the plain GEMV serves the layer better.
+PATCHES_PER_GROUP = 3  # patch words in a K group's 16-byte header (after its count)
+# Past this many exceptions in a 16-row block, most of them overflow the patches into the pass after the main loop
+# (one thread per (row, token) walking its row's entries with a few x loads in flight: 1-2 us at m = 16..32 on
+# session 6's weights), a tail that would rival the block's streaming time: the plain GEMV serves the layer better.
 MAX_EXCEPTIONS_PER_BLOCK = 512
 
 
@@ -83,10 +94,36 @@ def _fragments(bits: torch.Tensor) -> torch.Tensor:
     return flat.reshape(n // 16, k // K_GROUP, 4, 32, 8)
 
 
+def unfragment(frags: torch.Tensor, n: int, k: int) -> torch.Tensor:
+    """The inverse of _fragments: [N/16, K/64, 4, 32, 8] in fragment order -> [N, K] (any dtype)."""
+    # fragment f = 2 kb_local + step; a lane's 8 elements: pack_mma_a's (row half, k half, pair) order
+    blocks = frags.reshape(n // 16, k // 32, 2, 8, 4, 2, 2, 2)  # rb, kb, step, g, t, z, a, e
+    return blocks.permute(0, 6, 3, 1, 4, 2, 5, 7).reshape(n, k)
+
+
+def patch_words(bits_f: torch.Tensor, exc_f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per (row block, K group): the header [n, p0, p1, p2] of its first n <= PATCHES_PER_GROUP exceptions (in
+    fragment order: f, lane, element), and the mask of the exceptions past those (the overflow).
+    bits_f, exc_f: [RB, G, 4, 32, 8] fragment-ordered bits and exception flags."""
+    rb, groups = exc_f.shape[:2]
+    flags = exc_f.reshape(rb, groups, 4 * 32 * 8).to(torch.int64)
+    rank = torch.cumsum(flags, dim=-1) - 1
+    inline = (flags == 1) & (rank < PATCHES_PER_GROUP)
+    header = torch.zeros(rb, groups, 1 + PATCHES_PER_GROUP, dtype=torch.int64, device=exc_f.device)
+    header[..., 0] = flags.sum(dim=-1).clamp(max=PATCHES_PER_GROUP)
+    b, g, p = torch.nonzero(inline, as_tuple=True)
+    f, lane, e = p // 256, (p // 8) % 32, p % 8
+    value = bits_f.reshape(rb, groups, -1)[b, g, p].to(torch.int64) & 0xFFFF
+    header[b, g, 1 + rank[b, g, p]] = lane | (f << 5) | (e << 7) | (value << 10)
+    overflow = ((flags == 1) & (rank >= PATCHES_PER_GROUP)).reshape(exc_f.shape)
+    return header.to(torch.int32), overflow
+
+
 def compress(w: torch.Tensor, name: str = "weight") -> dict:
     """bf16 [N, K] (N % 16 == 0, K % 64 == 0) -> {"stream": uint8 [N/16, K/64, 3, 32, 16], "table": int32 [16]
     hi bytes, "table_words": the table as four uint32 ints T0..T3 (the kernel's prmt operands, little-endian),
-    "exceptions": int32 [N/16, capr, 2], "row_starts": int32 [N/16, 17], "count": int}; the stream and the
+    "patches": int32 [N/16, K/64, 4] (the groups' headers), "exceptions": int32 [N/16, capr, 2] (the overflow;
+    capr may be 0), "row_starts": int32 [N/16, 17], "count": int (all exceptions)}; the stream, patches and
     exception tables on w's device, the 16-entry table on the CPU.
     Raises CompressionError (one line, naming `name`) when the matrix cannot be served by the format."""
     if w.dtype != torch.bfloat16 or w.dim() != 2:
@@ -106,18 +143,23 @@ def compress(w: torch.Tensor, name: str = "weight") -> dict:
     codes = code_of[hi.reshape(-1).long()].reshape(n, k)
     is_exc = codes < 0
     per_block = is_exc.reshape(n // 16, 16 * k).sum(dim=1)
-    capr = int(per_block.max()) if n else 0
-    if capr > MAX_EXCEPTIONS_PER_BLOCK:
+    most = int(per_block.max()) if n else 0
+    if most > MAX_EXCEPTIONS_PER_BLOCK:
         total = int(is_exc.sum())
         worst = int(per_block.argmax())
         raise CompressionError(
             f"{name}: {total} of {n * k} weights have a sign/exponent byte outside the 16 most common ones;"
-            f" row block {worst} (rows {16 * worst}..{16 * worst + 15}) has {capr}, over the limit of"
+            f" row block {worst} (rows {16 * worst}..{16 * worst + 15}) has {most}, over the limit of"
             f" {MAX_EXCEPTIONS_PER_BLOCK}: serve this layer with the plain GEMV"
         )
 
-    exceptions = torch.zeros(n // 16, max(capr, 1), 2, dtype=torch.int32, device=device)
-    rows, cols = torch.nonzero(is_exc, as_tuple=True)
+    bits_f = _fragments(bits)
+    patches, overflow_f = patch_words(bits_f, _fragments(is_exc.to(torch.int32)))
+    is_ovf = unfragment(overflow_f, n, k)
+    per_block_ovf = is_ovf.reshape(n // 16, 16 * k).sum(dim=1)
+    capr = int(per_block_ovf.max()) if n else 0
+    exceptions = torch.zeros(n // 16, capr, 2, dtype=torch.int32, device=device)
+    rows, cols = torch.nonzero(is_ovf, as_tuple=True)
     if rows.numel():
         block = rows // 16
         # position of each exception within its block: rank among the block's exceptions (nonzero is row-major)
@@ -125,7 +167,7 @@ def compress(w: torch.Tensor, name: str = "weight") -> dict:
         slot = torch.arange(block.numel(), device=device) - first
         exceptions[block, slot, 0] = (cols | ((rows % 16) << 16)).to(torch.int32)
         exceptions[block, slot, 1] = bits[rows, cols]
-    per_row = is_exc.sum(dim=1).reshape(n // 16, 16).to(torch.int32)
+    per_row = is_ovf.sum(dim=1).reshape(n // 16, 16).to(torch.int32)
     row_starts = torch.zeros(n // 16, 17, dtype=torch.int32, device=device)
     row_starts[:, 1:] = torch.cumsum(per_row, dim=1)
     codes = torch.where(is_exc, torch.zeros_like(codes), codes)
@@ -143,6 +185,7 @@ def compress(w: torch.Tensor, name: str = "weight") -> dict:
     stream[:, :, 2] = word_bytes.permute(0, 1, 3, 2, 4).reshape(rb, groups, 32, 16).to(torch.uint8)
     return {
         "stream": stream,
+        "patches": patches,
         "table": table,
         "table_words": tuple(sum(int(table[4 * i + b]) << (8 * b) for b in range(4)) for i in range(4)),
         "exceptions": exceptions,

@@ -43,6 +43,8 @@ SMEM_LIMIT = 226 * 1024  # dynamic shared memory per block, every engine: Hopper
 # The compressed GEMV (kernels_src/zgemv.cuh, weights in kernels_src/compress.py's 12-bit format): the plain
 # GEMV's (NW, S, P, R, C), with UG 64-wide K groups in flight per warp and trip instead of U 32-wide blocks.
 ZGEMV_UG = (1, 2, 4)
+# Its P = 0 register budget (zgemv.cuh, zgemv_fits): under the plain kernel's, as the decode needs temporaries.
+ZGEMV_BATCH_DATA_REGS = 104
 ZGEMV_P = (0, 1)  # 0 batch, 1 double-buffered (as the plain GEMV's P = 0, 1)
 # Split-K partial tiles of either GEMV live in one fp32 workspace of this many floats (runtime.py allocates it).
 WORKSPACE_FLOATS = 8 * 1024 * 1024
@@ -186,8 +188,8 @@ def zgemv_config_error(cfg, m, dual, n, k):
         return error
     nw, s, ug, p, r, c = cfg
     nb = column_blocks(m)
-    regs = (2 if p else 1) * ug * (12 * r + 8 * nb) + 4 * r * nb
-    budget = GEMV_DOUBLE_DATA_REGS if p else GEMV_BATCH_DATA_REGS
+    regs = (2 if p else 1) * ug * (13 * r + 8 * nb) + 4 * r * nb  # zgemv_data_regs: + a header word a group
+    budget = GEMV_DOUBLE_DATA_REGS if p else ZGEMV_BATCH_DATA_REGS
     if regs > budget:
         return f"UG={ug}, P={p}, R={r} at m={m} holds {regs} data registers per thread, over the kernel's {budget}"
     return None

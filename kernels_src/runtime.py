@@ -186,6 +186,7 @@ def _zgemv(x, layer, n, cfg, state):
         "zgemv",
         x,
         z["stream"],
+        z["patches"],
         z["exceptions"],
         z["row_starts"],
         out,

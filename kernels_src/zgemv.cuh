@@ -8,14 +8,16 @@
 //    bytes stream from HBM. UG groups per warp are in flight per loop trip;
 //  * each fragment is rebuilt in registers just before its mmas with byte permutes (prmt), exactly the recipe
 //    compress.py documents and tests on the CPU: 2 lookups + 1 mask + 1 select per 4 hi bytes, 4 interleaves;
-//  * exceptions (weights whose hi byte is not in the table) stream as +0.0 and are added apart, off the
-//    streaming's critical path: every CTA copies its row blocks' exception entries into shared memory with
-//    cp.async before its main loop (they arrive while the weights stream); after it, one thread per (row,
+//  * exceptions (weights whose hi byte is not in the table) stream as +0.0 and come back two ways (compress.py):
+//    a K group's first three are patch words in the group's 16-byte header, loaded with the group's bytes (one
+//    broadcast load a warp) and ORed into the decoded registers before the mmas, so they cost nothing beside the
+//    stream; the rest (the overflow, nearly always none) are added after the main loop: every CTA copies its row
+//    blocks' overflow entries into shared memory with cp.async before its loop, and after it one thread per (row,
 //    token) adds the exact fp32 products x[t, k] * w of its row's entries whose k lies in this CTA's K range, in
-//    entry order (deterministic), to warp 0's partial tile; the x gathers are issued kXGather at a time, so a
-//    row costs ~1 L2 round trip per 4 entries, not 2 dependent trips per entry. Against the first version (split
-//    0 walking the entries straight from global memory after its loop) it saved 0.8-1.9 us per call at m = 1
-//    (session 6); the pass still costs 1-2 us at m = 16..32 (notes/README.md).
+//    entry order (deterministic), to warp 0's partial tile, kXGather x gathers in flight at a time. Why the
+//    patches: that pass, run for every exception, was most of what this kernel paid over a plain stream of its
+//    bytes on o (session 25, notes/session25/zflow: m = 8, 9.18-9.34 us with it, 8.48-8.64 without; the decode
+//    itself ~0.1 us). A CTA whose row blocks have no overflow (capr = 0) skips the pass and its barriers.
 //    compress() refuses a matrix with more than 512 exceptions in any 16-row block.
 #pragma once
 #include "common.cuh"
@@ -27,19 +29,22 @@ constexpr int kXGather = 4;                         // exception x loads in flig
 constexpr int kZParts = 3;                          // 16-byte parts per lane per row block and K group
 constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
 
-// Data registers per thread: per K group UG x (12 R raw weight regs + 8 NB x regs), twice if double
-// buffered, + 4 R NB accumulators; the same budgets as the plain kernel (512-thread CTAs, 128 registers).
+// Data registers per thread: per K group UG x (12 R raw weight regs + 1 R header word + 8 NB x regs), twice if
+// double buffered, + 4 R NB accumulators. Budgets (512-thread CTAs, 128 registers): P = 1 the plain kernel's 100;
+// P = 0 104, under the plain kernel's 112 because the decode's temporaries need room (<2, 4, 1, 0>, 106, spilled
+// 48 bytes: session 25). dispatch.py mirrors both.
 __host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) {
-    return (p == 1 ? 2 : 1) * ug * (12 * r + 8 * nb) + 4 * r * nb;
+    return (p == 1 ? 2 : 1) * ug * (13 * r + 8 * nb) + 4 * r * nb;
 }
 __host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, int p) {
-    return zgemv_data_regs(ug, nb, r, p) <= (p == 1 ? 100 : 112);
+    return zgemv_data_regs(ug, nb, r, p) <= (p == 1 ? 100 : 104);
 }
 
 struct ZGemvArgs {
     const Frag* x;            // [M, K] bf16, row-major, 16-byte aligned
     const Frag* w;            // compressed stream: [N/16][K/64][3][32 lanes] Frags
-    const int2* exceptions;   // [N/16][capr]: (k | row_in_block << 16, bf16 bits); bits 0 = padding
+    const uint32_t* patches;  // [N/16][K/64][4] group headers: n <= 3, patch words p0, p1, p2
+    const int2* exceptions;   // overflow [N/16][capr]: (k | row_in_block << 16, bf16 bits); bits 0 = padding
     const int* row_starts;    // [N/16][17]: entries of row i of a block are row_starts[i] .. row_starts[i+1]-1
     __nv_bfloat16* out;       // [M, N]
     float* ws;                // split-K partials: [N/(16R)][S][R*NB*128]
@@ -94,26 +99,48 @@ __device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&p
     a[3] = prmt(l1, h1, 0x7362u);
 }
 
+// A group's header travels as one word a lane: lane l holds word l % 4 (n, p0, p1, p2), so a header costs one
+// register, not four. Shuffles hand the words round: hdr_count() on every group, the patch words only where n > 0.
+__device__ __forceinline__ uint32_t hdr_count(uint32_t word) { return __shfl_sync(0xFFFFFFFFu, word, 0); }
+
+// Patch fragment f of a group (its decoded registers a), n > 0: each of the header's first n patch words that
+// names this lane and fragment ORs its 16 bits into register e >> 1, half e & 1 (compress.py's patch word; the slot
+// decoded to 0x0000, so the result is the weight's exact bits). Every lane calls it (n is warp-uniform).
+__device__ __forceinline__ void apply_patches(uint32_t (&a)[4], uint32_t word, uint32_t n, int f, int lane) {
+#pragma unroll
+    for (int q = 0; q < 3; ++q) {
+        const uint32_t p = __shfl_sync(0xFFFFFFFFu, word, 1 + q);
+        const bool mine = q < (int)n && (int)(p & 31u) == lane && (int)((p >> 5) & 3u) == f;
+        const uint32_t j = (p >> 8) & 3u, value = mine ? (p >> 10) << (16 * ((p >> 7) & 1u)) : 0u;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) a[r] |= j == (uint32_t)r ? value : 0u;
+    }
+}
+
 template <int UG, int NB, int R>
 struct ZTrip {
     Frag w[R][UG][kZParts];
+    uint32_t hdr[R][UG];  // the groups' headers, a word a lane (hdr_count, apply_patches)
     Frag x[UG][2][NB];  // K blocks 2G and 2G + 1 of each group
 };
 
+// hp: this lane's word of the CTA's first row block's first header; 4 `groups` words per row block.
 template <int UG, int NB, int R>
 __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp, size_t row_frags,
-                                           const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int g0,
-                                           int g_end) {
+                                           const uint32_t* hp, int groups, const Frag* const (&xp)[NB],
+                                           const bool (&xvalid)[NB], int g0, int g_end) {
 #pragma unroll
     for (int u = 0; u < UG; ++u) {
         const int g = g0 + u;
         const bool ok = g < g_end;  // warp-uniform
 #pragma unroll
-        for (int r = 0; r < R; ++r)
+        for (int r = 0; r < R; ++r) {
 #pragma unroll
             for (int p = 0; p < kZParts; ++p)
                 tr.w[r][u][p] = ok ? ld_weights(wp + r * row_frags + (size_t)g * kZFragsPerGroup + p * 32)
                                    : zero_frag();
+            tr.hdr[r][u] = ok ? __ldg(hp + ((size_t)r * groups + g) * 4) : 0u;
+        }
 #pragma unroll
         for (int b = 0; b < 2; ++b)
 #pragma unroll
@@ -123,7 +150,8 @@ __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp,
 }
 
 template <int UG, int NB, int R>
-__device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t) {
+__device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t,
+                                          int lane) {
 #pragma unroll
     for (int u = 0; u < UG; ++u)
 #pragma unroll
@@ -132,6 +160,8 @@ __device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG
             for (int f = 0; f < 4; ++f) {
                 uint32_t a[4];
                 decode_fragment(a, tr.w[r][u], f, t);
+                const uint32_t n = hdr_count(tr.hdr[r][u]);
+                if (n) apply_patches(a, tr.hdr[r][u], n, f, lane);
                 const int b = f >> 1, y = f & 1;  // K block 2G + b, mma step y
 #pragma unroll
                 for (int nb = 0; nb < NB; ++nb)
@@ -175,18 +205,21 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     const int g_per_split = groups / a.S;
     const int g_begin = split * g_per_split, g_end = g_begin + g_per_split;
 
-    // Stage this CTA's exception entries (R blocks x capr, padding included) and row starts; nothing waits here.
+    // Stage this CTA's overflow entries (R blocks x capr, padding included) and row starts; nothing waits here.
     int2* entries = reinterpret_cast<int2*>(red + nw * kTile);
     int* starts = reinterpret_cast<int*>(entries + R * a.capr);
-    for (int e = threadIdx.x; e < R * a.capr; e += blockDim.x)
-        cp_async<8>(entries + e, a.exceptions + (size_t)rb0 * a.capr + e);
-    for (int e = threadIdx.x; e < R * 17; e += blockDim.x) cp_async<4>(starts + e, a.row_starts + rb0 * 17 + e);
+    if (a.capr) {
+        for (int e = threadIdx.x; e < R * a.capr; e += blockDim.x)
+            cp_async<8>(entries + e, a.exceptions + (size_t)rb0 * a.capr + e);
+        for (int e = threadIdx.x; e < R * 17; e += blockDim.x) cp_async<4>(starts + e, a.row_starts + rb0 * 17 + e);
+    }
 
     const Frag* xp[NB];
     bool xvalid[NB];
     x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
     const size_t row_frags = (size_t)groups * kZFragsPerGroup;
     const Frag* wp = a.w + (size_t)rb0 * row_frags + lane;
+    const uint32_t* hp = a.patches + (size_t)rb0 * groups * 4 + (lane & 3);
     const uint4 t = a.table;
 
     float acc[R][NB][4];
@@ -197,29 +230,29 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     if constexpr (P == 0) {
         for (int g = first; g < g_end; g += stride) {
             ZTrip<UG, NB, R> tr;
-            load_ztrip<UG, NB, R>(tr, wp, row_frags, xp, xvalid, g, g_end);
-            mma_ztrip<UG, NB, R>(acc, tr, t);
+            load_ztrip<UG, NB, R>(tr, wp, row_frags, hp, groups, xp, xvalid, g, g_end);
+            mma_ztrip<UG, NB, R>(acc, tr, t, lane);
         }
     } else {
         ZTrip<UG, NB, R> t0, t1;
-        load_ztrip<UG, NB, R>(t0, wp, row_frags, xp, xvalid, first, g_end);
+        load_ztrip<UG, NB, R>(t0, wp, row_frags, hp, groups, xp, xvalid, first, g_end);
         for (int g = first; g < g_end; g += 2 * stride) {
-            load_ztrip<UG, NB, R>(t1, wp, row_frags, xp, xvalid, g + stride, g_end);
-            mma_ztrip<UG, NB, R>(acc, t0, t);
-            load_ztrip<UG, NB, R>(t0, wp, row_frags, xp, xvalid, g + 2 * stride, g_end);
-            mma_ztrip<UG, NB, R>(acc, t1, t);
+            load_ztrip<UG, NB, R>(t1, wp, row_frags, hp, groups, xp, xvalid, g + stride, g_end);
+            mma_ztrip<UG, NB, R>(acc, t0, t, lane);
+            load_ztrip<UG, NB, R>(t0, wp, row_frags, hp, groups, xp, xvalid, g + 2 * stride, g_end);
+            mma_ztrip<UG, NB, R>(acc, t1, t, lane);
         }
     }
 
     park_accumulators<R, NB>(red, acc, warp, lane);
     __syncthreads();
 
-    // Exceptions whose k lies in this CTA's K range: one thread per (row block, row, token) walks its row's entries
-    // in order, kXGather x loads in flight at a time (zeros pad the last batch: 0 * 0 adds nothing, an
-    // inf or NaN weight only ever meets its own x).
-    cp_async_wait_all();
-    __syncthreads();
-    {
+    // Overflow exceptions whose k lies in this CTA's K range: one thread per (row block, row, token) walks its
+    // row's entries in order, kXGather x loads in flight at a time (zeros pad the last batch: 0 * 0 adds nothing, an
+    // inf or NaN weight only ever meets its own x). capr is the same for every CTA: the branch is uniform.
+    if (a.capr) {
+        cp_async_wait_all();
+        __syncthreads();
         const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(a.x);
         const int k_begin = g_begin << 6, k_end = g_end << 6;
         for (int idx = threadIdx.x; idx < R * 16 * a.M; idx += blockDim.x) {

@@ -47,13 +47,16 @@ const char* z_by_nb(const ZGemvArgs& a, int nw, int nb, int r, int p, cudaStream
 
 }  // namespace okc
 
-// Called by binding.cpp; every argument has been checked there. table: compress.py's four table words.
-const char* okc_launch_zgemv(const void* x, const void* w, const void* exceptions, const int* row_starts, void* out,
+// Called by binding.cpp; every argument has been checked there. table: compress.py's four table words; capr may
+// be 0 (no overflow exceptions: exceptions is then never read).
+const char* okc_launch_zgemv(const void* x, const void* w, const void* patches, const void* exceptions,
+                             const int* row_starts, void* out,
                              float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int capr,
                              int NW, int S, int UG, int NB, int R, int P, bool cluster, long long stream) {
     okc::ZGemvArgs a{};
     a.x = static_cast<const okc::Frag*>(x);
     a.w = static_cast<const okc::Frag*>(w);
+    a.patches = static_cast<const uint32_t*>(patches);
     a.exceptions = static_cast<const int2*>(exceptions);
     a.row_starts = row_starts;
     a.out = static_cast<__nv_bfloat16*>(out);

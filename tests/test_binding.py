@@ -19,8 +19,8 @@ int okc_semaphore_ints() { return 6656; }
 const char* okc_launch_tma_gemv(const void*, const void*, const void*, void*, float*, int*, int, int, int, int, int,
                                 int, int, bool, long long) { return "stub launcher reached"; }
 const char* okc_tma_config_error(int, int, bool, int, int) { return nullptr; }
-const char* okc_launch_zgemv(const void*, const void*, const void*, const int*, void*, float*, int*, int, int, int,
-                             int, int, int, int, int, int, int, int, int, int, int, bool, long long) {
+const char* okc_launch_zgemv(const void*, const void*, const void*, const void*, const int*, void*, float*, int*, int,
+                             int, int, int, int, int, int, int, int, int, int, int, int, int, bool, long long) {
     return "stub launcher reached";
 }
 // load_inline joins the C++ sources into one file, so this sees binding.cpp's file-local message builder.
@@ -63,9 +63,10 @@ def test_refusals_are_returned_not_thrown(binding):
     got = binding.tma_gemv(x, w, w, out, ws, sem, 256, 8192, 1, 1, 8, 0, False, 0)
     assert got == "tma_gemv: x must be a CUDA tensor"
     exceptions, starts = torch.zeros(16, 1, 2, dtype=torch.int32), torch.zeros(16, 17, dtype=torch.int32)
+    patches = torch.zeros(16, 8192 // 64, 4, dtype=torch.int32)
     zs = torch.zeros(256 * 8192 * 12 // 8, dtype=torch.uint8)
     got = binding.zgemv(
-        x, zs, exceptions, starts, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, False, 0, 0, 0, 0, 0, 0
+        x, zs, patches, exceptions, starts, out, ws, sem, 256, 8192, 4, 1, 1, 1, 1, False, 0, 0, 0, 0, 0, 0
     )
     assert got == "zgemv: x must be a CUDA tensor"
 

@@ -4,7 +4,7 @@ recipe the kernel runs, not only the format."""
 
 import torch
 
-from kernels_src.compress import K_GROUP
+from kernels_src.compress import unfragment
 
 
 def prmt(a: torch.Tensor, b: torch.Tensor, sel: torch.Tensor) -> torch.Tensor:
@@ -48,22 +48,32 @@ def decode_stream(stream: torch.Tensor, table_words: tuple[int, int, int, int]) 
     return torch.stack(regs, dim=2)
 
 
+def apply_patches(regs: torch.Tensor, patches: torch.Tensor) -> torch.Tensor:
+    """What the kernel does with a group's header before its mmas: OR each of its first n patch words' 16 bits into
+    the register it names (lane bits 0-4, fragment 5-6, element 7-9: register e >> 1, half e & 1; bits 10-25).
+    regs: [N/16, K/64, 4, 32, 4] decoded registers; patches: int32 [N/16, K/64, 4]."""
+    regs = regs.clone()
+    for rb, g in torch.nonzero(patches[..., 0] > 0).tolist():
+        for q in range(int(patches[rb, g, 0])):
+            p = int(patches[rb, g, 1 + q]) & 0xFFFFFFFF
+            lane, f, e, value = p & 31, (p >> 5) & 3, (p >> 7) & 7, (p >> 10) & 0xFFFF
+            regs[rb, g, f, lane, e >> 1] |= value << (16 * (e & 1))
+    return regs
+
+
 def decompress(z: dict, n: int, k: int) -> torch.Tensor:
-    """The exact bf16 [N, K] a compressed matrix stands for: the decoded stream (exceptions read +0.0 there)
-    with each exception's bits put back. What the kernel computes is x . decompress(z)^T."""
-    regs = decode_stream(z["stream"], z["table_words"])  # [RB, G, 4, 32, 4]
-    elems = torch.stack([regs & 0xFFFF, (regs >> 16) & 0xFFFF], dim=-1).reshape(
-        n // 16, k // K_GROUP, 4, 32, 8
-    )
-    # undo pack_mma_a: fragments f = 2 kb_local + step -> [rb][kb][step][lane][8] flat order
-    flat = elems.reshape(-1)
-    blocks = flat.reshape(n // 16, k // 32, 2, 8, 4, 2, 2, 2)  # rb, kb, y, g, t, z, a, e
-    bits = blocks.permute(0, 6, 3, 1, 4, 2, 5, 7).reshape(n, k).clone()
+    """The exact bf16 [N, K] a compressed matrix stands for: the decoded stream (exceptions read +0.0 there), the
+    groups' patches ORed in, then each overflow exception's bits put back. What the kernel computes is
+    x . decompress(z)^T."""
+    regs = apply_patches(decode_stream(z["stream"], z["table_words"]), z["patches"])  # [RB, G, 4, 32, 4]
+    elems = torch.stack([regs & 0xFFFF, (regs >> 16) & 0xFFFF], dim=-1)
+    bits = unfragment(elems, n, k).clone()
     exc, starts = z["exceptions"], z["row_starts"]
     for rb in range(exc.shape[0]):
         for i in range(16):  # the kernel's walk: row i's entries, in order
             for e in range(int(starts[rb, i]), int(starts[rb, i + 1])):
                 key, value = exc[rb, e].tolist()
                 assert key >> 16 == i, "an entry outside its row's range"
+                assert bits[16 * rb + i, key & 0xFFFF] == 0, "an overflow exception whose slot is not +0.0"
                 bits[16 * rb + i, key & 0xFFFF] = value
     return (bits.to(torch.int32).to(torch.int16)).view(torch.bfloat16)
