@@ -93,6 +93,7 @@ def test_compressed_gemv_is_exact_enough_on_every_layer(submission):
     gen = torch.Generator(device="cuda").manual_seed(6)
     configs = [
         (4, 1, 1, 0, 1, 0),
+        (8, 1, 1, 0, 1, 0),
         (8, 1, 2, 1, 2, 0),
         (16, 1, 1, 0, 1, 0),
         (4, 4, 1, 0, 1, 1),
