@@ -100,20 +100,32 @@ __device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&p
 }
 
 // A group's header travels as one word a lane: lane l holds word l % 4 (n, p0, p1, p2), so a header costs one
-// register, not four. Shuffles hand the words round: hdr_count() on every group, the patch words only where n > 0.
+// register, not four. One shuffle hands n to every lane; only a group with n > 0 (about a group in four on
+// Gaussian weights) fetches its patch words, with three more.
 __device__ __forceinline__ uint32_t hdr_count(uint32_t word) { return __shfl_sync(0xFFFFFFFFu, word, 0); }
 
-// Patch fragment f of a group (its decoded registers a), n > 0: each of the header's first n patch words that
-// names this lane and fragment ORs its 16 bits into register e >> 1, half e & 1 (compress.py's patch word; the slot
-// decoded to 0x0000, so the result is the weight's exact bits). Every lane calls it (n is warp-uniform).
-__device__ __forceinline__ void apply_patches(uint32_t (&a)[4], uint32_t word, uint32_t n, int f, int lane) {
-#pragma unroll
-    for (int q = 0; q < 3; ++q) {
+// A patched group's correction, after its four mmas, one patch at a time: patch word q (handed round by a shuffle,
+// so its fragment f is warp-uniform) becomes an A operand that is zero but in the lane it names, whose register
+// e >> 1, half e & 1 holds the weight's 16 bits, and goes through one more mma against fragment f's x. A patched
+// slot decoded to 0x0000, so the sum is the exact weight's product, as if it had been in the stream. Kept apart
+// from the decode so that the common group (n = 0) runs the decode and mmas alone.
+template <int NB>
+__device__ __forceinline__ void mma_patches(float (&acc)[NB][4], uint32_t word, uint32_t n, const Frag (&x)[2][NB],
+                                            int lane) {
+#pragma unroll 1
+    for (uint32_t q = 0; q < n; ++q) {
         const uint32_t p = __shfl_sync(0xFFFFFFFFu, word, 1 + q);
-        const bool mine = q < (int)n && (int)(p & 31u) == lane && (int)((p >> 5) & 3u) == f;
-        const uint32_t j = (p >> 8) & 3u, value = mine ? (p >> 10) << (16 * ((p >> 7) & 1u)) : 0u;
+        const uint32_t j = (p >> 8) & 3u;
+        const uint32_t value = (int)(p & 31u) == lane ? (p >> 10) << (16 * ((p >> 7) & 1u)) : 0u;
+        const uint32_t a[4] = {j == 0 ? value : 0u, j == 1 ? value : 0u, j == 2 ? value : 0u, j == 3 ? value : 0u};
+        const uint32_t f = (p >> 5) & 3u;  // warp-uniform; x's registers picked by value (no local-memory array)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) a[r] |= j == (uint32_t)r ? value : 0u;
+        for (int nb = 0; nb < NB; ++nb) {
+            const Frag &x0 = x[0][nb], &x1 = x[1][nb];  // K blocks 2G, 2G + 1: fragments 0, 1 and 2, 3
+            const uint32_t b0 = f == 0 ? x0.r[0] : f == 1 ? x0.r[2] : f == 2 ? x1.r[0] : x1.r[2];
+            const uint32_t b1 = f == 0 ? x0.r[1] : f == 1 ? x0.r[3] : f == 2 ? x1.r[1] : x1.r[3];
+            mma_bf16_m16n8k16(acc[nb], a, b0, b1);
+        }
     }
 }
 
@@ -149,24 +161,27 @@ __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp,
     }
 }
 
+// A trip's mmas: decode each fragment and multiply; then, for a group whose header has n > 0 patches (about a
+// group in four on Gaussian weights), their correction (mma_patches).
 template <int UG, int NB, int R>
 __device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t,
                                           int lane) {
 #pragma unroll
     for (int u = 0; u < UG; ++u)
 #pragma unroll
-        for (int r = 0; r < R; ++r)
+        for (int r = 0; r < R; ++r) {
 #pragma unroll
             for (int f = 0; f < 4; ++f) {
                 uint32_t a[4];
                 decode_fragment(a, tr.w[r][u], f, t);
-                const uint32_t n = hdr_count(tr.hdr[r][u]);
-                if (n) apply_patches(a, tr.hdr[r][u], n, f, lane);
                 const int b = f >> 1, y = f & 1;  // K block 2G + b, mma step y
 #pragma unroll
                 for (int nb = 0; nb < NB; ++nb)
                     mma_bf16_m16n8k16(acc[r][nb], a, tr.x[u][b][nb].r[2 * y], tr.x[u][b][nb].r[2 * y + 1]);
             }
+            const uint32_t n = hdr_count(tr.hdr[r][u]);
+            if (n) mma_patches<NB>(acc[r], tr.hdr[r][u], n, tr.x[u], lane);
+        }
 }
 
 // A partial tile (gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
