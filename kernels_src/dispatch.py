@@ -188,7 +188,7 @@ def zgemv_config_error(cfg, m, dual, n, k):
         return error
     nw, s, ug, p, r, c = cfg
     nb = column_blocks(m)
-    regs = (2 if p else 1) * ug * (13 * r + 8 * nb) + 4 * r * nb  # zgemv_data_regs: + a header word a group
+    regs = (2 if p else 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb  # zgemv_data_regs: + a header word a trip
     budget = GEMV_DOUBLE_DATA_REGS if p else ZGEMV_BATCH_DATA_REGS
     if regs > budget:
         return f"UG={ug}, P={p}, R={r} at m={m} holds {regs} data registers per thread, over the kernel's {budget}"

@@ -29,12 +29,12 @@ constexpr int kXGather = 4;                         // exception x loads in flig
 constexpr int kZParts = 3;                          // 16-byte parts per lane per row block and K group
 constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
 
-// Data registers per thread: per K group UG x (12 R raw weight regs + 1 R header word + 8 NB x regs), twice if
-// double buffered, + 4 R NB accumulators. Budgets (512-thread CTAs, 128 registers): P = 1 the plain kernel's 100;
+// Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
+// buffered, + 4 R NB accumulators. Budgets (512-thread CTAs, 128 registers): P = 1 the plain kernel's 100;
 // P = 0 104, under the plain kernel's 112 because the decode's temporaries need room (<2, 4, 1, 0>, 106, spilled
 // 48 bytes: session 25). dispatch.py mirrors both.
 __host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) {
-    return (p == 1 ? 2 : 1) * ug * (13 * r + 8 * nb) + 4 * r * nb;
+    return (p == 1 ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
 }
 __host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, int p) {
     return zgemv_data_regs(ug, nb, r, p) <= (p == 1 ? 100 : 104);
@@ -99,10 +99,11 @@ __device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&p
     a[3] = prmt(l1, h1, 0x7362u);
 }
 
-// A group's header travels as one word a lane: lane l holds word l % 4 (n, p0, p1, p2), so a header costs one
-// register, not four. One shuffle hands n to every lane; only a group with n > 0 (about a group in four on
-// Gaussian weights) fetches its patch words, with three more.
-__device__ __forceinline__ uint32_t hdr_count(uint32_t word) { return __shfl_sync(0xFFFFFFFFu, word, 0); }
+// The headers of a trip's UG consecutive groups (of one row block) are 16 UG contiguous bytes: lane l loads word
+// l % 4 of group l / 4 (n, p0, p1, p2), one 4-byte load a lane and one register a row block for the whole trip. One
+// shuffle hands group u's n to every lane; only a group with n > 0 (about a group in four on Gaussian weights)
+// fetches its patch words, with three more.
+__device__ __forceinline__ uint32_t hdr_count(uint32_t word, int u) { return __shfl_sync(0xFFFFFFFFu, word, 4 * u); }
 
 // A patched group's correction, after its four mmas, one patch at a time: patch word q (handed round by a shuffle,
 // so its fragment f is warp-uniform) becomes an A operand that is zero but in the lane it names, whose register
@@ -110,11 +111,11 @@ __device__ __forceinline__ uint32_t hdr_count(uint32_t word) { return __shfl_syn
 // slot decoded to 0x0000, so the sum is the exact weight's product, as if it had been in the stream. Kept apart
 // from the decode so that the common group (n = 0) runs the decode and mmas alone.
 template <int NB>
-__device__ __forceinline__ void mma_patches(float (&acc)[NB][4], uint32_t word, uint32_t n, const Frag (&x)[2][NB],
-                                            int lane) {
+__device__ __forceinline__ void mma_patches(float (&acc)[NB][4], uint32_t word, int u, uint32_t n,
+                                            const Frag (&x)[2][NB], int lane) {
 #pragma unroll 1
     for (uint32_t q = 0; q < n; ++q) {
-        const uint32_t p = __shfl_sync(0xFFFFFFFFu, word, 1 + q);
+        const uint32_t p = __shfl_sync(0xFFFFFFFFu, word, 4 * u + 1 + q);
         const uint32_t j = (p >> 8) & 3u;
         const uint32_t value = (int)(p & 31u) == lane ? (p >> 10) << (16 * ((p >> 7) & 1u)) : 0u;
         const uint32_t a[4] = {j == 0 ? value : 0u, j == 1 ? value : 0u, j == 2 ? value : 0u, j == 3 ? value : 0u};
@@ -132,27 +133,29 @@ __device__ __forceinline__ void mma_patches(float (&acc)[NB][4], uint32_t word, 
 template <int UG, int NB, int R>
 struct ZTrip {
     Frag w[R][UG][kZParts];
-    uint32_t hdr[R][UG];  // the groups' headers, a word a lane (hdr_count, apply_patches)
+    uint32_t hdr[R];      // the trip's headers, a word a lane (hdr_count, mma_patches)
     Frag x[UG][2][NB];  // K blocks 2G and 2G + 1 of each group
 };
 
-// hp: this lane's word of the CTA's first row block's first header; 4 `groups` words per row block.
+// hp: the CTA's first row block's headers; 4 `groups` words per row block.
 template <int UG, int NB, int R>
 __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp, size_t row_frags,
                                            const uint32_t* hp, int groups, const Frag* const (&xp)[NB],
                                            const bool (&xvalid)[NB], int g0, int g_end) {
+    const int lane = threadIdx.x & 31;
+    const bool hdr_ok = lane < 4 * UG && g0 + (lane >> 2) < g_end;  // this lane's word: group g0 + lane / 4
+#pragma unroll
+    for (int r = 0; r < R; ++r) tr.hdr[r] = hdr_ok ? __ldg(hp + ((size_t)r * groups + g0) * 4 + lane) : 0u;
 #pragma unroll
     for (int u = 0; u < UG; ++u) {
         const int g = g0 + u;
         const bool ok = g < g_end;  // warp-uniform
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < R; ++r)
 #pragma unroll
             for (int p = 0; p < kZParts; ++p)
                 tr.w[r][u][p] = ok ? ld_weights(wp + r * row_frags + (size_t)g * kZFragsPerGroup + p * 32)
                                    : zero_frag();
-            tr.hdr[r][u] = ok ? __ldg(hp + ((size_t)r * groups + g) * 4) : 0u;
-        }
 #pragma unroll
         for (int b = 0; b < 2; ++b)
 #pragma unroll
@@ -179,8 +182,8 @@ __device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG
                 for (int nb = 0; nb < NB; ++nb)
                     mma_bf16_m16n8k16(acc[r][nb], a, tr.x[u][b][nb].r[2 * y], tr.x[u][b][nb].r[2 * y + 1]);
             }
-            const uint32_t n = hdr_count(tr.hdr[r][u]);
-            if (n) mma_patches<NB>(acc[r], tr.hdr[r][u], n, tr.x[u], lane);
+            const uint32_t n = hdr_count(tr.hdr[r], u);
+            if (n) mma_patches<NB>(acc[r], tr.hdr[r], u, n, tr.x[u], lane);
         }
 }
 
@@ -234,7 +237,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
     const size_t row_frags = (size_t)groups * kZFragsPerGroup;
     const Frag* wp = a.w + (size_t)rb0 * row_frags + lane;
-    const uint32_t* hp = a.patches + (size_t)rb0 * groups * 4 + (lane & 3);
+    const uint32_t* hp = a.patches + (size_t)rb0 * groups * 4;
     const uint4 t = a.table;
 
     float acc[R][NB][4];
