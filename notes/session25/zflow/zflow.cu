@@ -10,8 +10,10 @@
 // per group; each warp owns one row block (and 1 / WPR of its groups) and walks the groups in the order they were
 // requested, so a group's decode runs while the later groups are still on their way, and only the last group's
 // decode and mmas follow the last byte.
-// Values: x and weights random; exceptions none (capr = 1 padding) unless EXC below. Timing + a check against
+// Values: x and weights random; exceptions 0-3 a row (24 a block of capacity). Timing + a check against
 // zgemv_kernel (another summation order: compared with a tolerance).
+// Builds against kernels_src as of commit 7343a40 (before the compressed GEMV's patch headers: its ZGemvArgs here
+// set no `patches`); call 1's script ran it there. Part 6 (the exception warp) lives on branch z-ew.
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 
