@@ -11,10 +11,12 @@ stored as its lo byte plus a 4-bit code: an index into a per-matrix table T of 1
   * A weight whose hi byte is not in T is an exception: its stream slot holds code 0 and lo 0, which decodes to
     +0.0 exactly, and its own 16 bits travel apart, two ways:
       - patches: per 16-row block and K group, a 16-byte header [n, p0, p1, p2] holds the group's first n <= 3
-        exceptions as patch words; the warp that decodes the group loads the header with the group's bytes and ORs
-        each patch's 16 bits into the decoded register it names (the slot reads 0x0000, so the result is the
-        weight's exact bits) before the mma. No pass, no extra round trip: why, notes/session25 (an exception pass
-        after the main loop was most of what the compressed GEMV paid over a plain stream on o);
+        exceptions as patch words. The decoded matrix is the stream's with each patch's 16 bits ORed into the
+        register it names (the slot decodes to 0x0000, so that is the weight's exact bits): tests/zdecode_model.py.
+        The kernel loads the header with the group's bytes and, for n > 0, adds the patched weights' products with
+        one more mma per patch after the group's own (an A operand holding only the patch): no pass, no extra
+        round trip. Why: notes/session25 (an exception pass after the main loop was most of what the compressed
+        GEMV paid over a plain stream on o);
       - overflow: a group's exceptions past the third go to the exception table; after its main loop the kernel
         adds x[t, k] * w for those to its partial of out[t, row] in fp32 (a bf16 x bf16 product is exact in fp32,
         as in the mma). Gaussian weights have ~0.25 exceptions a group, so this table is nearly always empty.

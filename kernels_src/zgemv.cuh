@@ -9,9 +9,10 @@
 //  * each fragment is rebuilt in registers just before its mmas with byte permutes (prmt), exactly the recipe
 //    compress.py documents and tests on the CPU: 2 lookups + 1 mask + 1 select per 4 hi bytes, 4 interleaves;
 //  * exceptions (weights whose hi byte is not in the table) stream as +0.0 and come back two ways (compress.py):
-//    a K group's first three are patch words in the group's 16-byte header, loaded with the group's bytes (one
-//    broadcast load a warp) and ORed into the decoded registers before the mmas, so they cost nothing beside the
-//    stream; the rest (the overflow, nearly always none) are added after the main loop: every CTA copies its row
+//    a K group's first three are patch words in the group's 16-byte header, loaded with the trip's bytes (one
+//    4-byte load a lane covers a trip's headers), whose products a patched group adds with one more mma per patch
+//    after its own (mma_patches), so they cost nothing beside the stream; the rest (the overflow, nearly always
+//    none) are added after the main loop: every CTA copies its row
 //    blocks' overflow entries into shared memory with cp.async before its loop, and after it one thread per (row,
 //    token) adds the exact fp32 products x[t, k] * w of its row's entries whose k lies in this CTA's K range, in
 //    entry order (deterministic), to warp 0's partial tile, kXGather x gathers in flight at a time. Why the
@@ -25,7 +26,7 @@
 
 namespace okc {
 
-constexpr int kXGather = 4;                         // exception x loads in flight per thread
+constexpr int kXGather = 4;                         // overflow x loads in flight per thread
 constexpr int kZParts = 3;                          // 16-byte parts per lane per row block and K group
 constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
 
@@ -60,7 +61,7 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
     return d;
 }
 
-// Asynchronous global -> shared copies (Ampere+ cp.async, L1-cached): the exception entries are staged while
+// Asynchronous global -> shared copies (Ampere+ cp.async, L1-cached): the overflow entries are staged while
 // the main loop streams; cp_async_wait_all() before they are read.
 template <int Bytes>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
@@ -69,7 +70,7 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Shared memory of a zgemv CTA: the warps' partial tiles, then its row blocks' exception entries and row starts,
+// Shared memory of a zgemv CTA: the warps' partial tiles, then its row blocks' overflow entries and row starts,
 // then (C = 1 only, zgemv_smem_bytes' `inbox_tiles` = S - 1) rank 0's cluster inbox, 16-byte aligned.
 __host__ __device__ constexpr size_t zgemv_inbox_offset(int nw, int r, int nb, int capr) {
     return ((size_t)nw * r * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4 + 15) & ~(size_t)15;
@@ -212,7 +213,7 @@ __device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0,
 
 template <int UG, int NB, int R, int P>
 __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
-    extern __shared__ float red[];  // [NW][R * NB * 4][32], exception entries [R][capr], row starts [R][17], inbox
+    extern __shared__ float red[];  // [NW][R * NB * 4][32], overflow entries [R][capr], row starts [R][17], inbox
     __shared__ __align__(8) uint64_t inbox_full;
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
