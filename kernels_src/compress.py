@@ -103,31 +103,37 @@ def unfragment(frags: torch.Tensor, n: int, k: int) -> torch.Tensor:
     return blocks.permute(0, 6, 3, 1, 4, 2, 5, 7).reshape(n, k)
 
 
-def patch_words(bits_f: torch.Tensor, exc_f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per (row block, K group): the header [n, p0, p1, p2] of its first n <= PATCHES_PER_GROUP exceptions (in
-    fragment order: f, lane, element), and the mask of the exceptions past those (the overflow).
+def patch_words(
+    bits_f: torch.Tensor, exc_f: torch.Tensor, limit: int = PATCHES_PER_GROUP
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per (row block, K group): the header [n, p0, p1, p2] of its first n <= limit (<= PATCHES_PER_GROUP)
+    exceptions (in fragment order: f, lane, element), and the mask of the exceptions past those (the overflow).
     bits_f, exc_f: [RB, G, 4, 32, 8] fragment-ordered bits and exception flags."""
     rb, groups = exc_f.shape[:2]
     flags = exc_f.reshape(rb, groups, 4 * 32 * 8).to(torch.int64)
     rank = torch.cumsum(flags, dim=-1) - 1
-    inline = (flags == 1) & (rank < PATCHES_PER_GROUP)
+    inline = (flags == 1) & (rank < limit)
     header = torch.zeros(rb, groups, 1 + PATCHES_PER_GROUP, dtype=torch.int64, device=exc_f.device)
-    header[..., 0] = flags.sum(dim=-1).clamp(max=PATCHES_PER_GROUP)
+    header[..., 0] = flags.sum(dim=-1).clamp(max=limit)
     b, g, p = torch.nonzero(inline, as_tuple=True)
     f, lane, e = p // 256, (p // 8) % 32, p % 8
     value = bits_f.reshape(rb, groups, -1)[b, g, p].to(torch.int64) & 0xFFFF
     header[b, g, 1 + rank[b, g, p]] = lane | (f << 5) | (e << 7) | (value << 10)
-    overflow = ((flags == 1) & (rank >= PATCHES_PER_GROUP)).reshape(exc_f.shape)
+    overflow = ((flags == 1) & (rank >= limit)).reshape(exc_f.shape)
     return header.to(torch.int32), overflow
 
 
-def compress(w: torch.Tensor, name: str = "weight") -> dict:
+def compress(w: torch.Tensor, name: str = "weight", patches_per_group: int = PATCHES_PER_GROUP) -> dict:
     """bf16 [N, K] (N % 16 == 0, K % 64 == 0) -> {"stream": uint8 [N/16, K/64, 3, 32, 16], "table": int32 [16]
     hi bytes, "table_words": the table as four uint32 ints T0..T3 (the kernel's prmt operands, little-endian),
     "patches": int32 [N/16, K/64, 4] (the groups' headers), "exceptions": int32 [N/16, capr, 2] (the overflow;
     capr may be 0), "row_starts": int32 [N/16, 17], "count": int (all exceptions)}; the stream, patches and
     exception tables on w's device, the 16-entry table on the CPU.
+    patches_per_group (0..PATCHES_PER_GROUP): how many of a group's exceptions its header carries; the rest go to
+    the overflow (0: every exception, the pass after the loop alone: see ztable.yaml's patches).
     Raises CompressionError (one line, naming `name`) when the matrix cannot be served by the format."""
+    if not 0 <= patches_per_group <= PATCHES_PER_GROUP:
+        raise CompressionError(f"{name}: patches_per_group must be 0..{PATCHES_PER_GROUP}, got {patches_per_group}")
     if w.dtype != torch.bfloat16 or w.dim() != 2:
         raise CompressionError(f"{name}: expected a 2-D bfloat16 matrix, got {w.dtype} {tuple(w.shape)}")
     n, k = w.shape
@@ -156,7 +162,7 @@ def compress(w: torch.Tensor, name: str = "weight") -> dict:
         )
 
     bits_f = _fragments(bits)
-    patches, overflow_f = patch_words(bits_f, _fragments(is_exc.to(torch.int32)))
+    patches, overflow_f = patch_words(bits_f, _fragments(is_exc.to(torch.int32)), patches_per_group)
     is_ovf = unfragment(overflow_f, n, k)
     per_block_ovf = is_ovf.reshape(n // 16, 16 * k).sum(dim=1)
     capr = int(per_block_ovf.max()) if n else 0

@@ -166,3 +166,28 @@ def test_gaussian_weights_leave_the_overflow_nearly_empty():
     z = assert_lossless(w)
     overflow = int(z["row_starts"][:, 16].sum())
     assert z["count"] > 0 and overflow <= 0.01 * z["count"]
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, 3])
+def test_fewer_patches_a_group_move_the_rest_to_the_overflow_and_stay_lossless(limit, monkeypatch):
+    """patches_per_group (ztable.yaml's per-layer `patches`): a group's header carries its first `limit`
+    exceptions, every other one is in the overflow table; lossless at every limit, on a group of 4 + 1 exceptions
+    and on scattered weights where most weights are exceptions."""
+    w = few_hi_bytes(16, 128, torch.Generator().manual_seed(6))
+    for i in range(7):
+        w[12:15, 100 + i] = 2.0 ** (-20 - 2 * i)
+    for row, col, v in [(0, 5, 1e30), (3, 9, -1e30), (7, 60, 2e30), (9, 2, -3e30), (2, 70, 4e30)]:
+        w[row, col] = v
+    z = compress(w, "w", patches_per_group=limit)
+    assert z["patches"][0, :, 0].tolist() == [min(4, limit), min(1, limit)]
+    assert int(z["row_starts"][0, 16]) == 5 - min(4, limit) - min(1, limit)
+    assert torch.equal(bits_of(decompress(z, 16, 128)), bits_of(w))
+    monkeypatch.setattr(compress_mod, "MAX_EXCEPTIONS_PER_BLOCK", 16 * 256)  # every weight may be one
+    s = scattered(32, 256, torch.Generator().manual_seed(9))
+    assert torch.equal(bits_of(decompress(compress(s, "s", patches_per_group=limit), 32, 256)), bits_of(s))
+
+
+def test_a_patch_count_out_of_range_is_one_clear_line():
+    w = torch.zeros(16, 64, dtype=torch.bfloat16)
+    with pytest.raises(CompressionError, match=r"^o: patches_per_group must be 0\.\.3, got 4$"):
+        compress(w, "o", patches_per_group=4)
