@@ -1,4 +1,4 @@
-// Session 26 probe (prepared, not yet run): the compressed GEMV's 12-bit stream fed through a TMA-style ring, timed
+// Session 26 probe (call 6 ran ztma; zwg, below, was added after it): the compressed GEMV's 12-bit stream fed through a TMA-style ring, timed
 // beside the shipped engines on o (8192 x 1024) in the probes' harness (notes/probekit.cuh) and checked against
 // main's zgemv_kernel. Timing only: nothing here ships.
 //
@@ -19,6 +19,7 @@
 // (decode_fragment, mma_patches). With KW = 1 there is no reduction at all: a warp's accumulators are its row
 // block's outputs. Overflow exceptions are not handled (capr = 0 here, as o's normal weights have).
 // What to read off: ztma at m = 8 / 16 against zgemv <1, NB, 1, 0> and the TMA GEMV <2, 8> in the same rounds.
+// Run with the argument `zwg` to time only zwg beside the entries (the checks always run).
 // Build (from the repository root): nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels_src
 //   -o /tmp/ztma notes/session26/ztma/ztma.cu
 #include <cuda_runtime.h>
@@ -145,7 +146,145 @@ void launch_ztma(const CUtensorMap& map, const ZGemvArgs& a, cudaStream_t s) {
     kernel<<<a.N / (16 * RB), 32 * (RB * KW + 1), smem, s>>>(map, a);
 }
 
-int main() {
+// zwg (added after call 6): the same ring, but the consumers decode each slot into shared memory, as a 64 x 64
+// bf16 weight tile in wgmma's 128-byte-swizzled K-major layout, and one wgmma per 16 of K multiplies it with x's
+// box, as the TMA GEMV does. Why: ztma's per-warp chains (decode, then 4 NB dependent mma.sync) needed more warps
+// than a ring CTA has; here a slot's mma work is 4 asynchronous wgmmas for the whole warpgroup, and each warp only
+// decodes its row block (its lane's 8 weights of a fragment are 4 contiguous k of row g and 4 of row g + 8: two
+// 8-byte stores a fragment) and writes its patches (lane q < n stores patch q's 16 bits over the +0.0 its slot
+// decoded to). Two tiles alternate, so slot i's decode overlaps slot i - 1's wgmmas. KG consumer warpgroups take
+// alternate slots (their partial tiles summed at the end) to double the decode throughput.
+__device__ __forceinline__ uint32_t sw128_offset(int row, int k) {  // byte of (row, k) in a 64 x 64 bf16 tile
+    return row * 128 + ((((k >> 3) ^ (row & 7))) << 4) + (k & 7) * 2;
+}
+
+template <int NB, int STAGES, int KG>
+__global__ void __launch_bounds__(128 * KG + 32, 1) zwg_kernel(const __grid_constant__ CUtensorMap x_map,
+                                                               const ZGemvArgs a) {
+    constexpr int RB = 4, kAcc = 4 * NB;
+    constexpr int kSlot = ztma_slot_bytes(NB, RB);
+    constexpr int kXOffset = ztma_w_bytes(RB);
+    constexpr uint32_t kTx = RB * kGroupBytes + RB * 16 + NB * 1024;
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    __shared__ __align__(16) uint32_t hdr_ring[STAGES][RB][4];
+    uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    uint8_t* tiles = ring + STAGES * kSlot;  // [KG][2][8 KB] decoded weight tiles, then KG > 1's partials
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int rb0 = blockIdx.x * RB, groups = a.K >> 6;
+    if (threadIdx.x == 128 * KG) {
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4);  // the four warps of the warpgroup that takes the slot
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warp == 4 * KG) {  // the producer, as in ztma
+        if (lane == 0) {
+            const uint8_t* w = reinterpret_cast<const uint8_t*>(a.w);
+            for (int i = 0; i < groups; ++i) {
+                const int s = i % STAGES;
+                if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
+                uint8_t* slot = ring + s * kSlot;
+                mbar_arrive_expect_tx(&full[s], kTx);
+#pragma unroll
+                for (int r = 0; r < RB; ++r) {
+                    const size_t at = (size_t)(rb0 + r) * groups + i;
+                    bulk_load_1d(slot + r * kGroupBytes, w + at * kGroupBytes, kGroupBytes, &full[s]);
+                    bulk_load_1d(&hdr_ring[s][r][0], a.patches + at * 4, 16, &full[s]);
+                }
+                tma_load_2d(slot + kXOffset, &x_map, i * 64, 0, &full[s]);
+            }
+        }
+        return;
+    }
+
+    const int wg = warp >> 2, w = warp & 3;  // warpgroup, and this warp's row block (wgmma's D rows 16 w ..)
+    const uint4 t = a.table;
+    const int g = lane >> 2, tt = lane & 3;
+    float acc[kAcc];
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
+    uint8_t* my_tiles = tiles + wg * 2 * 8192;
+    int prev_s = -1;
+    for (int i = wg, n = 0; i < groups; i += KG, ++n) {
+        const int s = i % STAGES;
+        mbar_wait(&full[s], (i / STAGES) & 1);
+        const uint8_t* slot = ring + s * kSlot;
+        const Frag* wp = reinterpret_cast<const Frag*>(slot + w * kGroupBytes) + lane;
+        Frag part[kZParts];
+#pragma unroll
+        for (int q = 0; q < kZParts; ++q) part[q] = wp[q * 32];
+        uint8_t* tile = my_tiles + (n & 1) * 8192;
+#pragma unroll
+        for (int f = 0; f < 4; ++f) {
+            uint32_t r4[4];
+            decode_fragment(r4, part, f, t);
+            const int k = 32 * (f >> 1) + 8 * tt + 4 * (f & 1);
+            *reinterpret_cast<uint2*>(tile + sw128_offset(16 * w + g, k)) = make_uint2(r4[0], r4[2]);
+            *reinterpret_cast<uint2*>(tile + sw128_offset(16 * w + g + 8, k)) = make_uint2(r4[1], r4[3]);
+        }
+        const uint32_t np = hdr_ring[s][w][0];
+        if (np) {  // warp-uniform
+            __syncwarp();
+            if ((uint32_t)lane < np) {
+                const uint32_t pw = hdr_ring[s][w][1 + lane];
+                const int pl = pw & 31, f = (pw >> 5) & 3, e = (pw >> 7) & 7, j = e >> 1;
+                const int row = 16 * w + (pl >> 2) + (j & 1) * 8;
+                const int k = 32 * (f >> 1) + 8 * (pl & 3) + 4 * (f & 1) + (j >> 1) * 2 + (e & 1);
+                *reinterpret_cast<uint16_t*>(tile + sw128_offset(row, k)) = (uint16_t)(pw >> 10);
+            }
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic stores -> wgmma's reads
+        asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+        fence_regs(acc);
+        wgmma_fence();
+        const uint64_t a_desc = sw128_desc(smem_addr(tile)), b_desc = sw128_desc(smem_addr(slot + kXOffset));
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) wgmma_bf16<NB>(acc, desc_plus(a_desc, kk * 2), desc_plus(b_desc, kk * 2));
+        wgmma_commit();
+        fence_regs(acc);
+        wgmma_wait<1>();  // the previous slot's wgmmas have retired: its slot goes back, its tile is free
+        fence_regs(acc);
+        if (prev_s >= 0 && lane == 0) mbar_arrive(&empty[prev_s]);
+        prev_s = s;
+    }
+    wgmma_wait<0>();
+    fence_regs(acc);
+    const int ti = threadIdx.x & 127;
+    if constexpr (KG > 1) {
+        float* part_tiles = reinterpret_cast<float*>(tiles + KG * 2 * 8192);  // [KG - 1][kAcc][128]
+        if (wg > 0) {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) part_tiles[((wg - 1) * kAcc + e) * 128 + ti] = acc[e];
+        }
+        asm volatile("bar.sync 3, %0;" ::"n"(128 * KG) : "memory");
+        if (wg > 0) return;
+        for (int q = 1; q < KG; ++q)
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) acc[e] += part_tiles[((q - 1) * kAcc + e) * 128 + ti];
+    }
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) {
+        const int row = rb0 * 16 + w * 16 + g + ((e & 2) ? 8 : 0);
+        const int token = (e >> 2) * 8 + tt * 2 + (e & 1);
+        if (token < a.M) store_out(a.out + (size_t)token * a.N + row, acc[e]);
+    }
+}
+
+template <int NB, int STAGES, int KG>
+void launch_zwg(const CUtensorMap& map, const ZGemvArgs& a, cudaStream_t s) {
+    const int smem = STAGES * ztma_slot_bytes(NB, 4) + 1024 + KG * 2 * 8192 + (KG - 1) * 4 * NB * 128 * 4;
+    auto kernel = zwg_kernel<NB, STAGES, KG>;
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    kernel<<<a.N / 64, 128 * KG + 32, smem, s>>>(map, a);
+}
+
+int main(int argc, char** argv) {
     Timer tm;
     const int N = 8192, K = 1024, G = K / 64;
     const size_t stream_bytes = (size_t)N / 16 * G * kGroupBytes;  // 12.6 MB
@@ -236,6 +375,15 @@ int main() {
         check("ztma<2,2,2,8>", m, ZTMA(2, 2, 2, 8));
         check("ztma<2,1,4,4>", m, ZTMA(2, 1, 4, 4));
     }
+#define ZWG(NB, ST, KG) [&](int m) { launch_zwg<NB, ST, KG>(maps[m], zargs(m, out), 0); }
+    for (int m : {1, 5, 8}) {
+        check("zwg<1,8,1>", m, ZWG(1, 8, 1));
+        check("zwg<1,8,2>", m, ZWG(1, 8, 2));
+    }
+    for (int m : {9, 13, 16}) {
+        check("zwg<2,8,1>", m, ZWG(2, 8, 1));
+        check("zwg<2,8,2>", m, ZWG(2, 8, 2));
+    }
     printf("checks: %s\n", bad ? "SOME WRONG" : "all ok");
 
     const double bw = tm.read_bandwidth();
@@ -273,6 +421,19 @@ int main() {
         ZCASE("ztma <2,2,4,8> 256 CTAs m=16", 16, 2, 2, 4, 8),
         ZCASE("ztma <2,1,4,4> 512 CTAs m=16", 16, 2, 1, 4, 4),
     };
+#define WGCASE(NAME, M, NB, ST, KG) \
+    Case { NAME, o_bytes, [=](cudaStream_t s) { launch_zwg<NB, ST, KG>(maps[M], zargs(M, out), s); } }
+    const bool zwg_only = argc > 1 && strcmp(argv[1], "zwg") == 0;  // session 26's second run: zwg beside the entries
+    if (zwg_only) cases.erase(cases.begin() + 3, cases.end());
+    for (const Case& c : std::vector<Case>{
+             WGCASE("zwg <1,8,1> 128 x 160 m=8", 8, 1, 8, 1),
+             WGCASE("zwg <1,8,2> 128 x 288 m=8", 8, 1, 8, 2),
+             WGCASE("zwg <1,16,2> 128 x 288 m=8", 8, 1, 16, 2),
+             WGCASE("zwg <2,8,1> 128 x 160 m=16 (C7515: serialised)", 16, 2, 8, 1),
+             WGCASE("zwg <2,8,2> 128 x 288 m=16", 16, 2, 8, 2),
+             WGCASE("zwg <2,16,2> 128 x 288 m=16", 16, 2, 16, 2),
+         })
+        cases.push_back(c);
     probekit::run_rounds(tm, cases, bw, 3);
     return bad ? 1 : 0;
 }
