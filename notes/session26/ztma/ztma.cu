@@ -46,13 +46,37 @@ __host__ __device__ constexpr int ztma_smem_bytes(int nb, int rb, int kw, int st
     return stages * ztma_slot_bytes(nb, rb) + 1024 + (kw > 1 ? rb * kw * nb * 128 * 4 : 0);
 }
 
+// The producer of both ring kernels (its lane 0): for each 64-wide K group, once the slot's previous use is handed
+// back, the RB row blocks' 1536-byte stream groups and 16-byte headers and x's box, all counted on `full`.
+template <int NB, int RB, int STAGES>
+__device__ __forceinline__ void produce_ring(const CUtensorMap& x_map, const ZGemvArgs& a, uint8_t* ring,
+                                             uint64_t* full, uint64_t* empty, uint32_t (*hdr_ring)[RB][4], int rb0,
+                                             int groups) {
+    constexpr int kSlot = ztma_slot_bytes(NB, RB);
+    constexpr int kXOffset = ztma_w_bytes(RB);
+    constexpr uint32_t kTx = RB * kGroupBytes + RB * 16 + NB * 1024;
+    const uint8_t* w = reinterpret_cast<const uint8_t*>(a.w);
+    for (int i = 0; i < groups; ++i) {
+        const int s = i % STAGES;
+        if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
+        uint8_t* slot = ring + s * kSlot;
+        mbar_arrive_expect_tx(&full[s], kTx);
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+            const size_t at = (size_t)(rb0 + r) * groups + i;
+            bulk_load_1d(slot + r * kGroupBytes, w + at * kGroupBytes, kGroupBytes, &full[s]);
+            bulk_load_1d(&hdr_ring[s][r][0], a.patches + at * 4, 16, &full[s]);
+        }
+        tma_load_2d(slot + kXOffset, &x_map, i * 64, 0, &full[s]);
+    }
+}
+
 template <int NB, int RB, int KW, int STAGES>
 __global__ void __launch_bounds__(32 * (RB * KW + 1), 1) ztma_kernel(const __grid_constant__ CUtensorMap x_map,
                                                                      const ZGemvArgs a) {
     constexpr int kConsumers = RB * KW;
     constexpr int kSlot = ztma_slot_bytes(NB, RB);
     constexpr int kXOffset = ztma_w_bytes(RB);
-    constexpr uint32_t kTx = RB * kGroupBytes + RB * 16 + NB * 1024;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ __align__(16) uint32_t hdr_ring[STAGES][RB][4];
@@ -73,20 +97,7 @@ __global__ void __launch_bounds__(32 * (RB * KW + 1), 1) ztma_kernel(const __gri
 
     if (warp == kConsumers) {  // the producer: lane 0 issues every copy
         if (lane == 0) {
-            const uint8_t* w = reinterpret_cast<const uint8_t*>(a.w);
-            for (int i = 0; i < groups; ++i) {
-                const int s = i % STAGES;
-                if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
-                uint8_t* slot = ring + s * kSlot;
-                mbar_arrive_expect_tx(&full[s], kTx);
-#pragma unroll
-                for (int r = 0; r < RB; ++r) {
-                    const size_t at = (size_t)(rb0 + r) * groups + i;
-                    bulk_load_1d(slot + r * kGroupBytes, w + at * kGroupBytes, kGroupBytes, &full[s]);
-                    bulk_load_1d(&hdr_ring[s][r][0], a.patches + at * 4, 16, &full[s]);
-                }
-                tma_load_2d(slot + kXOffset, &x_map, i * 64, 0, &full[s]);
-            }
+            produce_ring<NB, RB, STAGES>(x_map, a, ring, full, empty, hdr_ring, rb0, groups);
         }
         return;
     }
@@ -164,7 +175,6 @@ __global__ void __launch_bounds__(128 * KG + 32, 1) zwg_kernel(const __grid_cons
     constexpr int RB = 4, kAcc = 4 * NB;
     constexpr int kSlot = ztma_slot_bytes(NB, RB);
     constexpr int kXOffset = ztma_w_bytes(RB);
-    constexpr uint32_t kTx = RB * kGroupBytes + RB * 16 + NB * 1024;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ __align__(16) uint32_t hdr_ring[STAGES][RB][4];
@@ -185,20 +195,7 @@ __global__ void __launch_bounds__(128 * KG + 32, 1) zwg_kernel(const __grid_cons
 
     if (warp == 4 * KG) {  // the producer, as in ztma
         if (lane == 0) {
-            const uint8_t* w = reinterpret_cast<const uint8_t*>(a.w);
-            for (int i = 0; i < groups; ++i) {
-                const int s = i % STAGES;
-                if (i >= STAGES) mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
-                uint8_t* slot = ring + s * kSlot;
-                mbar_arrive_expect_tx(&full[s], kTx);
-#pragma unroll
-                for (int r = 0; r < RB; ++r) {
-                    const size_t at = (size_t)(rb0 + r) * groups + i;
-                    bulk_load_1d(slot + r * kGroupBytes, w + at * kGroupBytes, kGroupBytes, &full[s]);
-                    bulk_load_1d(&hdr_ring[s][r][0], a.patches + at * 4, 16, &full[s]);
-                }
-                tma_load_2d(slot + kXOffset, &x_map, i * 64, 0, &full[s]);
-            }
+            produce_ring<NB, RB, STAGES>(x_map, a, ring, full, empty, hdr_ring, rb0, groups);
         }
         return;
     }
