@@ -20,6 +20,9 @@
 // block's outputs. Overflow exceptions are not handled (capr = 0 here, as o's normal weights have).
 // What to read off: ztma at m = 8 / 16 against zgemv <1, NB, 1, 0> and the TMA GEMV <2, 8> in the same rounds.
 // Run with the argument `zwg` to time only zwg beside the entries (the checks always run).
+// State after session 26 (notes/README.md, calls 6-8): ztma passes its checks; zwg FAILS them (max |diff| 44-70 of
+// outputs up to 234), a fault in zwg_kernel not found (its tile construction is right on the CPU:
+// zwg_tile_check.py), so its times are of a wrong kernel that does all of the work.
 // Build (from the repository root): nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels_src
 //   -o /tmp/ztma notes/session26/ztma/ztma.cu
 #include <cuda_runtime.h>
