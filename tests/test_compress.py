@@ -27,6 +27,18 @@ def few_hi_bytes(rows, k, gen):
     return (w * (1 + torch.rand(rows, k, generator=gen))).to(torch.bfloat16)
 
 
+def four_plus_one_exceptions():
+    """A 16 x 128 block whose table is full and which has five weights outside it: four in K group 0, one in
+    group 1 (row, col, value in `outside`)."""
+    w = few_hi_bytes(16, 128, torch.Generator().manual_seed(6))  # 8 hi bytes, each frequent
+    for i in range(7):  # 7 more hi bytes (2^-20 .. 2^-32), 3 each: the table's 15 are now full
+        w[12:15, 100 + i] = 2.0 ** (-20 - 2 * i)
+    outside = [(0, 5, 1e30), (3, 9, -1e30), (7, 60, 2e30), (9, 2, -3e30), (2, 70, 4e30)]
+    for row, col, v in outside:
+        w[row, col] = v
+    return w, outside
+
+
 def assert_lossless(w):
     z = compress(w)
     back = decompress(z, *w.shape)
@@ -141,12 +153,7 @@ def test_unfragment_inverts_the_fragment_order():
 def test_a_groups_first_three_exceptions_are_patches_and_the_rest_overflow():
     """The fourth exception of a K group and later ones go to the overflow table; the first three are patch
     words, each restoring exactly one decoded register half (the kernel ORs them in: tests/zdecode_model.py)."""
-    w = few_hi_bytes(16, 128, torch.Generator().manual_seed(6))  # 8 hi bytes, each frequent
-    for i in range(7):  # 7 more hi bytes (2^-20 .. 2^-32), 3 each: the table's 15 are now full
-        w[12:15, 100 + i] = 2.0 ** (-20 - 2 * i)
-    outside = [(0, 5, 1e30), (3, 9, -1e30), (7, 60, 2e30), (9, 2, -3e30), (2, 70, 4e30)]  # 4 in group 0, 1 in 1
-    for row, col, v in outside:
-        w[row, col] = v
+    w, outside = four_plus_one_exceptions()
     z = assert_lossless(w)
     assert z["count"] == 5 and z["patches"][0, :, 0].tolist() == [3, 1]
     assert z["exceptions"].shape[1] == 1 and int(z["row_starts"][0, 16]) == 1
@@ -173,11 +180,7 @@ def test_fewer_patches_a_group_move_the_rest_to_the_overflow_and_stay_lossless(l
     """patches_per_group (ztable.yaml's per-layer `patches`): a group's header carries its first `limit`
     exceptions, every other one is in the overflow table; lossless at every limit, on a group of 4 + 1 exceptions
     and on scattered weights where most weights are exceptions."""
-    w = few_hi_bytes(16, 128, torch.Generator().manual_seed(6))
-    for i in range(7):
-        w[12:15, 100 + i] = 2.0 ** (-20 - 2 * i)
-    for row, col, v in [(0, 5, 1e30), (3, 9, -1e30), (7, 60, 2e30), (9, 2, -3e30), (2, 70, 4e30)]:
-        w[row, col] = v
+    w, _ = four_plus_one_exceptions()
     z = compress(w, "w", patches_per_group=limit)
     assert z["patches"][0, :, 0].tolist() == [min(4, limit), min(1, limit)]
     assert int(z["row_starts"][0, 16]) == 5 - min(4, limit) - min(1, limit)
