@@ -40,6 +40,10 @@ __host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) 
 __host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, int p) {
     return zgemv_data_regs(ug, nb, r, p) <= (p == 1 ? 100 : 104);
 }
+// The walk (P = D = 2..4, zwalk_kernel): D slots of one row block's UG groups (12 UG raw weight regs + a header
+// word), x's UG groups once, 4 NB accumulators; the double-buffered budget. dispatch.py mirrors it.
+__host__ __device__ constexpr int zwalk_data_regs(int ug, int nb, int d) { return d * (12 * ug + 1) + 8 * ug * nb + 4 * nb; }
+__host__ __device__ constexpr bool zwalk_fits(int ug, int nb, int d) { return zwalk_data_regs(ug, nb, d) <= 100; }
 
 struct ZGemvArgs {
     const Frag* x;            // [M, K] bf16, row-major, 16-byte aligned
@@ -165,11 +169,13 @@ __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp,
     }
 }
 
-// A trip's mmas: decode each fragment and multiply; then, for a group whose header has n > 0 patches (about a
-// group in four on Gaussian weights), their correction (mma_patches).
+// The mmas of R row blocks x UG groups: decode each fragment and multiply; then, for a group whose header has
+// n > 0 patches (about a group in four on Gaussian weights), their correction (mma_patches). Weights, headers and
+// x come apart so that the walk (P = 2) can keep x for the whole CTA while its weights change.
 template <int UG, int NB, int R>
-__device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t,
-                                          int lane) {
+__device__ __forceinline__ void mma_zgroups(float (&acc)[R][NB][4], const Frag (&w)[R][UG][kZParts],
+                                            const uint32_t (&hdr)[R], const Frag (&x)[UG][2][NB], const uint4& t,
+                                            int lane) {
 #pragma unroll
     for (int u = 0; u < UG; ++u)
 #pragma unroll
@@ -177,15 +183,21 @@ __device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG
 #pragma unroll
             for (int f = 0; f < 4; ++f) {
                 uint32_t a[4];
-                decode_fragment(a, tr.w[r][u], f, t);
+                decode_fragment(a, w[r][u], f, t);
                 const int b = f >> 1, y = f & 1;  // K block 2G + b, mma step y
 #pragma unroll
                 for (int nb = 0; nb < NB; ++nb)
-                    mma_bf16_m16n8k16(acc[r][nb], a, tr.x[u][b][nb].r[2 * y], tr.x[u][b][nb].r[2 * y + 1]);
+                    mma_bf16_m16n8k16(acc[r][nb], a, x[u][b][nb].r[2 * y], x[u][b][nb].r[2 * y + 1]);
             }
-            const uint32_t n = hdr_count(tr.hdr[r], u);
-            if (n) mma_patches<NB>(acc[r], tr.hdr[r], u, n, tr.x[u], lane);
+            const uint32_t n = hdr_count(hdr[r], u);
+            if (n) mma_patches<NB>(acc[r], hdr[r], u, n, x[u], lane);
         }
+}
+
+template <int UG, int NB, int R>
+__device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t,
+                                          int lane) {
+    mma_zgroups<UG, NB, R>(acc, tr.w, tr.hdr, tr.x, t, lane);
 }
 
 // A partial tile (gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
@@ -301,5 +313,108 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     finish_tile(a, red, inbox, &inbox_full, kTile, group, split,
                 [&](int idx, float v) { zwrite_tile_element<NB>(a, rb0, idx, v); });
 }
+
+// P = D = 2..4, the walk, for short K only (S = 1 and the NW warps' UG groups cover all of K: o's K = 1024 at NW = 16,
+// UG = 1). Why: with P = 0 / 1 a CTA streams its row block (24 KB on o), then waits for it, reduces and exits,
+// and the next CTA starts from an empty pipe: on o that is four waves, each of which leaves the SM's share of
+// HBM idle for a load latency plus the reduction. Here a CTA owns R consecutive row blocks and walks them one at
+// a time. Each warp owns the same K groups in every block, so it loads its x fragments once (at m = 16 they are
+// more bytes than its weights: 64 against 48 a lane and group), and the next D - 1 blocks' weights are in flight,
+// in a ring of D register slots, while the CTA multiplies, reduces and writes the current one. A block's partial tiles go
+// to one of two shared-memory buffers (block j to buffer j % 2), so one barrier a block suffices: a warp writes
+// buffer b again at block j + 2 only after the barrier of block j + 1, which every thread passes only once done
+// with its reads of block j. The overflow (nearly always none) is added by the thread that writes the element,
+// straight from global memory, in entry order.
+template <int UG>
+struct ZWalkSlot {
+    Frag w[1][UG][kZParts];
+    uint32_t hdr[1];  // the block's headers of this warp's groups, a word a lane (hdr_count, mma_patches)
+};
+
+// Row block rb's weights and headers of groups g0 .. g0 + UG - 1.
+template <int UG>
+__device__ __forceinline__ void load_zwalk_slot(ZWalkSlot<UG>& s, const ZGemvArgs& a, int rb, int g0, int groups,
+                                                int lane) {
+    const size_t first = (size_t)rb * groups + g0;
+    s.hdr[0] = lane < 4 * UG ? __ldg(a.patches + first * 4 + lane) : 0u;
+    const Frag* wp = a.w + first * kZFragsPerGroup + lane;
+#pragma unroll
+    for (int u = 0; u < UG; ++u)
+#pragma unroll
+        for (int p = 0; p < kZParts; ++p) s.w[0][u][p] = ld_weights(wp + u * kZFragsPerGroup + p * 32);
+}
+
+// The overflow's share of tile element idx of row block rb: exact products, summed in entry order.
+template <int NB>
+__device__ __forceinline__ float zwalk_overflow(const ZGemvArgs& a, int rb, int idx) {
+    int r = 0, i = 0, token = 0;
+    tile_coords<NB>(idx, r, i, token);
+    if (token >= a.M) return 0.f;
+    const int2* entries = a.exceptions + (size_t)rb * a.capr;
+    const int* starts = a.row_starts + rb * 17;
+    const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(a.x) + (size_t)token * a.K;
+    float v = 0.f;
+    for (int e = starts[i], e_end = starts[i + 1]; e < e_end; ++e) {
+        const int2 entry = entries[e];
+        v += __bfloat162float(x[entry.x & 0xFFFF]) * __uint_as_float((uint32_t)entry.y << 16);
+    }
+    return v;
+}
+
+// One block of the walk: multiply the slot, refill it with block `next` (-1: none), then reduce through `red`.
+template <int UG, int NB>
+__device__ __forceinline__ void zwalk_block(const ZGemvArgs& a, ZWalkSlot<UG>& s, const Frag (&x)[UG][2][NB],
+                                            float* red, int rb, int next, int g0, int groups, const uint4& t) {
+    constexpr int kTile = NB * 4 * 32;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float acc[1][NB][4];
+    zero_accumulators<1, NB>(acc);
+    mma_zgroups<UG, NB, 1>(acc, s.w, s.hdr, x, t, lane);
+    if (next >= 0) load_zwalk_slot<UG>(s, a, next, g0, groups, lane);
+    park_accumulators<1, NB>(red, acc, warp, lane);
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
+        float v = sum_over_warps(red, kTile, idx);
+        if (a.capr) v += zwalk_overflow<NB>(a, rb, idx);
+        zwrite_tile_element<NB>(a, rb, idx, v);
+    }
+}
+
+// red: two buffers of [NW][NB * 4][32] floats (zwalk_smem_bytes).
+template <int UG, int NB, int D>
+__global__ void __launch_bounds__(512, 1) zwalk_kernel(const ZGemvArgs a, int R) {
+    extern __shared__ float red[];
+    const int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int groups = a.K >> 6, g0 = warp * UG, rb0 = blockIdx.x * R;
+    ZWalkSlot<UG> slot[D];  // block j lives in slot j % D (indices fixed at compile time: the loops unroll)
+#pragma unroll
+    for (int d = 0; d < D; ++d)
+        if (d < R) load_zwalk_slot<UG>(slot[d], a, rb0 + d, g0, groups, lane);
+
+    const Frag* xp[NB];
+    bool xvalid[NB];
+    x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
+    Frag x[UG][2][NB];
+#pragma unroll
+    for (int u = 0; u < UG; ++u)
+#pragma unroll
+        for (int b = 0; b < 2; ++b)
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb)
+                x[u][b][nb] = xvalid[nb] ? ld_x(xp[nb] + (2 * (g0 + u) + b) * 4) : zero_frag();
+
+    const uint4 t = a.table;
+    const int tiles = nw * NB * 4 * 32;
+    for (int j0 = 0; j0 < R; j0 += D)
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            const int j = j0 + d;
+            if (j < R)
+                zwalk_block<UG, NB>(a, slot[d], x, red + (j & 1) * tiles, rb0 + j, j + D < R ? rb0 + j + D : -1, g0,
+                                    groups, t);
+        }
+}
+
+__host__ __device__ constexpr size_t zwalk_smem_bytes(int nw, int nb) { return 2 * (size_t)nw * nb * 4 * 32 * sizeof(float); }
 
 }  // namespace okc
