@@ -323,8 +323,10 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
 // in a ring of D register slots, while the CTA multiplies, reduces and writes the current one. A block's partial tiles go
 // to one of two shared-memory buffers (block j to buffer j % 2), so one barrier a block suffices: a warp writes
 // buffer b again at block j + 2 only after the barrier of block j + 1, which every thread passes only once done
-// with its reads of block j. The overflow (nearly always none) is added by the thread that writes the element,
-// straight from global memory, in entry order.
+// with its reads of block j. The overflow is added by the thread that writes the element, in entry order, from
+// the CTA's entries and row starts, which cp.async stages in shared memory behind the first weights: Gaussian o
+// has a few overflowing groups, so capr > 0 and every CTA looks up its rows, and a lookup in global memory is a
+// round trip after each block's barrier (1.3 us on o in session 27's first measurement).
 template <int UG>
 struct ZWalkSlot {
     Frag w[1][UG][kZParts];
@@ -344,16 +346,16 @@ __device__ __forceinline__ void load_zwalk_slot(ZWalkSlot<UG>& s, const ZGemvArg
         for (int p = 0; p < kZParts; ++p) s.w[0][u][p] = ld_weights(wp + u * kZFragsPerGroup + p * 32);
 }
 
-// The overflow's share of tile element idx of row block rb: exact products, summed in entry order.
+// The overflow's share of tile element idx of a row block: exact products, summed in entry order. entries,
+// starts: the block's overflow entries and its 17 row starts, staged in shared memory.
 template <int NB>
-__device__ __forceinline__ float zwalk_overflow(const ZGemvArgs& a, int rb, int idx) {
+__device__ __forceinline__ float zwalk_overflow(const ZGemvArgs& a, const int2* entries, const int* starts, int idx) {
     int r = 0, i = 0, token = 0;
     tile_coords<NB>(idx, r, i, token);
     if (token >= a.M) return 0.f;
-    const int2* entries = a.exceptions + (size_t)rb * a.capr;
-    const int* starts = a.row_starts + rb * 17;
     const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(a.x) + (size_t)token * a.K;
     float v = 0.f;
+#pragma unroll 1  // rare rows; unrolled, the loop's loads took ~30 registers next to the slots (ptxas)
     for (int e = starts[i], e_end = starts[i + 1]; e < e_end; ++e) {
         const int2 entry = entries[e];
         v += __bfloat162float(x[entry.x & 0xFFFF]) * __uint_as_float((uint32_t)entry.y << 16);
@@ -362,9 +364,11 @@ __device__ __forceinline__ float zwalk_overflow(const ZGemvArgs& a, int rb, int 
 }
 
 // One block of the walk: multiply the slot, refill it with block `next` (-1: none), then reduce through `red`.
+// entries, starts: the block's staged overflow (zwalk_overflow), whose copies the CTA's first block `first` waits for.
 template <int UG, int NB>
 __device__ __forceinline__ void zwalk_block(const ZGemvArgs& a, ZWalkSlot<UG>& s, const Frag (&x)[UG][2][NB],
-                                            float* red, int rb, int next, int g0, int groups, const uint4& t) {
+                                            float* red, const int2* entries, const int* starts, int first, int rb,
+                                            int next, int g0, int groups, const uint4& t) {
     constexpr int kTile = NB * 4 * 32;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float acc[1][NB][4];
@@ -372,15 +376,17 @@ __device__ __forceinline__ void zwalk_block(const ZGemvArgs& a, ZWalkSlot<UG>& s
     mma_zgroups<UG, NB, 1>(acc, s.w, s.hdr, x, t, lane);
     if (next >= 0) load_zwalk_slot<UG>(s, a, next, g0, groups, lane);
     park_accumulators<1, NB>(red, acc, warp, lane);
+    if (a.capr && rb == first) cp_async_wait_all();  // the staged overflow, before the first block's barrier
     __syncthreads();
     for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
         float v = sum_over_warps(red, kTile, idx);
-        if (a.capr) v += zwalk_overflow<NB>(a, rb, idx);
+        if (a.capr) v += zwalk_overflow<NB>(a, entries, starts, idx);
         zwrite_tile_element<NB>(a, rb, idx, v);
     }
 }
 
-// red: two buffers of [NW][NB * 4][32] floats (zwalk_smem_bytes).
+// Shared memory: two buffers of [NW][NB * 4][32] floats, then the R blocks' overflow entries [R][capr] and row
+// starts [R][17] (zwalk_smem_bytes).
 template <int UG, int NB, int D>
 __global__ void __launch_bounds__(512, 1) zwalk_kernel(const ZGemvArgs a, int R) {
     extern __shared__ float red[];
@@ -390,6 +396,15 @@ __global__ void __launch_bounds__(512, 1) zwalk_kernel(const ZGemvArgs a, int R)
 #pragma unroll
     for (int d = 0; d < D; ++d)
         if (d < R) load_zwalk_slot<UG>(slot[d], a, rb0 + d, g0, groups, lane);
+
+    const int tiles = nw * NB * 4 * 32;
+    int2* entries = reinterpret_cast<int2*>(red + 2 * tiles);
+    int* starts = reinterpret_cast<int*>(entries + R * a.capr);
+    if (a.capr) {  // waited for before block 0's barrier
+        for (int e = threadIdx.x; e < R * a.capr; e += blockDim.x)
+            cp_async<8>(entries + e, a.exceptions + (size_t)rb0 * a.capr + e);
+        for (int e = threadIdx.x; e < R * 17; e += blockDim.x) cp_async<4>(starts + e, a.row_starts + rb0 * 17 + e);
+    }
 
     const Frag* xp[NB];
     bool xvalid[NB];
@@ -404,17 +419,18 @@ __global__ void __launch_bounds__(512, 1) zwalk_kernel(const ZGemvArgs a, int R)
                 x[u][b][nb] = xvalid[nb] ? ld_x(xp[nb] + (2 * (g0 + u) + b) * 4) : zero_frag();
 
     const uint4 t = a.table;
-    const int tiles = nw * NB * 4 * 32;
     for (int j0 = 0; j0 < R; j0 += D)
 #pragma unroll
         for (int d = 0; d < D; ++d) {
             const int j = j0 + d;
             if (j < R)
-                zwalk_block<UG, NB>(a, slot[d], x, red + (j & 1) * tiles, rb0 + j, j + D < R ? rb0 + j + D : -1, g0,
-                                    groups, t);
+                zwalk_block<UG, NB>(a, slot[d], x, red + (j & 1) * tiles, entries + j * a.capr, starts + j * 17,
+                                    rb0, rb0 + j, j + D < R ? rb0 + j + D : -1, g0, groups, t);
         }
 }
 
-__host__ __device__ constexpr size_t zwalk_smem_bytes(int nw, int nb) { return 2 * (size_t)nw * nb * 4 * 32 * sizeof(float); }
+__host__ __device__ constexpr size_t zwalk_smem_bytes(int nw, int nb, int r, int capr) {
+    return 2 * (size_t)nw * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4;
+}
 
 }  // namespace okc

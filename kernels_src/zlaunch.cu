@@ -53,7 +53,8 @@ const char* launch_zwalk_variant(const ZGemvArgs& a, int nw, int r, cudaStream_t
     } else {
         if (a.S != 1 || a.cluster) return "the walk (P = 2..4) does not split K: S must be 1";
         if (nw * UG * 64 != a.K) return "the walk (P = 2..4) needs NW * UG groups of 64 to cover K exactly";
-        const size_t smem = zwalk_smem_bytes(nw, NB);
+        const size_t smem = zwalk_smem_bytes(nw, NB, r, a.capr);
+        if (smem > kSmemOptInLimit) return "the walk's tiles and exception entries exceed the 226 KB of shared memory a block may take";
         auto kernel = zwalk_kernel<UG, NB, D>;
         if (smem > 48 * 1024) {
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
