@@ -45,11 +45,7 @@ SMEM_LIMIT = 226 * 1024  # dynamic shared memory per block, every engine: Hopper
 ZGEMV_UG = (1, 2, 4)
 # Its P = 0 register budget (zgemv.cuh, zgemv_fits): under the plain kernel's, as the decode needs temporaries.
 ZGEMV_BATCH_DATA_REGS = 104
-# 0 batch, 1 double-buffered (as the plain GEMV's P = 0, 1); 2..4 the walk with P register slots (zgemv.cuh,
-# zwalk_kernel): a CTA walks its R row blocks one at a time, the next P - 1 blocks' weights in flight, x loaded
-# once; short K only (S = 1, C = 0 and NW UG groups covering K exactly), UG = 1 or 2.
-ZGEMV_P = (0, 1, 2, 3, 4)
-ZGEMV_WALK_P = (2, 3, 4)
+ZGEMV_P = (0, 1)  # 0 batch, 1 double-buffered (as the plain GEMV's P = 0, 1)
 # Split-K partial tiles of either GEMV live in one fp32 workspace of this many floats (runtime.py allocates it).
 WORKSPACE_FLOATS = 8 * 1024 * 1024
 
@@ -187,30 +183,15 @@ def zgemv_config_error(cfg, m, dual, n, k):
     error = _split_k_grid_error(cfg, ZGEMV_FIELDS, m, n, k, 64, "64-wide K groups")
     if error:
         return error
-    nw, s, ug, p, r, c = cfg
-    nb = column_blocks(m)
-    if p in ZGEMV_WALK_P:
-        return _zwalk_config_error(nw, s, ug, p, c, nb, m, k)
     error = _tiles_smem_error(cfg, m)
     if error:
         return error
+    nw, s, ug, p, r, c = cfg
+    nb = column_blocks(m)
     regs = (2 if p else 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb  # zgemv_data_regs: + a header word a trip
     budget = GEMV_DOUBLE_DATA_REGS if p else ZGEMV_BATCH_DATA_REGS
     if regs > budget:
         return f"UG={ug}, P={p}, R={r} at m={m} holds {regs} data registers per thread, over the kernel's {budget}"
-    return None
-
-
-def _zwalk_config_error(nw, s, ug, p, c, nb, m, k):
-    """The walk's own rules (zgemv.cuh, zwalk_kernel / zwalk_fits; its two tiles of NW warps' partials are at most
-    64 KB, always within shared memory)."""
-    if s != 1 or c != 0:
-        return f"P={p} (the walk) does not split K: needs S=1 and C=0, got S={s} C={c}"
-    if nw * ug * 64 != k:
-        return f"P={p} (the walk) needs NW*UG*64 = K: NW={nw}, UG={ug} cover {nw * ug * 64} of K={k}"
-    regs = p * (12 * ug + 1) + 8 * ug * nb + 4 * nb  # zwalk_data_regs, P slots
-    if ug > 2 or regs > GEMV_DOUBLE_DATA_REGS:
-        return f"UG={ug}, P={p} at m={m} holds {regs} data registers per thread, over the walk's {GEMV_DOUBLE_DATA_REGS}"
     return None
 
 

@@ -40,10 +40,6 @@ __host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) 
 __host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, int p) {
     return zgemv_data_regs(ug, nb, r, p) <= (p == 1 ? 100 : 104);
 }
-// The walk (P = D = 2..4, zwalk_kernel): D slots of one row block's UG groups (12 UG raw weight regs + a header
-// word), x's UG groups once, 4 NB accumulators; the double-buffered budget. dispatch.py mirrors it.
-__host__ __device__ constexpr int zwalk_data_regs(int ug, int nb, int d) { return d * (12 * ug + 1) + 8 * ug * nb + 4 * nb; }
-__host__ __device__ constexpr bool zwalk_fits(int ug, int nb, int d) { return zwalk_data_regs(ug, nb, d) <= 100; }
 
 struct ZGemvArgs {
     const Frag* x;            // [M, K] bf16, row-major, 16-byte aligned
@@ -169,13 +165,11 @@ __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp,
     }
 }
 
-// The mmas of R row blocks x UG groups: decode each fragment and multiply; then, for a group whose header has
-// n > 0 patches (about a group in four on Gaussian weights), their correction (mma_patches). Weights, headers and
-// x come apart so that the walk (P = 2) can keep x for the whole CTA while its weights change.
+// A trip's mmas: decode each fragment and multiply; then, for a group whose header has n > 0 patches (about a
+// group in four on Gaussian weights), their correction (mma_patches).
 template <int UG, int NB, int R>
-__device__ __forceinline__ void mma_zgroups(float (&acc)[R][NB][4], const Frag (&w)[R][UG][kZParts],
-                                            const uint32_t (&hdr)[R], const Frag (&x)[UG][2][NB], const uint4& t,
-                                            int lane) {
+__device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t,
+                                          int lane) {
 #pragma unroll
     for (int u = 0; u < UG; ++u)
 #pragma unroll
@@ -183,21 +177,15 @@ __device__ __forceinline__ void mma_zgroups(float (&acc)[R][NB][4], const Frag (
 #pragma unroll
             for (int f = 0; f < 4; ++f) {
                 uint32_t a[4];
-                decode_fragment(a, w[r][u], f, t);
+                decode_fragment(a, tr.w[r][u], f, t);
                 const int b = f >> 1, y = f & 1;  // K block 2G + b, mma step y
 #pragma unroll
                 for (int nb = 0; nb < NB; ++nb)
-                    mma_bf16_m16n8k16(acc[r][nb], a, x[u][b][nb].r[2 * y], x[u][b][nb].r[2 * y + 1]);
+                    mma_bf16_m16n8k16(acc[r][nb], a, tr.x[u][b][nb].r[2 * y], tr.x[u][b][nb].r[2 * y + 1]);
             }
-            const uint32_t n = hdr_count(hdr[r], u);
-            if (n) mma_patches<NB>(acc[r], hdr[r], u, n, x[u], lane);
+            const uint32_t n = hdr_count(tr.hdr[r], u);
+            if (n) mma_patches<NB>(acc[r], tr.hdr[r], u, n, tr.x[u], lane);
         }
-}
-
-template <int UG, int NB, int R>
-__device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t,
-                                          int lane) {
-    mma_zgroups<UG, NB, R>(acc, tr.w, tr.hdr, tr.x, t, lane);
 }
 
 // A partial tile (gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
@@ -312,125 +300,6 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     float* inbox = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(red) + zgemv_inbox_offset(nw, R, NB, a.capr));
     finish_tile(a, red, inbox, &inbox_full, kTile, group, split,
                 [&](int idx, float v) { zwrite_tile_element<NB>(a, rb0, idx, v); });
-}
-
-// P = D = 2..4, the walk, for short K only (S = 1 and the NW warps' UG groups cover all of K: o's K = 1024 at NW = 16,
-// UG = 1). Why: with P = 0 / 1 a CTA streams its row block (24 KB on o), then waits for it, reduces and exits,
-// and the next CTA starts from an empty pipe: on o that is four waves, each of which leaves the SM's share of
-// HBM idle for a load latency plus the reduction. Here a CTA owns R consecutive row blocks and walks them one at
-// a time. Each warp owns the same K groups in every block, so it loads its x fragments once (at m = 16 they are
-// more bytes than its weights: 64 against 48 a lane and group), and the next D - 1 blocks' weights are in flight,
-// in a ring of D register slots, while the CTA multiplies, reduces and writes the current one. A block's partial tiles go
-// to one of two shared-memory buffers (block j to buffer j % 2), so one barrier a block suffices: a warp writes
-// buffer b again at block j + 2 only after the barrier of block j + 1, which every thread passes only once done
-// with its reads of block j. The overflow is added by the thread that writes the element, in entry order, from
-// the CTA's entries and row starts, which cp.async stages in shared memory behind the first weights: Gaussian o
-// has a few overflowing groups, so capr > 0 and every CTA looks up its rows, and a lookup in global memory is a
-// round trip after each block's barrier (1.3 us on o in session 27's first measurement).
-template <int UG>
-struct ZWalkSlot {
-    Frag w[1][UG][kZParts];
-    uint32_t hdr[1];  // the block's headers of this warp's groups, a word a lane (hdr_count, mma_patches)
-};
-
-// Row block rb's weights and headers of groups g0 .. g0 + UG - 1.
-template <int UG>
-__device__ __forceinline__ void load_zwalk_slot(ZWalkSlot<UG>& s, const ZGemvArgs& a, int rb, int g0, int groups,
-                                                int lane) {
-    const size_t first = (size_t)rb * groups + g0;
-    s.hdr[0] = lane < 4 * UG ? __ldg(a.patches + first * 4 + lane) : 0u;
-    const Frag* wp = a.w + first * kZFragsPerGroup + lane;
-#pragma unroll
-    for (int u = 0; u < UG; ++u)
-#pragma unroll
-        for (int p = 0; p < kZParts; ++p) s.w[0][u][p] = ld_weights(wp + u * kZFragsPerGroup + p * 32);
-}
-
-// The overflow's share of tile element idx of a row block: exact products, summed in entry order. entries,
-// starts: the block's overflow entries and its 17 row starts, staged in shared memory.
-template <int NB>
-__device__ __forceinline__ float zwalk_overflow(const ZGemvArgs& a, const int2* entries, const int* starts, int idx) {
-    int r = 0, i = 0, token = 0;
-    tile_coords<NB>(idx, r, i, token);
-    if (token >= a.M) return 0.f;
-    const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(a.x) + (size_t)token * a.K;
-    float v = 0.f;
-#pragma unroll 1  // rare rows; unrolled, the loop's loads took ~30 registers next to the slots (ptxas)
-    for (int e = starts[i], e_end = starts[i + 1]; e < e_end; ++e) {
-        const int2 entry = entries[e];
-        v += __bfloat162float(x[entry.x & 0xFFFF]) * __uint_as_float((uint32_t)entry.y << 16);
-    }
-    return v;
-}
-
-// One block of the walk: multiply the slot, refill it with block `next` (-1: none), then reduce through `red`.
-// entries, starts: the block's staged overflow (zwalk_overflow), whose copies the CTA's first block `first` waits for.
-template <int UG, int NB>
-__device__ __forceinline__ void zwalk_block(const ZGemvArgs& a, ZWalkSlot<UG>& s, const Frag (&x)[UG][2][NB],
-                                            float* red, const int2* entries, const int* starts, int first, int rb,
-                                            int next, int g0, int groups, const uint4& t) {
-    constexpr int kTile = NB * 4 * 32;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    float acc[1][NB][4];
-    zero_accumulators<1, NB>(acc);
-    mma_zgroups<UG, NB, 1>(acc, s.w, s.hdr, x, t, lane);
-    if (next >= 0) load_zwalk_slot<UG>(s, a, next, g0, groups, lane);
-    park_accumulators<1, NB>(red, acc, warp, lane);
-    if (a.capr && rb == first) cp_async_wait_all();  // the staged overflow, before the first block's barrier
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x) {
-        float v = sum_over_warps(red, kTile, idx);
-        if (a.capr) v += zwalk_overflow<NB>(a, entries, starts, idx);
-        zwrite_tile_element<NB>(a, rb, idx, v);
-    }
-}
-
-// Shared memory: two buffers of [NW][NB * 4][32] floats, then the R blocks' overflow entries [R][capr] and row
-// starts [R][17] (zwalk_smem_bytes).
-template <int UG, int NB, int D>
-__global__ void __launch_bounds__(512, 1) zwalk_kernel(const ZGemvArgs a, int R) {
-    extern __shared__ float red[];
-    const int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int groups = a.K >> 6, g0 = warp * UG, rb0 = blockIdx.x * R;
-    ZWalkSlot<UG> slot[D];  // block j lives in slot j % D (indices fixed at compile time: the loops unroll)
-#pragma unroll
-    for (int d = 0; d < D; ++d)
-        if (d < R) load_zwalk_slot<UG>(slot[d], a, rb0 + d, g0, groups, lane);
-
-    const int tiles = nw * NB * 4 * 32;
-    int2* entries = reinterpret_cast<int2*>(red + 2 * tiles);
-    int* starts = reinterpret_cast<int*>(entries + R * a.capr);
-    if (a.capr) {  // waited for before block 0's barrier
-        for (int e = threadIdx.x; e < R * a.capr; e += blockDim.x)
-            cp_async<8>(entries + e, a.exceptions + (size_t)rb0 * a.capr + e);
-        for (int e = threadIdx.x; e < R * 17; e += blockDim.x) cp_async<4>(starts + e, a.row_starts + rb0 * 17 + e);
-    }
-
-    const Frag* xp[NB];
-    bool xvalid[NB];
-    x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
-    Frag x[UG][2][NB];
-#pragma unroll
-    for (int u = 0; u < UG; ++u)
-#pragma unroll
-        for (int b = 0; b < 2; ++b)
-#pragma unroll
-            for (int nb = 0; nb < NB; ++nb)
-                x[u][b][nb] = xvalid[nb] ? ld_x(xp[nb] + (2 * (g0 + u) + b) * 4) : zero_frag();
-
-    const uint4 t = a.table;
-    for (int j0 = 0; j0 < R; j0 += D)
-#pragma unroll
-        for (int d = 0; d < D; ++d) {
-            const int j = j0 + d;
-            if (j < R)
-                zwalk_block<UG, NB>(a, slot[d], x, red + (j & 1) * tiles, entries + j * a.capr, starts + j * 17,
-                                    rb0, rb0 + j, j + D < R ? rb0 + j + D : -1, g0, groups, t);
-        }
-}
-
-__host__ __device__ constexpr size_t zwalk_smem_bytes(int nw, int nb, int r, int capr) {
-    return 2 * (size_t)nw * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4;
 }
 
 }  // namespace okc

@@ -45,47 +45,6 @@ const char* z_by_nb(const ZGemvArgs& a, int nw, int nb, int r, int p, cudaStream
     return "NB must be 1, 2 or 4";
 }
 
-// The walk (P = D = 2..4 slots): R row blocks a CTA in sequence, S = 1; R is a kernel argument.
-template <int UG, int NB, int D>
-const char* launch_zwalk_variant(const ZGemvArgs& a, int nw, int r, cudaStream_t stream) {
-    if constexpr (!zwalk_fits(UG, NB, D)) {
-        return "this (UG, NB) walk holds too many fragment registers and is not compiled in";
-    } else {
-        if (a.S != 1 || a.cluster) return "the walk (P = 2..4) does not split K: S must be 1";
-        if (nw * UG * 64 != a.K) return "the walk (P = 2..4) needs NW * UG groups of 64 to cover K exactly";
-        const size_t smem = zwalk_smem_bytes(nw, NB, r, a.capr);
-        if (smem > kSmemOptInLimit) return "the walk's tiles and exception entries exceed the 226 KB of shared memory a block may take";
-        auto kernel = zwalk_kernel<UG, NB, D>;
-        if (smem > 48 * 1024) {
-            const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-            if (err != cudaSuccess) return cudaGetErrorString(err);
-        }
-        kernel<<<a.N / (16 * r), nw * 32, smem, stream>>>(a, r);
-        const cudaError_t err = cudaGetLastError();
-        return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-    }
-}
-
-template <int UG, int NB>
-const char* zwalk_by_depth(const ZGemvArgs& a, int nw, int r, int d, cudaStream_t s) {
-    switch (d) {
-        case 2: return launch_zwalk_variant<UG, NB, 2>(a, nw, r, s);
-        case 3: return launch_zwalk_variant<UG, NB, 3>(a, nw, r, s);
-        case 4: return launch_zwalk_variant<UG, NB, 4>(a, nw, r, s);
-    }
-    return "the walk takes P = 2, 3 or 4 slots";
-}
-
-template <int UG>
-const char* zwalk_by_nb(const ZGemvArgs& a, int nw, int nb, int r, int d, cudaStream_t s) {
-    switch (nb) {
-        case 1: return zwalk_by_depth<UG, 1>(a, nw, r, d, s);
-        case 2: return zwalk_by_depth<UG, 2>(a, nw, r, d, s);
-        case 4: return zwalk_by_depth<UG, 4>(a, nw, r, d, s);
-    }
-    return "NB must be 1, 2 or 4";
-}
-
 }  // namespace okc
 
 // Called by binding.cpp; every argument has been checked there. table: compress.py's four table words; capr may
@@ -106,14 +65,7 @@ const char* okc_launch_zgemv(const void* x, const void* w, const void* patches, 
     a.table = make_uint4((uint32_t)t0, (uint32_t)t1, (uint32_t)t2, (uint32_t)t3);
     a.M = M, a.N = N, a.K = K, a.S = S, a.capr = capr, a.cluster = cluster ? 1 : 0;
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-    if (P >= 2 && P <= 4) {  // the walk, P slots
-        switch (UG) {
-            case 1: return okc::zwalk_by_nb<1>(a, NW, NB, R, P, s);
-            case 2: return okc::zwalk_by_nb<2>(a, NW, NB, R, P, s);
-        }
-        return "the walk (P = 2..4) takes UG = 1 or 2";
-    }
-    if (P != 0 && P != 1) return "P must be 0..4";
+    if (P != 0 && P != 1) return "P must be 0 or 1";
     switch (UG) {
         case 1: return okc::z_by_nb<1>(a, NW, NB, R, P, s);
         case 2: return okc::z_by_nb<2>(a, NW, NB, R, P, s);

@@ -352,28 +352,13 @@ def test_zgemv_config_errors_name_the_field():
     assert "expected 6 integers" in dispatch.zgemv_config_error((4, 1, 1, 0), 1, False, 2304, 8192)
     assert "never compressed" in dispatch.zgemv_config_error((4, 1, 1, 0, 1, 0), 8, True, 256, 8192)
     assert "UG=3" in dispatch.zgemv_config_error((4, 1, 3, 0, 1, 0), 8, False, 2304, 8192)
-    assert "P=5" in dispatch.zgemv_config_error((4, 1, 1, 5, 1, 0), 8, False, 2304, 8192)
+    assert "P=2" in dispatch.zgemv_config_error((4, 1, 1, 2, 1, 0), 8, False, 2304, 8192)
     assert "64-wide K groups" in dispatch.zgemv_config_error((4, 32, 1, 0, 1, 0), 8, False, 2304, 1024)
     assert "R=4 does not divide" in dispatch.zgemv_config_error((4, 1, 1, 0, 4, 0), 8, False, 2320, 8192)
     assert "cluster" in dispatch.zgemv_config_error((4, 1, 1, 0, 1, 1), 8, False, 2304, 8192)
     assert "data registers" in dispatch.zgemv_config_error((4, 1, 4, 1, 2, 0), 32, False, 2304, 8192)
     assert dispatch.zgemv_config_error((16, 1, 2, 1, 1, 0), 8, False, 2304, 8192) is None
     assert dispatch.zgemv_config_error((4, 4, 1, 0, 1, 1), 32, False, 2304, 8192) is None
-
-
-def test_the_walk_takes_short_k_unsplit():
-    """P = 2..4 (zwalk_kernel): each warp keeps its K groups for every row block, so NW UG groups must be all of K,
-    with no K split; o (K = 1024) at NW = 16, UG = 1 is the case it is for."""
-    assert dispatch.zgemv_config_error((16, 1, 1, 2, 4, 0), 16, False, 8192, 1024) is None
-    assert dispatch.zgemv_config_error((8, 1, 2, 3, 2, 0), 8, False, 8192, 1024) is None
-    assert "NW*UG*64 = K" in dispatch.zgemv_config_error((8, 1, 1, 2, 4, 0), 16, False, 8192, 1024)
-    assert "NW*UG*64 = K" in dispatch.zgemv_config_error((16, 1, 1, 2, 1, 0), 1, False, 2304, 8192)
-    assert "S=1 and C=0" in dispatch.zgemv_config_error((8, 2, 1, 2, 1, 0), 1, False, 8192, 1024)
-    assert "S=1 and C=0" in dispatch.zgemv_config_error((8, 2, 1, 4, 1, 1), 1, False, 8192, 1024)
-    # two groups a warp, four slots, m = 32: x's 64 registers and the slots' 100 are over the budget
-    assert "data registers" in dispatch.zgemv_config_error((8, 1, 2, 4, 1, 0), 32, False, 8192, 1024)
-    # R past the CTA's row blocks is the grid's rule, as for the other styles
-    assert "R=4 does not divide" in dispatch.zgemv_config_error((16, 1, 1, 2, 4, 0), 8, False, 1040, 1024)
 
 
 ZTABLE = {("pooler", 8): (8, 1, 2, 0, 1, 0), ("pooler", 32): None}
@@ -443,17 +428,13 @@ def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
         " return bad; }\n"
         'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>());'
         " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 2; ++p)"
-        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, p));'
-        " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int d = 2; d <= 4; ++d)"
-        ' printf("%d %d 1 %d %d\\n", u, nb, d, (int)okc::zwalk_fits(u, nb, d)); }\n',
+        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, p)); }\n',
     ).splitlines()
     assert lines[0] == "bad 0"
     m_of_nb = {1: 8, 2: 16, 4: 32}
-    assert len(lines) == 1 + 3 * 3 * 3 * 2 + 3 * 3 * 3
     for line in lines[1:]:
         ug, nb, r, p, fits = map(int, line.split())
-        k = 8192 if p < 2 else 4 * ug * 64  # the walk: the 4 warps' groups are all of K
-        error = dispatch.zgemv_config_error((4, 1, ug, p, r, 0), m_of_nb[nb], False, 4096, k)
+        error = dispatch.zgemv_config_error((4, 1, ug, p, r, 0), m_of_nb[nb], False, 4096, 8192)
         assert (error is None) == bool(fits), (ug, nb, r, p, error)
 
 

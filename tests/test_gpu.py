@@ -100,7 +100,6 @@ def test_compressed_gemv_is_exact_enough_on_every_layer(submission):
         (8, 2, 2, 0, 1, 0),
     ]
     configs += [(4, 8, 1, 1, 4, 1), (16, 2, 1, 1, 2, 0)]
-    configs += WALKS  # o only (K = 1024): elsewhere zgemv_config_error skips them
     for distribution, seed in (("normal", 3), ("heavy", 8)):
         weights = make_weights(problem, distribution, seed, "cuda")
         state = submission.prepare({name: w.clone() for name, w in weights.items()})
@@ -126,14 +125,11 @@ def test_compressed_gemv_is_exact_enough_on_every_layer(submission):
                 assert result.ok, (distribution, name, m, cfg, result.problem)
 
 
-# The walk (P = 2..4 slots) on o: R = 4 (128 CTAs), R < P and R not a multiple of P, two groups a warp.
-WALKS = [(16, 1, 1, 2, 4, 0), (16, 1, 1, 3, 4, 0), (16, 1, 1, 4, 4, 0), (16, 1, 1, 3, 2, 0), (8, 1, 2, 2, 2, 0)]
-
-
-def test_planted_overflow_reaches_every_compressed_style(submission):
+def test_planted_overflow_reaches_the_compressed_gemv(submission):
     """Exceptions the headers cannot carry: row blocks with 6 weights outside the hi-byte table in one K group and
-    2 in another, compressed with 3 patches a group (3 of the 6 overflow) and with none (all overflow). Both the
-    overflow pass of P = 0 / 1 and the walk's per-element sum must add every one of them, at every column block."""
+    2 in another, compressed with 3 patches a group (3 of the 6 overflow) and with none (all overflow). The
+    overflow pass after the main loop must add every one of them, at every column block, batch and
+    double-buffered, one and two row blocks a CTA."""
     problem = load_problem()
     layer = problem.layers["o"]
     gen = torch.Generator(device="cuda").manual_seed(11)
@@ -147,9 +143,9 @@ def test_planted_overflow_reaches_every_compressed_style(submission):
         state["z:o"] = submission.compress(state["o"][0], "o", patches_per_group=patches)
         assert state["z:o"]["exceptions"].shape[1] > 0, patches  # the overflow is not empty
         for m in (1, 9, 16, 32):
-            for cfg in [(8, 1, 1, 0, 1, 0), (16, 1, 1, 1, 2, 0)] + WALKS:
+            for cfg in [(8, 1, 1, 0, 1, 0), (16, 1, 1, 1, 2, 0)]:
                 if submission.zgemv_config_error(cfg, m, False, layer.n, layer.k) is not None:
-                    continue
+                    continue  # (16, 1, 1, 1, 2, 0) at m = 32: over the register budget
                 x = make_x(m, layer.k, gen, "cuda")
                 with poisoned_allocations():
                     out = submission._zgemv(x, "o", layer.n, cfg, state)
