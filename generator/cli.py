@@ -217,7 +217,8 @@ def _print_waits(sass: str, name_part: str) -> None:
 
 
 def _launch_arguments(verb: str):
-    """The LAUNCHES argument (layer:m:engine:config ...) and --file option that `ab` and `profile` share."""
+    """The LAUNCHES argument (layer:m:engine:config or layer:m:cublas ...) and --file option that `ab` and
+    `profile` share."""
 
     def add(command):
         command = click.option(
@@ -260,9 +261,9 @@ def _parse_launches(texts, problem):
     "probes, variants that leave out part of the work on purpose. The wrong ones are still listed.",
 )
 def ab(launches, file: Path, rounds: int, reps: int, env_text: str | None, time_wrong: bool) -> None:
-    """Time GEMV launches given as layer:m:engine:config against each other on the H200, interleaved in one
-    process, the order rotating each round; each checked against float64 first. For configs a few percent apart,
-    whose ranking two machines may not share."""
+    """Time GEMV launches given as layer:m:engine:config (or layer:m:cublas, the file's fallback) against each
+    other on the H200, interleaved in one process, the order rotating each round; each checked against float64
+    first. For configs a few percent apart, whose ranking two machines may not share."""
     import torch
 
     from generator.judge.ab import format_ab, parse_env_switch, run_ab, summarize

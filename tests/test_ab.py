@@ -149,6 +149,26 @@ class StandInModule:
         return out
 
 
+class StandInWithCublas(StandInModule):
+    """The stand-in and the file's cuBLAS fallback, whose signature has no config."""
+
+    def _cublas(self, x, layer, n, state):
+        w = state[layer][0][:n]
+        return (x.float() @ w.float().t()).to(torch.bfloat16)
+
+
+def test_cublas_is_a_launch_timed_beside_the_gemvs():
+    """`layer:m:cublas` runs the file's fallback on the same x and weights, and is checked like the rest."""
+    from generator.judge.ab import checked_calls
+    from generator.judge.launches import parse_launch
+    from generator.problem import load_problem
+
+    problem = load_problem().shrunk(8)
+    launches = [parse_launch(text, problem) for text in ("o:8:gemv:4,1,1,0,1,0", "o:8:cublas")]
+    ok, wrong = checked_calls(StandInWithCublas(), problem, launches, device="cpu")
+    assert [spec for spec, _ in ok] == ["o:8:gemv:4,1,1,0,1,0", "o:8:cublas"] and wrong == []
+
+
 @pytest.mark.parametrize(
     "flaw, says", [(None, None), ("off by one row", "the bound"), ("leaves a row unwritten", "NaN")]
 )

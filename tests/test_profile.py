@@ -25,6 +25,10 @@ def test_launch_specs_parse_for_every_engine(problem):
     assert parse_launch("pooler:1:z:8,1,4,0,1,0", problem) == Launch("pooler", 1, "z", (8, 1, 4, 0, 1, 0))
     gemv = parse_launch("router:32:gemv:16,4,1,0,1,1", problem)
     assert gemv.spec == "router:32:gemv:16,4,1,0,1,1"
+    # cuBLAS, the fallback a null entry runs: no config, at any m (a GEMV's m range does not apply)
+    cublas = parse_launch("o:32:cublas", problem)
+    assert cublas == Launch("o", 32, "cublas", ()) and cublas.spec == "o:32:cublas"
+    assert parse_launch("pooler:256:cublas", problem).m == 256
 
 
 @pytest.mark.parametrize(
@@ -32,7 +36,10 @@ def test_launch_specs_parse_for_every_engine(problem):
     [
         ("qkv_gate:32:tma", "expected layer:m:engine:config"),
         ("attn:32:tma:3,8,2", "unknown layer 'attn'"),
-        ("qkv_gate:32:cublas:1", "unknown engine 'cublas'"),
+        ("qkv_gate:32:cuda:1", "unknown engine 'cuda'"),
+        ("qkv_gate:32:cublas:1", "the cublas engine takes 0 config fields, got 1"),
+        ("qkv_gate:0:cublas", "m must be at least 1"),
+        ("qkv_gate:32:tma:", "takes 3 config fields, got 0"),
         ("qkv_gate:x:tma:3,8,2", "must be integers"),
         ("qkv_gate:32:tma:3,8", "takes 3 config fields, got 2"),
         ("qkv_gate:32:tma:3,5,2", "STAGES=5"),
