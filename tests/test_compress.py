@@ -5,7 +5,14 @@ import pytest
 import torch
 
 import kernels_src.compress as compress_mod
-from kernels_src.compress import PATCHES_PER_GROUP, CompressionError, _fragments, compress, hi_byte_table, unfragment
+from kernels_src.compress import (
+    PATCHES_PER_GROUP,
+    CompressionError,
+    _fragments,
+    compress,
+    hi_byte_table,
+    unfragment,
+)
 from kernels_src.packing import pack_mma_a
 from zdecode_model import apply_patches, decode_stream, decompress, prmt
 
@@ -152,7 +159,8 @@ def test_unfragment_inverts_the_fragment_order():
 
 def test_a_groups_first_three_exceptions_are_patches_and_the_rest_overflow():
     """The fourth exception of a K group and later ones go to the overflow table; the first three are patch
-    words, each restoring exactly one decoded register half (the kernel ORs them in: tests/zdecode_model.py)."""
+    words, each restoring exactly one decoded register half (the kernel ORs them in: tests/zdecode_model.py).
+    """
     w, outside = four_plus_one_exceptions()
     z = assert_lossless(w)
     assert z["count"] == 5 and z["patches"][0, :, 0].tolist() == [3, 1]
@@ -162,7 +170,9 @@ def test_a_groups_first_three_exceptions_are_patches_and_the_rest_overflow():
     assert int((patched != regs).sum()) == 4
     words = [int(v) for v in z["patches"][0, 0, 1:].tolist() + z["patches"][0, 1, 1:2].tolist()]
     assert all(0 <= p < 1 << 26 for p in words)  # lane, fragment, element and 16 bits: 26 bits
-    assert {p >> 10 for p in words} <= {int(b) & 0xFFFF for b in bits_of(w[[r for r, _, _ in outside], :]).flatten()}
+    assert {p >> 10 for p in words} <= {
+        int(b) & 0xFFFF for b in bits_of(w[[r for r, _, _ in outside], :]).flatten()
+    }
 
 
 def test_gaussian_weights_leave_the_overflow_nearly_empty():

@@ -1,7 +1,8 @@
 """GEMV launches named on the command line, `layer:m:engine:config` (e.g. `qkv_gate:32:tma:3,8,2`), or
 `layer:m:cublas` for the file's cuBLAS fallback (what a null table entry runs): parsed and checked like table
 entries, and made into calls on a prepared submission. Shared by `profile` (ncu) and `ab` (interleaved timing),
-so a GEMV config can be timed against cuBLAS in one process, where a sweep's 2 % margin is too close to call."""
+so a GEMV config can be timed against cuBLAS in one process, where a sweep's 2 % margin is too close to call.
+"""
 
 from __future__ import annotations
 
@@ -88,9 +89,7 @@ def launch_calls(
         layer = problem.layers[launch.layer]
         x, n = make_x(launch.m, layer.k, gen, device), layer.n_for(launch.m)
         run = getattr(module, ENGINES[launch.engine][0])
-        if launch.engine == "cublas":  # _cublas(x, layer, n, state): no config
-            call = lambda run=run, x=x, launch=launch, n=n: run(x, launch.layer, n, state)  # noqa: E731
-        else:
-            call = lambda run=run, x=x, launch=launch, n=n: run(x, launch.layer, n, launch.config, state)  # noqa: E731
-        calls.append((call, x, n))
+        # the GEMVs take (x, layer, n, config, state); the cuBLAS fallback has no config
+        args = (x, launch.layer, n, *((launch.config,) if launch.config else ()), state)
+        calls.append((lambda run=run, args=args: run(*args), x, n))
     return calls, weights
