@@ -85,6 +85,16 @@ def test_tma_gemv_is_exact_enough_on_every_layer(submission):
             assert result.ok, (distribution, layer_name, m, cfg, result.problem)
 
 
+def zgemv_against_float64(submission, layer_name, m, n, cfg, state, w, gen):
+    """One compressed-GEMV launch on fresh x (on gen's device) into a NaN-poisoned output, compared with
+    float64 x . W[:n]^T."""
+    x = make_x(m, w.shape[1], gen, gen.device)
+    with poisoned_allocations():
+        out = submission._zgemv(x, layer_name, n, cfg, state)
+    ref, scale = reference(x, w, n)
+    return compare(out, ref, scale, fp32_out=False)
+
+
 def test_compressed_gemv_is_exact_enough_on_every_layer(submission):
     """The compressed GEMV on every plain layer: the column-block edges, uneven exception counts per row, K splits
     of both kinds, NaN-poisoned outputs, both weight distributions (a matrix compress() refuses must be refused
@@ -117,11 +127,7 @@ def test_compressed_gemv_is_exact_enough_on_every_layer(submission):
                 n = layer.n_for(m)
                 if submission.zgemv_config_error(cfg, m, False, n, layer.k) is not None:
                     continue
-                x = make_x(m, layer.k, gen, "cuda")
-                with poisoned_allocations():
-                    out = submission._zgemv(x, name, n, cfg, state)
-                ref, scale = reference(x, weights[name], n)
-                result = compare(out, ref, scale, fp32_out=False)
+                result = zgemv_against_float64(submission, name, m, n, cfg, state, weights[name], gen)
                 assert result.ok, (distribution, name, m, cfg, result.problem)
 
 
@@ -146,11 +152,7 @@ def test_planted_overflow_reaches_the_compressed_gemv(submission):
             for cfg in [(8, 1, 1, 0, 1, 0), (16, 1, 1, 1, 2, 0)]:
                 if submission.zgemv_config_error(cfg, m, False, layer.n, layer.k) is not None:
                     continue  # (16, 1, 1, 1, 2, 0) at m = 32: over the register budget
-                x = make_x(m, layer.k, gen, "cuda")
-                with poisoned_allocations():
-                    out = submission._zgemv(x, "o", layer.n, cfg, state)
-                ref, scale = reference(x, w, layer.n)
-                result = compare(out, ref, scale, fp32_out=False)
+                result = zgemv_against_float64(submission, "o", m, layer.n, cfg, state, w, gen)
                 assert result.ok, (patches, m, cfg, result.problem)
 
 
