@@ -1,0 +1,293 @@
+// Session 28 probe (timing only; nothing here ships): a compressed ring. Call 4 found that the TMA GEMV on o runs
+// as fast with no x at all as with x's boxes in its ring (9.44 / 9.57 us against 9.34 / 9.55 at m = 16 / 32): x is
+// free there, and what is left is the stream of 16.8 MB of bf16 weights. The compressed GEMV streams 25 % fewer
+// bytes but pays for x in registers at m = 16 (4 x fragments a trip beside 3 of weights) and cannot run m = 32 in
+// 64 registers. Earlier compressed rings (session 26, ztma / zwg) lost 1-3 us; their copies were 1.5 KB a row
+// block (session 14: halving the copy size nearly doubled a ring's time) and their decode was a serial chain
+// through shared memory or through mma.sync with x loaded from shared memory.
+//
+// zring: a 64-row tile a CTA (128 CTAs on o), a slot = its 4 row blocks x 128 of K of compress.py's stream (the
+// four blocks' two groups and their headers, repacked contiguous: ONE 12,416-byte bulk copy) + x's two 64-wide
+// boxes (one 3-D tensor-map copy, as the half tiles take them). WG consumer warpgroups take alternate slots; in
+// each, warp q decodes row block q's fragments straight into wgmma's A registers (the mma.sync A layout, per
+// warp), a patch goes into its register by a select, and one m64nNk16 wgmma per 16 of K reads x from the slot. No
+// x in registers, no decoded tile in shared memory. The probe's bytes are random (codes, lo bytes; a group in four
+// carries one patch), so the outputs are meaningless: it times the structure against the TMA GEMV's entry and the
+// compressed GEMV's, built from kernels_src as they ship.
+#include "../../probekit.cuh"
+#include "../../../kernels_src/tma_launch.cu"
+#include "../../../kernels_src/zlaunch.cu"
+
+#include <deque>
+#include <random>
+#include <string>
+
+using probekit::Case;
+
+namespace zr {
+
+constexpr int kGroups = 2;                                    // 64-wide K groups a slot
+constexpr int kSlotK = 64 * kGroups;                          // K a slot covers
+constexpr int kWBytes = 4 * kGroups * 1536 + 4 * kGroups * 16;  // 4 row blocks x (stream + header) = 12,416
+constexpr int kWPad = 13 * 1024;                              // x's boxes start 1 KB-aligned after them
+
+__host__ __device__ constexpr int stage_bytes(int nb) { return kWPad + 2 * okc::tma_x_bytes(nb); }
+__host__ __device__ constexpr int smem_bytes(int nb, int stages) { return stages * stage_bytes(nb) + 1024; }
+
+// D[64 x 8NB] += A[64 x 16] (registers: this warp's 16 rows in mma.sync's A layout) . B[16 x 8NB] (shared memory)
+template <int NB>
+__device__ __forceinline__ void wgmma_rs(float (&d)[4 * NB], const uint32_t (&a)[4], uint64_t b);
+
+template <>
+__device__ __forceinline__ void wgmma_rs<1>(float (&d)[4], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<2>(float (&d)[8], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, "
+        "%12, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<4>(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+        "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+// Patch word p (compress.py: lane p & 31, fragment (p >> 5) & 3, half (p >> 7) & 1, register (p >> 8) & 3, value
+// p >> 10) into this lane's decoded registers, by selects (no local-memory indexing).
+__device__ __forceinline__ void patch_into(uint32_t (&a)[4][4], uint32_t p, int lane) {
+    const uint32_t f = (p >> 5) & 3u, j = (p >> 8) & 3u;
+    const uint32_t v = (int)(p & 31u) == lane ? (p >> 10) << (16 * ((p >> 7) & 1u)) : 0u;
+#pragma unroll
+    for (int ff = 0; ff < 4; ++ff)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) a[ff][jj] |= (ff == (int)f && jj == (int)j) ? v : 0u;
+}
+
+// PIPE: each group's wgmmas are issued (and committed) as soon as that group is decoded, so the second group's
+// decode runs beside the first group's wgmmas; else one batch of wgmmas a slot (call 5).
+template <int NB, int STAGES, int WG, bool PIPE>
+__global__ void __launch_bounds__(WG * 128 + 32, 1)
+    zring_kernel(const __grid_constant__ CUtensorMap x_map, const uint8_t* w, __nv_bfloat16* out, int M, int N,
+                 int K, uint4 table) {
+    constexpr int kAcc = 4 * NB;
+    constexpr int kStage = stage_bytes(NB);
+    constexpr int kConsumers = WG * 128;
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    uint8_t* ring = smem_raw + ((1024 - (okc::smem_addr(smem_raw) & 1023)) & 1023);
+    const int tile = blockIdx.x, n_k = K / kSlotK;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (threadIdx.x == kConsumers) {
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
+        for (int s = 0; s < STAGES; ++s) okc::mbar_init(&full[s], 1), okc::mbar_init(&empty[s], 4);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == kConsumers / 32) {
+        if (lane == 0) {
+            for (int i = 0; i < n_k; ++i) {
+                const int s = i % STAGES;
+                if (i >= STAGES) okc::mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
+                uint8_t* slot = ring + s * kStage;
+                okc::mbar_arrive_expect_tx(&full[s], kWBytes + 2 * okc::tma_x_bytes(NB));
+                okc::bulk_load_1d(slot, w + ((size_t)tile * n_k + i) * kWBytes, kWBytes, &full[s]);
+                okc::tma_load_3d(slot + kWPad, &x_map, 0, 0, i * kGroups, &full[s]);
+            }
+        }
+        return;
+    }
+    const int g = warp >> 2, q = warp & 3;  // warpgroup g; warp q of it decodes row block q of the tile
+    float acc[kAcc];
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
+    const uint64_t x_desc0 = okc::sw128_desc(okc::smem_addr(ring) + kWPad);
+    for (int i = g; i < n_k; i += WG) {
+        const int s = i % STAGES;
+        okc::mbar_wait(&full[s], (i / STAGES) & 1);
+        const uint8_t* slot = ring + s * kStage;
+        okc::Frag part[kGroups][okc::kZParts];
+#pragma unroll
+        for (int u = 0; u < kGroups; ++u)
+#pragma unroll
+            for (int p = 0; p < okc::kZParts; ++p)
+                part[u][p] = *reinterpret_cast<const okc::Frag*>(slot + (q * kGroups + u) * 1536 + p * 512 + lane * 16);
+        const uint32_t hdr =
+            lane < 4 * kGroups
+                ? *reinterpret_cast<const uint32_t*>(slot + 4 * kGroups * 1536 + (q * kGroups + (lane >> 2)) * 16 + (lane & 3) * 4)
+                : 0u;
+        uint32_t a[kGroups][4][4];
+#pragma unroll
+        for (int u = 0; u < kGroups; ++u) {
+#pragma unroll
+            for (int f = 0; f < 4; ++f) okc::decode_fragment(a[u][f], part[u], f, table);
+            const uint32_t n = __shfl_sync(0xFFFFFFFFu, hdr, 4 * u);
+#pragma unroll 1
+            for (uint32_t k = 0; k < n; ++k) patch_into(a[u], __shfl_sync(0xFFFFFFFFu, hdr, 4 * u + 1 + k), lane);
+            if constexpr (PIPE) {
+                okc::fence_regs(acc);
+                okc::wgmma_fence();
+#pragma unroll
+                for (int f = 0; f < 4; ++f)
+                    wgmma_rs<NB>(acc, a[u][f],
+                                 okc::desc_plus(x_desc0, (s * kStage + u * okc::tma_x_bytes(NB) + f * 32) / 16));
+                okc::wgmma_commit();
+                okc::fence_regs(acc);
+            }
+        }
+        if constexpr (!PIPE) {
+            okc::fence_regs(acc);
+            okc::wgmma_fence();
+#pragma unroll
+            for (int u = 0; u < kGroups; ++u)
+#pragma unroll
+                for (int f = 0; f < 4; ++f)
+                    wgmma_rs<NB>(acc, a[u][f],
+                                 okc::desc_plus(x_desc0, (s * kStage + u * okc::tma_x_bytes(NB) + f * 32) / 16));
+            okc::wgmma_commit();
+        }
+        okc::fence_regs(acc);
+        okc::wgmma_wait<0>();
+        okc::fence_regs(acc);
+        if (lane == 0) okc::mbar_arrive(&empty[s]);
+    }
+    // Warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which writes the output.
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+    float* fold = reinterpret_cast<float*>(ring);
+    const int t = threadIdx.x & 127;
+    if (g > 0) {
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * 128 + t] = acc[e];
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+    if (g == 0) {
+        for (int h = 1; h < WG; ++h)
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * 128 + t];
+        const okc::TmaGemvArgs a{nullptr, nullptr, out, nullptr, nullptr, M, N, K, 1, 0};
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) okc::tma_write<__nv_bfloat16>(a, tile * 64, t, e, acc[e]);
+    }
+}
+
+template <int NB, int STAGES, int WG, bool PIPE>
+void launch(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, int M, int N, int K, uint4 table,
+            cudaStream_t s) {
+    auto kernel = zring_kernel<NB, STAGES, WG, PIPE>;
+    static bool opted = false;
+    if (!opted) {
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(NB, STAGES)));
+        opted = true;
+    }
+    kernel<<<N / 64, WG * 128 + 32, smem_bytes(NB, STAGES), s>>>(map, w, out, M, N, K, table);
+}
+
+}  // namespace zr
+
+int main() {
+    const int N = 8192, K = 1024;  // o
+    probekit::Timer tm;
+    const double bw = tm.read_bandwidth();
+    printf("flush read bandwidth %.2f TB/s\n", bw);
+    std::mt19937 rng(28);
+    auto random_bytes = [&](size_t n) {
+        std::vector<uint8_t> v(n);
+        for (auto& b : v) b = (uint8_t)rng();
+        return v;
+    };
+    // A group in four carries one patch; the rest none (n = 0).
+    auto header = [&](uint32_t* h) {
+        const bool patched = rng() % 4 == 0;
+        h[0] = patched ? 1u : 0u;
+        h[1] = (rng() & 1023u) | ((rng() & 0xFFFFu) << 10);
+        h[2] = h[3] = 0u;
+    };
+    // The ring's operand: [N/64][K/128] slots of 4 row blocks x 2 groups of stream, then their 8 headers.
+    std::vector<uint8_t> zr_host = random_bytes((size_t)(N / 64) * (K / zr::kSlotK) * zr::kWBytes);
+    for (size_t slot = 0; slot < (size_t)(N / 64) * (K / zr::kSlotK); ++slot)
+        for (int h = 0; h < 4 * zr::kGroups; ++h)
+            header(reinterpret_cast<uint32_t*>(zr_host.data() + slot * zr::kWBytes + 4 * zr::kGroups * 1536 + h * 16));
+    // zgemv's operands: the stream [N/16][K/64][1536 bytes] and headers [N/16][K/64][4 words].
+    std::vector<uint8_t> zs_host = random_bytes((size_t)(N / 16) * (K / 64) * 1536);
+    std::vector<uint32_t> zh_host((size_t)(N / 16) * (K / 64) * 4);
+    for (size_t i = 0; i < zh_host.size() / 4; ++i) header(&zh_host[4 * i]);
+    std::vector<uint8_t> tma_host = random_bytes((size_t)N * K * 2);  // the TMA GEMV's bf16 tiles (any bits)
+    std::vector<uint16_t> x_host(32 * K);
+    for (auto& v : x_host) v = 0x3F80u ^ (rng() & 0x807Fu);  // +-1.x
+    uint8_t *zr_w, *zs_w, *tma_w;
+    uint32_t* zh;
+    __nv_bfloat16 *x, *out;
+    float* ws;
+    int* sem;
+    CK(cudaMalloc(&zr_w, zr_host.size()));
+    CK(cudaMalloc(&zs_w, zs_host.size()));
+    CK(cudaMalloc(&zh, zh_host.size() * 4));
+    CK(cudaMalloc(&tma_w, tma_host.size()));
+    CK(cudaMalloc(&x, x_host.size() * 2));
+    CK(cudaMalloc(&out, (size_t)32 * N * 2));
+    CK(cudaMalloc(&ws, (size_t)8 << 20));
+    CK(cudaMalloc(&sem, 4096 * 4));
+    CK(cudaMemset(sem, 0, 4096 * 4));
+    CK(cudaMemcpy(zr_w, zr_host.data(), zr_host.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(zs_w, zs_host.data(), zs_host.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(zh, zh_host.data(), zh_host.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(tma_w, tma_host.data(), tma_host.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(x, x_host.data(), x_host.size() * 2, cudaMemcpyHostToDevice));
+    const uint4 table = make_uint4(0x3c3b3a39u, 0x403f3e3du, 0xbcbbbab9u, 0xc0bfbebdu);
+    const size_t bf16_bytes = (size_t)N * K * 2;  // every case's floor: o's bf16 bytes (as the bar's)
+
+    std::vector<Case> cases;
+    for (int m : {8, 16, 32}) {
+        const int nb = m <= 8 ? 1 : m <= 16 ? 2 : 4;
+        CUtensorMap map3;
+        const char* err = okc::bf16_rows_map(&map3, x, m, K, nb * 8, 2);
+        if (err) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        auto name = [m](const char* what) {
+            static std::deque<std::string> names;  // stable addresses
+            names.push_back("m=" + std::to_string(m) + " " + what);
+            return names.back().c_str();
+        };
+        cases.push_back({name("tma (1, 8, 0) entry at 16 / 32"), bf16_bytes, [=](cudaStream_t s) {
+                             const char* e = okc_launch_tma_gemv(x, tma_w, tma_w, out, ws, sem, m, N, K, 1, nb, 8, 0,
+                                                                 false, (long long)s);
+                             if (e) fprintf(stderr, "tma: %s\n", e), exit(1);
+                         }});
+        if (m <= 16)
+            cases.push_back({name("zgemv (8, 1, 1, 0, 1, 0) entry at 8"), bf16_bytes, [=](cudaStream_t s) {
+                                 const char* e = okc_launch_zgemv(x, zs_w, zh, nullptr, nullptr, out, ws, sem,
+                                                                  (int)table.x, (int)table.y, (int)table.z, (int)table.w,
+                                                                  m, N, K, 0, 8, 1, 1, nb, 1, 0, false, (long long)s);
+                                 if (e) fprintf(stderr, "zgemv: %s\n", e), exit(1);
+                             }});
+#define ZR_CASE(NB_, ST_, WG_, PIPE_)                                                                        \
+    if (nb == NB_)                                                                                           \
+        cases.push_back({name("zring <NB " #NB_ ", " #ST_ " stages, " #WG_ " warpgroups, pipe " #PIPE_ ">"), \
+                         bf16_bytes, [=](cudaStream_t s) {                                                   \
+                             zr::launch<NB_, ST_, WG_, PIPE_>(map3, zr_w, out, m, N, K, table, s);           \
+                         }});
+        // Call 5 ran NB 1, 2 (4 stages x 1, 2 warpgroups; 8 x 2, 4) and NB 4 (4 x 2, 8 x 2, 8 x 4), pipe 0.
+        ZR_CASE(1, 8, 4, 0) ZR_CASE(1, 8, 4, 1) ZR_CASE(1, 8, 6, 0) ZR_CASE(1, 8, 6, 1)
+        ZR_CASE(2, 8, 4, 0) ZR_CASE(2, 8, 4, 1) ZR_CASE(2, 8, 6, 0) ZR_CASE(2, 8, 6, 1) ZR_CASE(2, 12, 6, 1)
+        ZR_CASE(4, 8, 4, 0) ZR_CASE(4, 8, 4, 1) ZR_CASE(4, 8, 5, 0) ZR_CASE(4, 8, 5, 1)  // 6 warpgroups at NB 4: spills, C7512
+    }
+    probekit::run_rounds(tm, cases, bw, 3);
+    return 0;
+}
