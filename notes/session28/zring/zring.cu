@@ -80,8 +80,10 @@ __device__ __forceinline__ void patch_into(uint32_t (&a)[4][4], uint32_t p, int 
 }
 
 // PIPE: each group's wgmmas are issued (and committed) as soon as that group is decoded, so the second group's
-// decode runs beside the first group's wgmmas; else one batch of wgmmas a slot (call 5).
-template <int NB, int STAGES, int WG, bool PIPE>
+// decode runs beside the first group's wgmmas; else one batch of wgmmas a slot (call 5). PARTS (call 7), what the
+// consumers do with a slot: 0 everything; 1 decode and patch but no wgmma (the registers folded into one word
+// that reaches the output, so the decode stays); 2 nothing (wait for the slot, hand it back): the bare ring.
+template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0>
 __global__ void __launch_bounds__(WG * 128 + 32, 1)
     zring_kernel(const __grid_constant__ CUtensorMap x_map, const uint8_t* w, __nv_bfloat16* out, int M, int N,
                  int K, uint4 table) {
@@ -117,10 +119,16 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
     const uint64_t x_desc0 = okc::sw128_desc(okc::smem_addr(ring) + kWPad);
+    uint32_t sink = 0;
     for (int i = g; i < n_k; i += WG) {
         const int s = i % STAGES;
         okc::mbar_wait(&full[s], (i / STAGES) & 1);
         const uint8_t* slot = ring + s * kStage;
+        if constexpr (PARTS == 2) {
+            __syncwarp();
+            if (lane == 0) okc::mbar_arrive(&empty[s]);
+            continue;
+        }
         okc::Frag part[kGroups][okc::kZParts];
 #pragma unroll
         for (int u = 0; u < kGroups; ++u)
@@ -139,7 +147,10 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
             const uint32_t n = __shfl_sync(0xFFFFFFFFu, hdr, 4 * u);
 #pragma unroll 1
             for (uint32_t k = 0; k < n; ++k) patch_into(a[u], __shfl_sync(0xFFFFFFFFu, hdr, 4 * u + 1 + k), lane);
-            if constexpr (PIPE) {
+            if constexpr (PARTS == 1) {
+#pragma unroll
+                for (int f = 0; f < 4; ++f) sink ^= a[u][f][0] ^ a[u][f][1] ^ a[u][f][2] ^ a[u][f][3];
+            } else if constexpr (PIPE) {
                 okc::fence_regs(acc);
                 okc::wgmma_fence();
 #pragma unroll
@@ -149,6 +160,11 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
                 okc::wgmma_commit();
                 okc::fence_regs(acc);
             }
+        }
+        if constexpr (PARTS == 1) {
+            __syncwarp();
+            if (lane == 0) okc::mbar_arrive(&empty[s]);
+            continue;
         }
         if constexpr (!PIPE) {
             okc::fence_regs(acc);
@@ -166,6 +182,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         okc::fence_regs(acc);
         if (lane == 0) okc::mbar_arrive(&empty[s]);
     }
+    acc[0] += __uint_as_float(sink & 0x3FFFFFFFu) * 1e-30f;  // keeps PARTS = 1's decode; 0 otherwise
     // Warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which writes the output.
     asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
     float* fold = reinterpret_cast<float*>(ring);
@@ -185,16 +202,141 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
     }
 }
 
-template <int NB, int STAGES, int WG, bool PIPE>
+template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0>
 void launch(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, int M, int N, int K, uint4 table,
             cudaStream_t s) {
-    auto kernel = zring_kernel<NB, STAGES, WG, PIPE>;
+    auto kernel = zring_kernel<NB, STAGES, WG, PIPE, PARTS>;
     static bool opted = false;
     if (!opted) {
         CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(NB, STAGES)));
         opted = true;
     }
     kernel<<<N / 64, WG * 128 + 32, smem_bytes(NB, STAGES), s>>>(map, w, out, M, N, K, table);
+}
+
+// Call 8: zunits. Call 7 timed the parts: the bare ring of compressed slots streams at 1.00-1.02 x floor (m = 8,
+// 16), decode alone adds ~0.8 us and the wgmmas 0.4-0.75 more, i.e. about one slot's work per warpgroup, which is
+// what is left after the last slot lands. So here the unit of work is a (slot, group), not a slot: a slot carries
+// GPS groups (GPS x 64 of K, one bulk copy of 4 x GPS x 1,552 bytes, and one x copy of GPS boxes), warpgroup g
+// takes groups g, g + WG, ... of EVERY slot, and every warp of every warpgroup hands each slot back (empty counts
+// 4 WG). With GPS = WG = 4 the last slot's work is split four ways: a quarter of what call 7's tail held.
+template <int GPS>
+__host__ __device__ constexpr int unit_w_bytes() { return 4 * GPS * 1536 + 4 * GPS * 16; }
+template <int GPS>
+__host__ __device__ constexpr int unit_w_pad() { return (unit_w_bytes<GPS>() + 1023) / 1024 * 1024; }
+template <int NB, int GPS>
+__host__ __device__ constexpr int unit_stage_bytes() { return unit_w_pad<GPS>() + GPS * okc::tma_x_bytes(NB); }
+
+template <int NB, int STAGES, int WG, int GPS, int PARTS>
+__global__ void __launch_bounds__(WG * 128 + 32, 1)
+    zunits_kernel(const __grid_constant__ CUtensorMap x_map, const uint8_t* w, __nv_bfloat16* out, int M, int N,
+                  int K, uint4 table) {
+    constexpr int kAcc = 4 * NB;
+    constexpr int kWBytesU = unit_w_bytes<GPS>();
+    constexpr int kWPadU = unit_w_pad<GPS>();
+    constexpr int kStage = unit_stage_bytes<NB, GPS>();
+    constexpr int kConsumers = WG * 128;
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    uint8_t* ring = smem_raw + ((1024 - (okc::smem_addr(smem_raw) & 1023)) & 1023);
+    const int tile = blockIdx.x, n_k = K / (64 * GPS);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (threadIdx.x == kConsumers) {
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
+        for (int s = 0; s < STAGES; ++s) okc::mbar_init(&full[s], 1), okc::mbar_init(&empty[s], 4 * WG);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == kConsumers / 32) {
+        if (lane == 0) {
+            for (int i = 0; i < n_k; ++i) {
+                const int s = i % STAGES;
+                if (i >= STAGES) okc::mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
+                uint8_t* slot = ring + s * kStage;
+                okc::mbar_arrive_expect_tx(&full[s], kWBytesU + GPS * okc::tma_x_bytes(NB));
+                okc::bulk_load_1d(slot, w + ((size_t)tile * n_k + i) * kWBytesU, kWBytesU, &full[s]);
+                okc::tma_load_3d(slot + kWPadU, &x_map, 0, 0, i * GPS, &full[s]);
+            }
+        }
+        return;
+    }
+    const int g = warp >> 2, q = warp & 3;
+    float acc[kAcc];
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
+    uint32_t sink = 0;
+    const uint64_t x_desc0 = okc::sw128_desc(okc::smem_addr(ring) + kWPadU);
+    for (int i = 0; i < n_k; ++i) {
+        const int s = i % STAGES;
+        okc::mbar_wait(&full[s], (i / STAGES) & 1);
+        const uint8_t* slot = ring + s * kStage;
+        if constexpr (PARTS != 2) {
+#pragma unroll
+            for (int u = g; u < GPS; u += WG) {
+                okc::Frag part[okc::kZParts];
+#pragma unroll
+                for (int p = 0; p < okc::kZParts; ++p)
+                    part[p] = *reinterpret_cast<const okc::Frag*>(slot + (q * GPS + u) * 1536 + p * 512 + lane * 16);
+                const uint32_t hdr =
+                    lane < 4 ? *reinterpret_cast<const uint32_t*>(slot + 4 * GPS * 1536 + (q * GPS + u) * 16 + lane * 4)
+                             : 0u;
+                uint32_t a[4][4];
+#pragma unroll
+                for (int f = 0; f < 4; ++f) okc::decode_fragment(a[f], part, f, table);
+                const uint32_t n = __shfl_sync(0xFFFFFFFFu, hdr, 0);
+#pragma unroll 1
+                for (uint32_t k = 0; k < n; ++k) zr::patch_into(a, __shfl_sync(0xFFFFFFFFu, hdr, 1 + k), lane);
+                if constexpr (PARTS == 1) {
+#pragma unroll
+                    for (int f = 0; f < 4; ++f) sink ^= a[f][0] ^ a[f][1] ^ a[f][2] ^ a[f][3];
+                } else {
+                    okc::fence_regs(acc);
+                    okc::wgmma_fence();
+#pragma unroll
+                    for (int f = 0; f < 4; ++f)
+                        zr::wgmma_rs<NB>(acc, a[f],
+                                         okc::desc_plus(x_desc0, (s * kStage + u * okc::tma_x_bytes(NB) + f * 32) / 16));
+                    okc::wgmma_commit();
+                    okc::fence_regs(acc);
+                    okc::wgmma_wait<0>();  // a[] is rewritten by the next unit
+                    okc::fence_regs(acc);
+                }
+            }
+        }
+        __syncwarp();
+        if (lane == 0) okc::mbar_arrive(&empty[s]);
+    }
+    acc[0] += __uint_as_float(sink & 0x3FFFFFFFu) * 1e-30f;
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+    float* fold = reinterpret_cast<float*>(ring);
+    const int t = threadIdx.x & 127;
+    if (g > 0) {
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * 128 + t] = acc[e];
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
+    if (g == 0) {
+        for (int h = 1; h < WG; ++h)
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * 128 + t];
+        const okc::TmaGemvArgs a{nullptr, nullptr, out, nullptr, nullptr, M, N, K, 1, 0};
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) okc::tma_write<__nv_bfloat16>(a, tile * 64, t, e, acc[e]);
+    }
+}
+
+template <int NB, int STAGES, int WG, int GPS, int PARTS>
+void launch_units(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, int M, int N, int K, uint4 table,
+                  cudaStream_t s) {
+    auto kernel = zunits_kernel<NB, STAGES, WG, GPS, PARTS>;
+    constexpr int smem = STAGES * unit_stage_bytes<NB, GPS>() + 1024;
+    static_assert(smem <= 227 * 1024, "ring too deep");
+    static bool opted = false;
+    if (!opted) {
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        opted = true;
+    }
+    kernel<<<N / 64, WG * 128 + 32, smem, s>>>(map, w, out, M, N, K, table);
 }
 
 }  // namespace zr
@@ -226,10 +368,23 @@ int main() {
     std::vector<uint8_t> zs_host = random_bytes((size_t)(N / 16) * (K / 64) * 1536);
     std::vector<uint32_t> zh_host((size_t)(N / 16) * (K / 64) * 4);
     for (size_t i = 0; i < zh_host.size() / 4; ++i) header(&zh_host[4 * i]);
+    // zunits' operands, GPS = 4 and 2: [N/64][K/(64 GPS)] slots of 4 row blocks x GPS groups, then their headers.
+    auto units_operand = [&](int gps) {
+        const size_t wb = 4 * gps * 1536 + 4 * gps * 16, slots = (size_t)(N / 64) * (K / (64 * gps));
+        std::vector<uint8_t> v = random_bytes(slots * wb);
+        for (size_t slot = 0; slot < slots; ++slot)
+            for (int h = 0; h < 4 * gps; ++h) header(reinterpret_cast<uint32_t*>(v.data() + slot * wb + 4 * gps * 1536 + h * 16));
+        return v;
+    };
+    std::vector<uint8_t> u4_host = units_operand(4), u2_host = units_operand(2);
     std::vector<uint8_t> tma_host = random_bytes((size_t)N * K * 2);  // the TMA GEMV's bf16 tiles (any bits)
     std::vector<uint16_t> x_host(32 * K);
     for (auto& v : x_host) v = 0x3F80u ^ (rng() & 0x807Fu);  // +-1.x
-    uint8_t *zr_w, *zs_w, *tma_w;
+    uint8_t *zr_w, *zs_w, *tma_w, *u4_w, *u2_w;
+    CK(cudaMalloc(&u4_w, u4_host.size()));
+    CK(cudaMalloc(&u2_w, u2_host.size()));
+    CK(cudaMemcpy(u4_w, u4_host.data(), u4_host.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(u2_w, u2_host.data(), u2_host.size(), cudaMemcpyHostToDevice));
     uint32_t* zh;
     __nv_bfloat16 *x, *out;
     float* ws;
@@ -254,8 +409,9 @@ int main() {
     std::vector<Case> cases;
     for (int m : {8, 16, 32}) {
         const int nb = m <= 8 ? 1 : m <= 16 ? 2 : 4;
-        CUtensorMap map3;
+        CUtensorMap map3, map5;
         const char* err = okc::bf16_rows_map(&map3, x, m, K, nb * 8, 2);
+        if (!err) err = okc::bf16_rows_map(&map5, x, m, K, nb * 8, 4);  // GPS = 4: four boxes a copy
         if (err) {
             fprintf(stderr, "%s\n", err);
             return 1;
@@ -283,10 +439,25 @@ int main() {
                          bf16_bytes, [=](cudaStream_t s) {                                                   \
                              zr::launch<NB_, ST_, WG_, PIPE_>(map3, zr_w, out, m, N, K, table, s);           \
                          }});
-        // Call 5 ran NB 1, 2 (4 stages x 1, 2 warpgroups; 8 x 2, 4) and NB 4 (4 x 2, 8 x 2, 8 x 4), pipe 0.
-        ZR_CASE(1, 8, 4, 0) ZR_CASE(1, 8, 4, 1) ZR_CASE(1, 8, 6, 0) ZR_CASE(1, 8, 6, 1)
-        ZR_CASE(2, 8, 4, 0) ZR_CASE(2, 8, 4, 1) ZR_CASE(2, 8, 6, 0) ZR_CASE(2, 8, 6, 1) ZR_CASE(2, 12, 6, 1)
-        ZR_CASE(4, 8, 4, 0) ZR_CASE(4, 8, 4, 1) ZR_CASE(4, 8, 5, 0) ZR_CASE(4, 8, 5, 1)  // 6 warpgroups at NB 4: spills, C7512
+#define ZR_PARTS(NB_, PARTS_)                                                                               \
+    if (nb == NB_)                                                                                          \
+        cases.push_back({name("zring <NB " #NB_ ", 8 stages, 4 warpgroups>, parts " #PARTS_), bf16_bytes, \
+                         [=](cudaStream_t s) { zr::launch<NB_, 8, 4, false, PARTS_>(map3, zr_w, out, m, N, K, table, s); }});
+        // Call 5 ran NB 1, 2 (4 stages x 1, 2 warpgroups; 8 x 2, 4) and NB 4 (4 x 2, 8 x 2, 8 x 4), pipe 0; call 6
+        // NB 1, 2 (8 x 4, 6), 2 (12 x 6, pipe 1) and 4 (8 x 4, 5; 6 warpgroups spill at NB 4, C7512), pipe 0 and 1.
+        // Call 7: the parts of <NB, 8, 4, pipe 0>.
+        // Call 8: zunits <NB, STAGES, WG, GPS, PARTS> beside call 7's best.
+#define ZU_CASE(NB_, ST_, WG_, GPS_, PARTS_)                                                                  \
+    if (nb == NB_)                                                                                            \
+        cases.push_back({name("zunits <NB " #NB_ ", " #ST_ " stages, " #WG_ " wg, " #GPS_ " groups a slot>, parts " #PARTS_), \
+                         bf16_bytes, [=](cudaStream_t s) {                                                    \
+                             zr::launch_units<NB_, ST_, WG_, GPS_, PARTS_>(GPS_ == 4 ? map5 : map3,         \
+                                                                           GPS_ == 4 ? u4_w : u2_w, out, m, N, K, table, s); \
+                         }});
+        ZR_PARTS(1, 0) ZR_PARTS(2, 0) ZR_PARTS(4, 0)
+        ZU_CASE(1, 4, 4, 4, 0) ZU_CASE(1, 4, 4, 4, 1) ZU_CASE(1, 4, 4, 4, 2) ZU_CASE(1, 8, 2, 2, 0) ZU_CASE(1, 4, 2, 4, 0)
+        ZU_CASE(2, 4, 4, 4, 0) ZU_CASE(2, 4, 4, 4, 1) ZU_CASE(2, 4, 4, 4, 2) ZU_CASE(2, 8, 2, 2, 0) ZU_CASE(2, 4, 2, 4, 0)
+        ZU_CASE(4, 3, 4, 4, 0) ZU_CASE(4, 3, 4, 4, 1) ZU_CASE(4, 3, 4, 4, 2) ZU_CASE(4, 8, 2, 2, 0) ZU_CASE(4, 8, 4, 2, 0)
     }
     probekit::run_rounds(tm, cases, bw, 3);
     return 0;
