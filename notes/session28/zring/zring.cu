@@ -18,6 +18,9 @@
 #include "../../../kernels_src/tma_launch.cu"
 #include "../../../kernels_src/zlaunch.cu"
 
+#include <cuda_profiler_api.h>
+
+#include <cstring>
 #include <deque>
 #include <random>
 #include <string>
@@ -26,13 +29,13 @@ using probekit::Case;
 
 namespace zr {
 
-constexpr int kGroups = 2;                                    // 64-wide K groups a slot
-constexpr int kSlotK = 64 * kGroups;                          // K a slot covers
-constexpr int kWBytes = 4 * kGroups * 1536 + 4 * kGroups * 16;  // 4 row blocks x (stream + header) = 12,416
-constexpr int kWPad = 13 * 1024;                              // x's boxes start 1 KB-aligned after them
-
-__host__ __device__ constexpr int stage_bytes(int nb) { return kWPad + 2 * okc::tma_x_bytes(nb); }
-__host__ __device__ constexpr int smem_bytes(int nb, int stages) { return stages * stage_bytes(nb) + 1024; }
+// G 64-wide K groups a slot (calls 5-8: 2; call 11: 1 too): 4 row blocks x (stream + header) bytes, 12,416 at
+// G = 2; x's G boxes start 1 KB-aligned after them.
+__host__ __device__ constexpr int w_bytes(int g) { return 4 * g * 1536 + 4 * g * 16; }
+__host__ __device__ constexpr int w_pad(int g) { return (w_bytes(g) + 1023) / 1024 * 1024; }
+__host__ __device__ constexpr int stage_bytes(int nb, int g = 2) { return w_pad(g) + g * okc::tma_x_bytes(nb); }
+__host__ __device__ constexpr int smem_bytes(int nb, int stages, int g = 2) { return stages * stage_bytes(nb, g) + 1024; }
+constexpr int kGroups = 2, kSlotK = 128, kWBytes = w_bytes(2);  // the operand main() builds for G = 2
 
 // D[64 x 8NB] += A[64 x 16] (registers: this warp's 16 rows in mma.sync's A layout) . B[16 x 8NB] (shared memory)
 template <int NB>
@@ -83,12 +86,13 @@ __device__ __forceinline__ void patch_into(uint32_t (&a)[4][4], uint32_t p, int 
 // decode runs beside the first group's wgmmas; else one batch of wgmmas a slot (call 5). PARTS (call 7), what the
 // consumers do with a slot: 0 everything; 1 decode and patch but no wgmma (the registers folded into one word
 // that reaches the output, so the decode stays); 2 nothing (wait for the slot, hand it back): the bare ring.
-template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0>
+template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0, int G = 2>
 __global__ void __launch_bounds__(WG * 128 + 32, 1)
     zring_kernel(const __grid_constant__ CUtensorMap x_map, const uint8_t* w, __nv_bfloat16* out, int M, int N,
                  int K, uint4 table) {
     constexpr int kAcc = 4 * NB;
-    constexpr int kStage = stage_bytes(NB);
+    constexpr int kStage = stage_bytes(NB, G);
+    constexpr int kGroups = G, kSlotK = 64 * G, kWBytes = w_bytes(G), kWPad = w_pad(G);
     constexpr int kConsumers = WG * 128;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
@@ -107,9 +111,12 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
                 const int s = i % STAGES;
                 if (i >= STAGES) okc::mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
                 uint8_t* slot = ring + s * kStage;
-                okc::mbar_arrive_expect_tx(&full[s], kWBytes + 2 * okc::tma_x_bytes(NB));
+                okc::mbar_arrive_expect_tx(&full[s], kWBytes + G * okc::tma_x_bytes(NB));
                 okc::bulk_load_1d(slot, w + ((size_t)tile * n_k + i) * kWBytes, kWBytes, &full[s]);
-                okc::tma_load_3d(slot + kWPad, &x_map, 0, 0, i * kGroups, &full[s]);
+                if constexpr (G == 1)
+                    okc::tma_load_2d(slot + kWPad, &x_map, i * 64, 0, &full[s]);
+                else
+                    okc::tma_load_3d(slot + kWPad, &x_map, 0, 0, i * kGroups, &full[s]);
             }
         }
         return;
@@ -202,16 +209,16 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
     }
 }
 
-template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0>
+template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0, int G = 2>
 void launch(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, int M, int N, int K, uint4 table,
             cudaStream_t s) {
-    auto kernel = zring_kernel<NB, STAGES, WG, PIPE, PARTS>;
+    auto kernel = zring_kernel<NB, STAGES, WG, PIPE, PARTS, G>;
     static bool opted = false;
     if (!opted) {
-        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(NB, STAGES)));
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(NB, STAGES, G)));
         opted = true;
     }
-    kernel<<<N / 64, WG * 128 + 32, smem_bytes(NB, STAGES), s>>>(map, w, out, M, N, K, table);
+    kernel<<<N / 64, WG * 128 + 32, smem_bytes(NB, STAGES, G), s>>>(map, w, out, M, N, K, table);
 }
 
 // Call 8: zunits. Call 7 timed the parts: the bare ring of compressed slots streams at 1.00-1.02 x floor (m = 8,
@@ -341,7 +348,9 @@ void launch_units(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, 
 
 }  // namespace zr
 
-int main() {
+int main(int argc, char** argv) {
+    // --ncu: each m = 16 case once, eagerly, between cudaProfilerStart / Stop (ncu --profile-from-start off).
+    const bool for_ncu = argc > 1 && strcmp(argv[1], "--ncu") == 0;
     const int N = 8192, K = 1024;  // o
     probekit::Timer tm;
     const double bw = tm.read_bandwidth();
@@ -376,11 +385,13 @@ int main() {
             for (int h = 0; h < 4 * gps; ++h) header(reinterpret_cast<uint32_t*>(v.data() + slot * wb + 4 * gps * 1536 + h * 16));
         return v;
     };
-    std::vector<uint8_t> u4_host = units_operand(4), u2_host = units_operand(2);
+    std::vector<uint8_t> u4_host = units_operand(4), u2_host = units_operand(2), u1_host = units_operand(1);
     std::vector<uint8_t> tma_host = random_bytes((size_t)N * K * 2);  // the TMA GEMV's bf16 tiles (any bits)
     std::vector<uint16_t> x_host(32 * K);
     for (auto& v : x_host) v = 0x3F80u ^ (rng() & 0x807Fu);  // +-1.x
-    uint8_t *zr_w, *zs_w, *tma_w, *u4_w, *u2_w;
+    uint8_t *zr_w, *zs_w, *tma_w, *u4_w, *u2_w, *u1_w;
+    CK(cudaMalloc(&u1_w, u1_host.size()));
+    CK(cudaMemcpy(u1_w, u1_host.data(), u1_host.size(), cudaMemcpyHostToDevice));
     CK(cudaMalloc(&u4_w, u4_host.size()));
     CK(cudaMalloc(&u2_w, u2_host.size()));
     CK(cudaMemcpy(u4_w, u4_host.data(), u4_host.size(), cudaMemcpyHostToDevice));
@@ -409,8 +420,9 @@ int main() {
     std::vector<Case> cases;
     for (int m : {8, 16, 32}) {
         const int nb = m <= 8 ? 1 : m <= 16 ? 2 : 4;
-        CUtensorMap map3, map5;
+        CUtensorMap map3, map5, map2;
         const char* err = okc::bf16_rows_map(&map3, x, m, K, nb * 8, 2);
+        if (!err) err = okc::bf16_rows_map(&map2, x, m, K, nb * 8, 1);  // G = 1: one 2-D box a slot
         if (!err) err = okc::bf16_rows_map(&map5, x, m, K, nb * 8, 4);  // GPS = 4: four boxes a copy
         if (err) {
             fprintf(stderr, "%s\n", err);
@@ -455,9 +467,39 @@ int main() {
                                                                            GPS_ == 4 ? u4_w : u2_w, out, m, N, K, table, s); \
                          }});
         ZR_PARTS(1, 0) ZR_PARTS(2, 0) ZR_PARTS(4, 0)
-        ZU_CASE(1, 4, 4, 4, 0) ZU_CASE(1, 4, 4, 4, 1) ZU_CASE(1, 4, 4, 4, 2) ZU_CASE(1, 8, 2, 2, 0) ZU_CASE(1, 4, 2, 4, 0)
-        ZU_CASE(2, 4, 4, 4, 0) ZU_CASE(2, 4, 4, 4, 1) ZU_CASE(2, 4, 4, 4, 2) ZU_CASE(2, 8, 2, 2, 0) ZU_CASE(2, 4, 2, 4, 0)
-        ZU_CASE(4, 3, 4, 4, 0) ZU_CASE(4, 3, 4, 4, 1) ZU_CASE(4, 3, 4, 4, 2) ZU_CASE(4, 8, 2, 2, 0) ZU_CASE(4, 8, 4, 2, 0)
+        if (false) {  // call 8's zunits cases (see zring_call8.txt)
+            ZU_CASE(1, 4, 4, 4, 0) ZU_CASE(1, 4, 4, 4, 1) ZU_CASE(1, 4, 4, 4, 2) ZU_CASE(1, 8, 2, 2, 0) ZU_CASE(1, 4, 2, 4, 0)
+            ZU_CASE(2, 4, 4, 4, 0) ZU_CASE(2, 4, 4, 4, 1) ZU_CASE(2, 4, 4, 4, 2) ZU_CASE(2, 8, 2, 2, 0) ZU_CASE(2, 4, 2, 4, 0)
+            ZU_CASE(4, 3, 4, 4, 0) ZU_CASE(4, 3, 4, 4, 1) ZU_CASE(4, 3, 4, 4, 2) ZU_CASE(4, 8, 2, 2, 0) ZU_CASE(4, 8, 4, 2, 0)
+        }
+        // Call 10 (--ncu): zring's parts at m = 16.
+        if (for_ncu) { ZR_PARTS(2, 1) ZR_PARTS(2, 2) }
+        // Call 11: one group a slot (6,208-byte copies, 16 slots a CTA all in flight at once), so what is left to
+        // decode after the last byte lands is one group, not two (ncu, call 10: the consumers mostly wait for slots).
+#define ZG1_CASE(NB_, ST_, WG_, PARTS_)                                                                         \
+    if (nb == NB_ && !for_ncu)                                                                                   \
+        cases.push_back({name("zring <NB " #NB_ ", " #ST_ " stages, " #WG_ " wg, 1 group a slot>, parts " #PARTS_), \
+                         bf16_bytes, [=](cudaStream_t s) {                                                      \
+                             zr::launch<NB_, ST_, WG_, false, PARTS_, 1>(map2, u1_w, out, m, N, K, table, s);   \
+                         }});
+        ZG1_CASE(1, 16, 4, 0) ZG1_CASE(1, 16, 2, 0) ZG1_CASE(1, 16, 4, 2) ZG1_CASE(1, 8, 4, 0)
+        ZG1_CASE(2, 16, 4, 0) ZG1_CASE(2, 16, 2, 0) ZG1_CASE(2, 16, 4, 2) ZG1_CASE(2, 8, 4, 0)
+        ZG1_CASE(4, 16, 4, 0) ZG1_CASE(4, 16, 2, 0) ZG1_CASE(4, 16, 4, 2) ZG1_CASE(4, 8, 4, 0)
+    }
+    if (for_ncu) {
+        for (const Case& c : cases) {
+            if (strncmp(c.name, "m=16 ", 5) != 0) continue;
+            c.run(tm.stream);  // warm-up
+            CK(cudaStreamSynchronize(tm.stream));
+            tm.flush(tm.stream);
+            CK(cudaStreamSynchronize(tm.stream));
+            CK(cudaProfilerStart());
+            c.run(tm.stream);
+            CK(cudaStreamSynchronize(tm.stream));
+            CK(cudaProfilerStop());
+            printf("profiled: %s\n", c.name);
+        }
+        return 0;
     }
     probekit::run_rounds(tm, cases, bw, 3);
     return 0;
