@@ -86,7 +86,12 @@ __device__ __forceinline__ void patch_into(uint32_t (&a)[4][4], uint32_t p, int 
 // decode runs beside the first group's wgmmas; else one batch of wgmmas a slot (call 5). PARTS (call 7), what the
 // consumers do with a slot: 0 everything; 1 decode and patch but no wgmma (the registers folded into one word
 // that reaches the output, so the decode stays); 2 nothing (wait for the slot, hand it back): the bare ring.
-template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0, int G = 2>
+// Call 12 (TRACE): SM clock64 stamps of CTAs 0, 32, 64, 96: [0] start, [1 + i] slot i seen landed by its
+// warpgroup's warp 0, [17 + i] slot i's work done there, [33] the output written, [34 + i] slot i's copies issued.
+__device__ long long zr_trace[4][64];
+__device__ __forceinline__ long long clk() { return clock64(); }
+
+template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0, int G = 2, bool TRACE = false>
 __global__ void __launch_bounds__(WG * 128 + 32, 1)
     zring_kernel(const __grid_constant__ CUtensorMap x_map, const uint8_t* w, __nv_bfloat16* out, int M, int N,
                  int K, uint4 table) {
@@ -99,6 +104,9 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
     uint8_t* ring = smem_raw + ((1024 - (okc::smem_addr(smem_raw) & 1023)) & 1023);
     const int tile = blockIdx.x, n_k = K / kSlotK;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bool traced = TRACE && (tile & 31) == 0;
+    long long* tr = zr_trace[(tile >> 5) & 3];
+    if (traced && threadIdx.x == 0) tr[0] = clk();
     if (threadIdx.x == kConsumers) {
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
         for (int s = 0; s < STAGES; ++s) okc::mbar_init(&full[s], 1), okc::mbar_init(&empty[s], 4);
@@ -111,6 +119,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
                 const int s = i % STAGES;
                 if (i >= STAGES) okc::mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
                 uint8_t* slot = ring + s * kStage;
+                if (traced && i < 16) tr[34 + i] = clk();
                 okc::mbar_arrive_expect_tx(&full[s], kWBytes + G * okc::tma_x_bytes(NB));
                 okc::bulk_load_1d(slot, w + ((size_t)tile * n_k + i) * kWBytes, kWBytes, &full[s]);
                 if constexpr (G == 1)
@@ -130,6 +139,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
     for (int i = g; i < n_k; i += WG) {
         const int s = i % STAGES;
         okc::mbar_wait(&full[s], (i / STAGES) & 1);
+        if (traced && q == 0 && lane == 0 && i < 16) tr[1 + i] = clk();
         const uint8_t* slot = ring + s * kStage;
         if constexpr (PARTS == 2) {
             __syncwarp();
@@ -170,6 +180,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         }
         if constexpr (PARTS == 1) {
             __syncwarp();
+            if (traced && q == 0 && lane == 0 && i < 16) tr[17 + i] = clk();
             if (lane == 0) okc::mbar_arrive(&empty[s]);
             continue;
         }
@@ -187,6 +198,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         okc::fence_regs(acc);
         okc::wgmma_wait<0>();
         okc::fence_regs(acc);
+        if (traced && q == 0 && lane == 0 && i < 16) tr[17 + i] = clk();
         if (lane == 0) okc::mbar_arrive(&empty[s]);
     }
     acc[0] += __uint_as_float(sink & 0x3FFFFFFFu) * 1e-30f;  // keeps PARTS = 1's decode; 0 otherwise
@@ -206,13 +218,14 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         const okc::TmaGemvArgs a{nullptr, nullptr, out, nullptr, nullptr, M, N, K, 1, 0};
 #pragma unroll
         for (int e = 0; e < kAcc; ++e) okc::tma_write<__nv_bfloat16>(a, tile * 64, t, e, acc[e]);
+        if (traced && t == 0) tr[33] = clk();
     }
 }
 
-template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0, int G = 2>
+template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0, int G = 2, bool TRACE = false>
 void launch(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, int M, int N, int K, uint4 table,
             cudaStream_t s) {
-    auto kernel = zring_kernel<NB, STAGES, WG, PIPE, PARTS, G>;
+    auto kernel = zring_kernel<NB, STAGES, WG, PIPE, PARTS, G, TRACE>;
     static bool opted = false;
     if (!opted) {
         CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(NB, STAGES, G)));
@@ -351,6 +364,9 @@ void launch_units(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, 
 int main(int argc, char** argv) {
     // --ncu: each m = 16 case once, eagerly, between cudaProfilerStart / Stop (ncu --profile-from-start off).
     const bool for_ncu = argc > 1 && strcmp(argv[1], "--ncu") == 0;
+    // --trace (call 12): zring <NB 2, 8 stages, 4 warpgroups> at m = 16, PARTS 0, 1, 2, each once cold, its
+    // traced CTAs' clock64 stamps printed relative to the CTA's start, in microseconds at 1.98 GHz.
+    const bool for_trace = argc > 1 && strcmp(argv[1], "--trace") == 0;
     const int N = 8192, K = 1024;  // o
     probekit::Timer tm;
     const double bw = tm.read_bandwidth();
@@ -485,6 +501,37 @@ int main(int argc, char** argv) {
         ZG1_CASE(1, 16, 4, 0) ZG1_CASE(1, 16, 2, 0) ZG1_CASE(1, 16, 4, 2) ZG1_CASE(1, 8, 4, 0)
         ZG1_CASE(2, 16, 4, 0) ZG1_CASE(2, 16, 2, 0) ZG1_CASE(2, 16, 4, 2) ZG1_CASE(2, 8, 4, 0)
         ZG1_CASE(4, 16, 4, 0) ZG1_CASE(4, 16, 2, 0) ZG1_CASE(4, 16, 4, 2) ZG1_CASE(4, 8, 4, 0)
+    }
+    if (for_trace) {
+        const int m = 16;
+        CUtensorMap map;
+        if (const char* e = okc::bf16_rows_map(&map, x, m, K, 16, 2)) return fprintf(stderr, "%s\n", e), 1;
+        auto traced = [&](const char* what, auto launch_fn) {
+            for (int rep = 0; rep < 2; ++rep) {  // the first run warms up; the second is printed
+                long long zero[4][64] = {};
+                CK(cudaMemcpyToSymbol(zr::zr_trace, zero, sizeof(zero)));
+                tm.flush(tm.stream);
+                launch_fn(tm.stream);
+                CK(cudaStreamSynchronize(tm.stream));
+            }
+            long long t[4][64];
+            CK(cudaMemcpyFromSymbol(t, zr::zr_trace, sizeof(t)));
+            printf("=== %s (us after the CTA's first stamp, SM clock at 1.98 GHz)\n", what);
+            for (int c = 0; c < 4; ++c) {
+                auto us = [&](long long v) { return v ? (v - t[c][0]) / 1980.0 : -1.0; };
+                printf("CTA %3d issued:", 32 * c);
+                for (int i = 0; i < 8; ++i) printf(" %5.2f", us(t[c][34 + i]));
+                printf("\n        landed:");
+                for (int i = 0; i < 8; ++i) printf(" %5.2f", us(t[c][1 + i]));
+                printf("\n        done:  ");
+                for (int i = 0; i < 8; ++i) printf(" %5.2f", us(t[c][17 + i]));
+                printf("\n        output written %.2f\n", us(t[c][33]));
+            }
+        };
+        traced("zring, all of it", [&](cudaStream_t s) { zr::launch<2, 8, 4, false, 0, 2, true>(map, zr_w, out, m, N, K, table, s); });
+        traced("zring, decode only", [&](cudaStream_t s) { zr::launch<2, 8, 4, false, 1, 2, true>(map, zr_w, out, m, N, K, table, s); });
+        traced("zring, bare ring", [&](cudaStream_t s) { zr::launch<2, 8, 4, false, 2, 2, true>(map, zr_w, out, m, N, K, table, s); });
+        return 0;
     }
     if (for_ncu) {
         for (const Case& c : cases) {
