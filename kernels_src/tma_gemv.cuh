@@ -106,6 +106,7 @@ struct TmaGemvArgs {
     int M, N, K, S;
     int cluster;  // C: 1 / 2, the S split CTAs of a tile are one cluster and reduce gathered / scattered; 0
                   // otherwise (half tiles, C = 3, run as HALF with cluster 0)
+    int early;    // probe (branch early-issue, OKC_TMA_EARLY): the producer issues the first round before the CTA barrier
 };
 
 // One box of a 2-D tensor map (c0: the inner coordinate, K; c1: rows) into shared memory, counted on `bar`.
@@ -262,11 +263,31 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 
+    // Slot i's copies into ring slot s (the producer's lane only).
+    auto issue = [&](int i, int s) {
+        uint8_t* slot = ring + s * kStage;
+        const int k0 = (kt0 + i) * kSlotK;
+        mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
+        const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
+        bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
+        if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+        if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
+            tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
+        else
+            tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+    };
     if (threadIdx.x == kTmaConsumers) {  // the producer's lane: fetch x's tensor map while barriers initialise
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);      // the producer's arrive.expect_tx; TMA's bytes complete the phase
-            mbar_init(&empty[s], 4);     // one arrival per consumer warp
+        if (a.early) {  // full barriers first, the first round's copies, then the empty barriers
+            for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
+            for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);
+        } else {
+            for (int s = 0; s < STAGES; ++s) {
+                mbar_init(&full[s], 1);      // the producer's arrive.expect_tx; TMA's bytes complete the phase
+                mbar_init(&empty[s], 4);     // one arrival per consumer warp
+            }
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
     }
@@ -290,17 +311,9 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
                 for (int s = 0; s < STAGES; ++s) {
                     const int i = round * STAGES + s;
                     if (i >= n_k) break;
+                    if (round == 0 && a.early) continue;  // issued before the CTA barrier
                     if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
-                    uint8_t* slot = ring + s * kStage;
-                    const int k0 = (kt0 + i) * kSlotK;
-                    mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
-                    const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
-                    bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
-                    if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
-                    if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
-                        tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
-                    else
-                        tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+                    issue(i, s);
                 }
             }
         }
