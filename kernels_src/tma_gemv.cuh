@@ -106,7 +106,6 @@ struct TmaGemvArgs {
     int M, N, K, S;
     int cluster;  // C: 1 / 2, the S split CTAs of a tile are one cluster and reduce gathered / scattered; 0
                   // otherwise (half tiles, C = 3, run as HALF with cluster 0)
-    int early;    // probe (branch early-issue, OKC_TMA_EARLY): the producer issues the first round before the CTA barrier
 };
 
 // One box of a 2-D tensor map (c0: the inner coordinate, K; c1: rows) into shared memory, counted on `bar`.
@@ -276,20 +275,18 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         else
             tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
     };
-    if (threadIdx.x == kTmaConsumers) {  // the producer's lane: fetch x's tensor map while barriers initialise
+    // The producer's lane fetches x's tensor map, initialises the full barriers and sends the first round's copies
+    // before the CTA barrier, then initialises the empty barriers, which no one touches before that barrier. Until
+    // session 28 every barrier was initialised first and the copies left after the CTA barrier: the first copy
+    // left ~0.27 us after the CTA started (notes/session28, call 12's timeline), and issuing early took 1.4-2.0 %
+    // off o m = 16 / 32 (call 13).
+    if (threadIdx.x == kTmaConsumers) {
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
-        if (a.early) {  // full barriers first, the first round's copies, then the empty barriers
-            for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-            for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
-            for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);
-        } else {
-            for (int s = 0; s < STAGES; ++s) {
-                mbar_init(&full[s], 1);      // the producer's arrive.expect_tx; TMA's bytes complete the phase
-                mbar_init(&empty[s], 4);     // one arrival per consumer warp
-            }
-        }
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);  // the producer's arrive.expect_tx + TMA's bytes
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
+        for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);  // one arrival per consumer warp
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (a.cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
         const int rank = (int)cluster_rank();
@@ -306,14 +303,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
             // A round of the ring at a time, its slots unrolled, as the consumers walk it.
-            // The first round left before the CTA barrier when a.early (a round less here: no test per slot, which
-            // on the half tiles cost 1.5 us in session 19 and again in session 28's call 13).
-            for (int round = a.early ? 1 : 0; round * STAGES < n_k; ++round) {
+            // From the second round on: the first left before the CTA barrier. (A round less, rather than a test
+            // per slot, which cost the half tiles 1.5 us in session 19 and again in session 28's call 13.)
+            for (int round = 1; round * STAGES < n_k; ++round) {
 #pragma unroll
                 for (int s = 0; s < STAGES; ++s) {
                     const int i = round * STAGES + s;
                     if (i >= n_k) break;
-                    if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
+                    mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
                     issue(i, s);
                 }
             }

@@ -4,8 +4,6 @@
 
 #include <cudaTypedefs.h>
 
-#include <cstdlib>
-
 #include <string>
 #include <type_traits>
 
@@ -128,10 +126,8 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
     CUtensorMap x_map;
     const char* err = okc::bf16_rows_map(&x_map, x, M, K, NB * 8, half ? 2 : 1);
     if (err != nullptr) return err;
-    okc::TmaGemvArgs a{static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(dual ? w2 : w), out, ws,
-                             sem, M, N, K, S, half ? 0 : cluster, 0};
-    const char* early = getenv("OKC_TMA_EARLY");  // probe (branch early-issue)
-    a.early = early ? atoi(early) : 0;
+    const okc::TmaGemvArgs a{static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(dual ? w2 : w), out, ws,
+                             sem, M, N, K, S, half ? 0 : cluster};
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     switch (NB) {
         case 1: return okc::tma_by_stages<1>(okc::TmaRingDepths{}, x_map, a, STAGES, dual, cluster, s);
