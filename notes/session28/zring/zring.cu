@@ -356,8 +356,10 @@ void launch_units(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, 
 }  // namespace zr
 
 int main(int argc, char** argv) {
-    // --ncu: each m = 16 case once, eagerly, between cudaProfilerStart / Stop (ncu --profile-from-start off).
+    // --callN: the cases session 28's call N timed (5, 6, 7, 8, 11; the default is 11). --ncu (call 10): call 7's
+    // cases at m = 16, each once, eagerly, between cudaProfilerStart / Stop (ncu --profile-from-start off).
     const bool for_ncu = argc > 1 && strcmp(argv[1], "--ncu") == 0;
+    const int call = for_ncu ? 10 : argc > 1 && strncmp(argv[1], "--call", 6) == 0 ? atoi(argv[1] + 6) : 11;
     // --trace (call 12): zring <NB 2, 8 stages, 4 warpgroups> at m = 16, PARTS 0, 1, 2, each once cold, its
     // traced CTAs' clock64 stamps printed relative to the CTA's start, in microseconds at 1.98 GHz.
     const bool for_trace = argc > 1 && strcmp(argv[1], "--trace") == 0;
@@ -465,10 +467,6 @@ int main(int argc, char** argv) {
     if (nb == NB_)                                                                                          \
         cases.push_back({name("zring <NB " #NB_ ", 8 stages, 4 warpgroups>, parts " #PARTS_), bf16_bytes, \
                          [=](cudaStream_t s) { zr::launch<NB_, 8, 4, false, PARTS_>(map3, zr_w, out, m, N, K, table, s); }});
-        // Call 5 ran NB 1, 2 (4 stages x 1, 2 warpgroups; 8 x 2, 4) and NB 4 (4 x 2, 8 x 2, 8 x 4), pipe 0; call 6
-        // NB 1, 2 (8 x 4, 6), 2 (12 x 6, pipe 1) and 4 (8 x 4, 5; 6 warpgroups spill at NB 4, C7512), pipe 0 and 1.
-        // Call 7: the parts of <NB, 8, 4, pipe 0>.
-        // Call 8: zunits <NB, STAGES, WG, GPS, PARTS> beside call 7's best.
 #define ZU_CASE(NB_, ST_, WG_, GPS_, PARTS_)                                                                  \
     if (nb == NB_)                                                                                            \
         cases.push_back({name("zunits <NB " #NB_ ", " #ST_ " stages, " #WG_ " wg, " #GPS_ " groups a slot>, parts " #PARTS_), \
@@ -476,25 +474,42 @@ int main(int argc, char** argv) {
                              zr::launch_units<NB_, ST_, WG_, GPS_, PARTS_>(GPS_ == 4 ? map5 : map3,         \
                                                                            GPS_ == 4 ? u4_w : u2_w, out, m, N, K, table, s); \
                          }});
-        ZR_PARTS(1, 0) ZR_PARTS(2, 0) ZR_PARTS(4, 0)
-        if (false) {  // call 8's zunits cases (see zring_call8.txt)
-            ZU_CASE(1, 4, 4, 4, 0) ZU_CASE(1, 4, 4, 4, 1) ZU_CASE(1, 4, 4, 4, 2) ZU_CASE(1, 8, 2, 2, 0) ZU_CASE(1, 4, 2, 4, 0)
-            ZU_CASE(2, 4, 4, 4, 0) ZU_CASE(2, 4, 4, 4, 1) ZU_CASE(2, 4, 4, 4, 2) ZU_CASE(2, 8, 2, 2, 0) ZU_CASE(2, 4, 2, 4, 0)
-            ZU_CASE(4, 3, 4, 4, 0) ZU_CASE(4, 3, 4, 4, 1) ZU_CASE(4, 3, 4, 4, 2) ZU_CASE(4, 8, 2, 2, 0) ZU_CASE(4, 8, 4, 2, 0)
-        }
-        // Call 10 (--ncu): zring's parts at m = 16.
-        if (for_ncu) { ZR_PARTS(2, 1) ZR_PARTS(2, 2) }
-        // Call 11: one group a slot (6,208-byte copies, 16 slots a CTA all in flight at once), so what is left to
-        // decode after the last byte lands is one group, not two (ncu, call 10: the consumers mostly wait for slots).
 #define ZG1_CASE(NB_, ST_, WG_, PARTS_)                                                                         \
-    if (nb == NB_ && !for_ncu)                                                                                   \
+    if (nb == NB_)                                                                                               \
         cases.push_back({name("zring <NB " #NB_ ", " #ST_ " stages, " #WG_ " wg, 1 group a slot>, parts " #PARTS_), \
                          bf16_bytes, [=](cudaStream_t s) {                                                      \
                              zr::launch<NB_, ST_, WG_, false, PARTS_, 1>(map2, u1_w, out, m, N, K, table, s);   \
                          }});
-        ZG1_CASE(1, 16, 4, 0) ZG1_CASE(1, 16, 2, 0) ZG1_CASE(1, 16, 4, 2) ZG1_CASE(1, 8, 4, 0)
-        ZG1_CASE(2, 16, 4, 0) ZG1_CASE(2, 16, 2, 0) ZG1_CASE(2, 16, 4, 2) ZG1_CASE(2, 8, 4, 0)
-        ZG1_CASE(4, 16, 4, 0) ZG1_CASE(4, 16, 2, 0) ZG1_CASE(4, 16, 4, 2) ZG1_CASE(4, 8, 4, 0)
+        switch (call) {
+            case 5:  // zring's warpgroups and ring depth
+                ZR_CASE(1, 4, 1, 0) ZR_CASE(1, 4, 2, 0) ZR_CASE(1, 8, 2, 0) ZR_CASE(1, 8, 4, 0)
+                ZR_CASE(2, 4, 1, 0) ZR_CASE(2, 4, 2, 0) ZR_CASE(2, 8, 2, 0) ZR_CASE(2, 8, 4, 0)
+                ZR_CASE(4, 4, 2, 0) ZR_CASE(4, 8, 2, 0) ZR_CASE(4, 8, 4, 0)
+                break;
+            case 6:  // more warpgroups (6 at NB 4 spill, C7512: 5 there), wgmmas issued per group (pipe 1)
+                ZR_CASE(1, 8, 4, 0) ZR_CASE(1, 8, 4, 1) ZR_CASE(1, 8, 6, 0) ZR_CASE(1, 8, 6, 1)
+                ZR_CASE(2, 8, 4, 0) ZR_CASE(2, 8, 4, 1) ZR_CASE(2, 8, 6, 0) ZR_CASE(2, 8, 6, 1) ZR_CASE(2, 12, 6, 1)
+                ZR_CASE(4, 8, 4, 0) ZR_CASE(4, 8, 4, 1) ZR_CASE(4, 8, 5, 0) ZR_CASE(4, 8, 5, 1)
+                break;
+            case 7:  // the parts of <NB, 8, 4, pipe 0>
+            case 10:  // --ncu: the same at m = 16 only (the --ncu branch below picks m = 16)
+                ZR_PARTS(1, 0) ZR_PARTS(1, 1) ZR_PARTS(1, 2)
+                ZR_PARTS(2, 0) ZR_PARTS(2, 1) ZR_PARTS(2, 2)
+                ZR_PARTS(4, 0) ZR_PARTS(4, 1) ZR_PARTS(4, 2)
+                break;
+            case 8:  // zunits beside call 7's best
+                ZR_PARTS(1, 0) ZR_PARTS(2, 0) ZR_PARTS(4, 0)
+                ZU_CASE(1, 4, 4, 4, 0) ZU_CASE(1, 4, 4, 4, 1) ZU_CASE(1, 4, 4, 4, 2) ZU_CASE(1, 8, 2, 2, 0) ZU_CASE(1, 4, 2, 4, 0)
+                ZU_CASE(2, 4, 4, 4, 0) ZU_CASE(2, 4, 4, 4, 1) ZU_CASE(2, 4, 4, 4, 2) ZU_CASE(2, 8, 2, 2, 0) ZU_CASE(2, 4, 2, 4, 0)
+                ZU_CASE(4, 3, 4, 4, 0) ZU_CASE(4, 3, 4, 4, 1) ZU_CASE(4, 3, 4, 4, 2) ZU_CASE(4, 8, 2, 2, 0) ZU_CASE(4, 8, 4, 2, 0)
+                break;
+            case 11:  // one group a slot (6,208-byte copies, 16 slots a CTA all in flight at once)
+                ZR_PARTS(1, 0) ZR_PARTS(2, 0) ZR_PARTS(4, 0)
+                ZG1_CASE(1, 16, 4, 0) ZG1_CASE(1, 16, 2, 0) ZG1_CASE(1, 16, 4, 2) ZG1_CASE(1, 8, 4, 0)
+                ZG1_CASE(2, 16, 4, 0) ZG1_CASE(2, 16, 2, 0) ZG1_CASE(2, 16, 4, 2) ZG1_CASE(2, 8, 4, 0)
+                ZG1_CASE(4, 16, 4, 0) ZG1_CASE(4, 16, 2, 0) ZG1_CASE(4, 16, 4, 2) ZG1_CASE(4, 8, 4, 0)
+                break;
+        }
     }
     if (for_trace) {
         const int m = 16;
