@@ -86,6 +86,58 @@ __device__ __forceinline__ void patch_into(uint32_t (&a)[4][4], uint32_t p, int 
 // decode runs beside the first group's wgmmas; else one batch of wgmmas a slot (call 5). PARTS (call 7), what the
 // consumers do with a slot: 0 everything; 1 decode and patch but no wgmma (the registers folded into one word
 // that reaches the output, so the decode stays); 2 nothing (wait for the slot, hand it back): the bare ring.
+// Both kernels' producer side: the ring's barriers (empty counts `arrivals` warps), then one lane's copies of n_k
+// slots of G groups from `w` (one bulk copy of w_bytes a slot, then x's G boxes at w_pad: a 2-D box for G = 1, one
+// 3-D copy of G chunks otherwise). stamp: call 12's issue times, or nullptr.
+template <int STAGES>
+__device__ __forceinline__ void init_ring(uint64_t* full, uint64_t* empty, int arrivals, const CUtensorMap* x_map) {
+    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(x_map)) : "memory");
+    for (int s = 0; s < STAGES; ++s) okc::mbar_init(&full[s], 1), okc::mbar_init(&empty[s], arrivals);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+template <int NB, int STAGES, int G>
+__device__ __forceinline__ void produce(uint64_t* full, uint64_t* empty, uint8_t* ring, int stage_bytes,
+                                        const uint8_t* w, int w_bytes, int w_pad, const CUtensorMap* x_map, int n_k,
+                                        long long* stamp) {
+    for (int i = 0; i < n_k; ++i) {
+        const int s = i % STAGES;
+        if (i >= STAGES) okc::mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
+        uint8_t* slot = ring + s * stage_bytes;
+        if (stamp && i < 16) stamp[i] = clock64();
+        okc::mbar_arrive_expect_tx(&full[s], w_bytes + G * okc::tma_x_bytes(NB));
+        okc::bulk_load_1d(slot, w + (size_t)i * w_bytes, w_bytes, &full[s]);
+        if constexpr (G == 1)
+            okc::tma_load_2d(slot + w_pad, x_map, i * 64, 0, &full[s]);
+        else
+            okc::tma_load_3d(slot + w_pad, x_map, 0, 0, i * G, &full[s]);
+    }
+}
+
+// The end of both kernels: warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which
+// adds them in order and writes the output. True on the thread that wrote row 0's first element (the trace stamp).
+template <int NB, int WG>
+__device__ __forceinline__ bool fold_and_write(float (&acc)[4 * NB], uint8_t* ring, int g, __nv_bfloat16* out, int M,
+                                               int N, int K, int tile) {
+    constexpr int kAcc = 4 * NB;
+    asm volatile("bar.sync 1, %0;" ::"n"(WG * 128) : "memory");
+    float* fold = reinterpret_cast<float*>(ring);
+    const int t = threadIdx.x & 127;
+    if (g > 0) {
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * 128 + t] = acc[e];
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(WG * 128) : "memory");
+    if (g != 0) return false;
+    for (int h = 1; h < WG; ++h)
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * 128 + t];
+    const okc::TmaGemvArgs a{nullptr, nullptr, out, nullptr, nullptr, M, N, K, 1, 0};
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) okc::tma_write<__nv_bfloat16>(a, tile * 64, t, e, acc[e]);
+    return t == 0;
+}
+
 // Call 12 (TRACE): SM clock64 stamps of CTAs 0, 32, 64, 96: [0] start, [1 + i] slot i seen landed by its
 // warpgroup's warp 0, [17 + i] slot i's work done there, [33] the output written, [34 + i] slot i's copies issued.
 __device__ long long zr_trace[4][64];
@@ -107,27 +159,12 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
     const bool traced = TRACE && (tile & 31) == 0;
     long long* tr = zr_trace[(tile >> 5) & 3];
     if (traced && threadIdx.x == 0) tr[0] = clk();
-    if (threadIdx.x == kConsumers) {
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
-        for (int s = 0; s < STAGES; ++s) okc::mbar_init(&full[s], 1), okc::mbar_init(&empty[s], 4);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
+    if (threadIdx.x == kConsumers) init_ring<STAGES>(full, empty, 4, &x_map);
     __syncthreads();
     if (warp == kConsumers / 32) {
-        if (lane == 0) {
-            for (int i = 0; i < n_k; ++i) {
-                const int s = i % STAGES;
-                if (i >= STAGES) okc::mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
-                uint8_t* slot = ring + s * kStage;
-                if (traced && i < 16) tr[34 + i] = clk();
-                okc::mbar_arrive_expect_tx(&full[s], kWBytes + G * okc::tma_x_bytes(NB));
-                okc::bulk_load_1d(slot, w + ((size_t)tile * n_k + i) * kWBytes, kWBytes, &full[s]);
-                if constexpr (G == 1)
-                    okc::tma_load_2d(slot + kWPad, &x_map, i * 64, 0, &full[s]);
-                else
-                    okc::tma_load_3d(slot + kWPad, &x_map, 0, 0, i * kGroups, &full[s]);
-            }
-        }
+        if (lane == 0)
+            produce<NB, STAGES, G>(full, empty, ring, kStage, w + (size_t)tile * n_k * kWBytes, kWBytes, kWPad, &x_map, n_k,
+                                   traced ? tr + 34 : nullptr);
         return;
     }
     const int g = warp >> 2, q = warp & 3;  // warpgroup g; warp q of it decodes row block q of the tile
@@ -202,24 +239,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         if (lane == 0) okc::mbar_arrive(&empty[s]);
     }
     acc[0] += __uint_as_float(sink & 0x3FFFFFFFu) * 1e-30f;  // keeps PARTS = 1's decode; 0 otherwise
-    // Warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which writes the output.
-    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-    float* fold = reinterpret_cast<float*>(ring);
-    const int t = threadIdx.x & 127;
-    if (g > 0) {
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * 128 + t] = acc[e];
-    }
-    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-    if (g == 0) {
-        for (int h = 1; h < WG; ++h)
-#pragma unroll
-            for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * 128 + t];
-        const okc::TmaGemvArgs a{nullptr, nullptr, out, nullptr, nullptr, M, N, K, 1, 0};
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) okc::tma_write<__nv_bfloat16>(a, tile * 64, t, e, acc[e]);
-        if (traced && t == 0) tr[33] = clk();
-    }
+    if (fold_and_write<NB, WG>(acc, ring, g, out, M, N, K, tile) && traced) tr[33] = clk();
 }
 
 template <int NB, int STAGES, int WG, bool PIPE, int PARTS = 0, int G = 2, bool TRACE = false>
@@ -261,23 +281,12 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
     uint8_t* ring = smem_raw + ((1024 - (okc::smem_addr(smem_raw) & 1023)) & 1023);
     const int tile = blockIdx.x, n_k = K / (64 * GPS);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (threadIdx.x == kConsumers) {
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
-        for (int s = 0; s < STAGES; ++s) okc::mbar_init(&full[s], 1), okc::mbar_init(&empty[s], 4 * WG);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
+    if (threadIdx.x == kConsumers) init_ring<STAGES>(full, empty, 4 * WG, &x_map);
     __syncthreads();
     if (warp == kConsumers / 32) {
-        if (lane == 0) {
-            for (int i = 0; i < n_k; ++i) {
-                const int s = i % STAGES;
-                if (i >= STAGES) okc::mbar_wait(&empty[s], ((i / STAGES) - 1) & 1);
-                uint8_t* slot = ring + s * kStage;
-                okc::mbar_arrive_expect_tx(&full[s], kWBytesU + GPS * okc::tma_x_bytes(NB));
-                okc::bulk_load_1d(slot, w + ((size_t)tile * n_k + i) * kWBytesU, kWBytesU, &full[s]);
-                okc::tma_load_3d(slot + kWPadU, &x_map, 0, 0, i * GPS, &full[s]);
-            }
-        }
+        if (lane == 0)
+            produce<NB, STAGES, GPS>(full, empty, ring, kStage, w + (size_t)tile * n_k * kWBytesU, kWBytesU, kWPadU, &x_map,
+                                     n_k, nullptr);
         return;
     }
     const int g = warp >> 2, q = warp & 3;
@@ -327,22 +336,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, 1)
         if (lane == 0) okc::mbar_arrive(&empty[s]);
     }
     acc[0] += __uint_as_float(sink & 0x3FFFFFFFu) * 1e-30f;
-    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-    float* fold = reinterpret_cast<float*>(ring);
-    const int t = threadIdx.x & 127;
-    if (g > 0) {
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * 128 + t] = acc[e];
-    }
-    asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory");
-    if (g == 0) {
-        for (int h = 1; h < WG; ++h)
-#pragma unroll
-            for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * 128 + t];
-        const okc::TmaGemvArgs a{nullptr, nullptr, out, nullptr, nullptr, M, N, K, 1, 0};
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) okc::tma_write<__nv_bfloat16>(a, tile * 64, t, e, acc[e]);
-    }
+    fold_and_write<NB, WG>(acc, ring, g, out, M, N, K, tile);
 }
 
 template <int NB, int STAGES, int WG, int GPS, int PARTS>
@@ -362,8 +356,10 @@ void launch_units(const CUtensorMap& map, const uint8_t* w, __nv_bfloat16* out, 
 }  // namespace zr
 
 int main(int argc, char** argv) {
-    // --ncu: each m = 16 case once, eagerly, between cudaProfilerStart / Stop (ncu --profile-from-start off).
+    // --callN: the cases session 28's call N timed (5, 6, 7, 8, 11; the default is 11). --ncu (call 10): call 7's
+    // cases at m = 16, each once, eagerly, between cudaProfilerStart / Stop (ncu --profile-from-start off).
     const bool for_ncu = argc > 1 && strcmp(argv[1], "--ncu") == 0;
+    const int call = for_ncu ? 10 : argc > 1 && strncmp(argv[1], "--call", 6) == 0 ? atoi(argv[1] + 6) : 11;
     // --trace (call 12): zring <NB 2, 8 stages, 4 warpgroups> at m = 16, PARTS 0, 1, 2, each once cold, its
     // traced CTAs' clock64 stamps printed relative to the CTA's start, in microseconds at 1.98 GHz.
     const bool for_trace = argc > 1 && strcmp(argv[1], "--trace") == 0;
@@ -471,10 +467,6 @@ int main(int argc, char** argv) {
     if (nb == NB_)                                                                                          \
         cases.push_back({name("zring <NB " #NB_ ", 8 stages, 4 warpgroups>, parts " #PARTS_), bf16_bytes, \
                          [=](cudaStream_t s) { zr::launch<NB_, 8, 4, false, PARTS_>(map3, zr_w, out, m, N, K, table, s); }});
-        // Call 5 ran NB 1, 2 (4 stages x 1, 2 warpgroups; 8 x 2, 4) and NB 4 (4 x 2, 8 x 2, 8 x 4), pipe 0; call 6
-        // NB 1, 2 (8 x 4, 6), 2 (12 x 6, pipe 1) and 4 (8 x 4, 5; 6 warpgroups spill at NB 4, C7512), pipe 0 and 1.
-        // Call 7: the parts of <NB, 8, 4, pipe 0>.
-        // Call 8: zunits <NB, STAGES, WG, GPS, PARTS> beside call 7's best.
 #define ZU_CASE(NB_, ST_, WG_, GPS_, PARTS_)                                                                  \
     if (nb == NB_)                                                                                            \
         cases.push_back({name("zunits <NB " #NB_ ", " #ST_ " stages, " #WG_ " wg, " #GPS_ " groups a slot>, parts " #PARTS_), \
@@ -482,25 +474,42 @@ int main(int argc, char** argv) {
                              zr::launch_units<NB_, ST_, WG_, GPS_, PARTS_>(GPS_ == 4 ? map5 : map3,         \
                                                                            GPS_ == 4 ? u4_w : u2_w, out, m, N, K, table, s); \
                          }});
-        ZR_PARTS(1, 0) ZR_PARTS(2, 0) ZR_PARTS(4, 0)
-        if (false) {  // call 8's zunits cases (see zring_call8.txt)
-            ZU_CASE(1, 4, 4, 4, 0) ZU_CASE(1, 4, 4, 4, 1) ZU_CASE(1, 4, 4, 4, 2) ZU_CASE(1, 8, 2, 2, 0) ZU_CASE(1, 4, 2, 4, 0)
-            ZU_CASE(2, 4, 4, 4, 0) ZU_CASE(2, 4, 4, 4, 1) ZU_CASE(2, 4, 4, 4, 2) ZU_CASE(2, 8, 2, 2, 0) ZU_CASE(2, 4, 2, 4, 0)
-            ZU_CASE(4, 3, 4, 4, 0) ZU_CASE(4, 3, 4, 4, 1) ZU_CASE(4, 3, 4, 4, 2) ZU_CASE(4, 8, 2, 2, 0) ZU_CASE(4, 8, 4, 2, 0)
-        }
-        // Call 10 (--ncu): zring's parts at m = 16.
-        if (for_ncu) { ZR_PARTS(2, 1) ZR_PARTS(2, 2) }
-        // Call 11: one group a slot (6,208-byte copies, 16 slots a CTA all in flight at once), so what is left to
-        // decode after the last byte lands is one group, not two (ncu, call 10: the consumers mostly wait for slots).
 #define ZG1_CASE(NB_, ST_, WG_, PARTS_)                                                                         \
-    if (nb == NB_ && !for_ncu)                                                                                   \
+    if (nb == NB_)                                                                                               \
         cases.push_back({name("zring <NB " #NB_ ", " #ST_ " stages, " #WG_ " wg, 1 group a slot>, parts " #PARTS_), \
                          bf16_bytes, [=](cudaStream_t s) {                                                      \
                              zr::launch<NB_, ST_, WG_, false, PARTS_, 1>(map2, u1_w, out, m, N, K, table, s);   \
                          }});
-        ZG1_CASE(1, 16, 4, 0) ZG1_CASE(1, 16, 2, 0) ZG1_CASE(1, 16, 4, 2) ZG1_CASE(1, 8, 4, 0)
-        ZG1_CASE(2, 16, 4, 0) ZG1_CASE(2, 16, 2, 0) ZG1_CASE(2, 16, 4, 2) ZG1_CASE(2, 8, 4, 0)
-        ZG1_CASE(4, 16, 4, 0) ZG1_CASE(4, 16, 2, 0) ZG1_CASE(4, 16, 4, 2) ZG1_CASE(4, 8, 4, 0)
+        switch (call) {
+            case 5:  // zring's warpgroups and ring depth
+                ZR_CASE(1, 4, 1, 0) ZR_CASE(1, 4, 2, 0) ZR_CASE(1, 8, 2, 0) ZR_CASE(1, 8, 4, 0)
+                ZR_CASE(2, 4, 1, 0) ZR_CASE(2, 4, 2, 0) ZR_CASE(2, 8, 2, 0) ZR_CASE(2, 8, 4, 0)
+                ZR_CASE(4, 4, 2, 0) ZR_CASE(4, 8, 2, 0) ZR_CASE(4, 8, 4, 0)
+                break;
+            case 6:  // more warpgroups (6 at NB 4 spill, C7512: 5 there), wgmmas issued per group (pipe 1)
+                ZR_CASE(1, 8, 4, 0) ZR_CASE(1, 8, 4, 1) ZR_CASE(1, 8, 6, 0) ZR_CASE(1, 8, 6, 1)
+                ZR_CASE(2, 8, 4, 0) ZR_CASE(2, 8, 4, 1) ZR_CASE(2, 8, 6, 0) ZR_CASE(2, 8, 6, 1) ZR_CASE(2, 12, 6, 1)
+                ZR_CASE(4, 8, 4, 0) ZR_CASE(4, 8, 4, 1) ZR_CASE(4, 8, 5, 0) ZR_CASE(4, 8, 5, 1)
+                break;
+            case 7:  // the parts of <NB, 8, 4, pipe 0>
+            case 10:  // --ncu: the same at m = 16 only (the --ncu branch below picks m = 16)
+                ZR_PARTS(1, 0) ZR_PARTS(1, 1) ZR_PARTS(1, 2)
+                ZR_PARTS(2, 0) ZR_PARTS(2, 1) ZR_PARTS(2, 2)
+                ZR_PARTS(4, 0) ZR_PARTS(4, 1) ZR_PARTS(4, 2)
+                break;
+            case 8:  // zunits beside call 7's best
+                ZR_PARTS(1, 0) ZR_PARTS(2, 0) ZR_PARTS(4, 0)
+                ZU_CASE(1, 4, 4, 4, 0) ZU_CASE(1, 4, 4, 4, 1) ZU_CASE(1, 4, 4, 4, 2) ZU_CASE(1, 8, 2, 2, 0) ZU_CASE(1, 4, 2, 4, 0)
+                ZU_CASE(2, 4, 4, 4, 0) ZU_CASE(2, 4, 4, 4, 1) ZU_CASE(2, 4, 4, 4, 2) ZU_CASE(2, 8, 2, 2, 0) ZU_CASE(2, 4, 2, 4, 0)
+                ZU_CASE(4, 3, 4, 4, 0) ZU_CASE(4, 3, 4, 4, 1) ZU_CASE(4, 3, 4, 4, 2) ZU_CASE(4, 8, 2, 2, 0) ZU_CASE(4, 8, 4, 2, 0)
+                break;
+            case 11:  // one group a slot (6,208-byte copies, 16 slots a CTA all in flight at once)
+                ZR_PARTS(1, 0) ZR_PARTS(2, 0) ZR_PARTS(4, 0)
+                ZG1_CASE(1, 16, 4, 0) ZG1_CASE(1, 16, 2, 0) ZG1_CASE(1, 16, 4, 2) ZG1_CASE(1, 8, 4, 0)
+                ZG1_CASE(2, 16, 4, 0) ZG1_CASE(2, 16, 2, 0) ZG1_CASE(2, 16, 4, 2) ZG1_CASE(2, 8, 4, 0)
+                ZG1_CASE(4, 16, 4, 0) ZG1_CASE(4, 16, 2, 0) ZG1_CASE(4, 16, 4, 2) ZG1_CASE(4, 8, 4, 0)
+                break;
+        }
     }
     if (for_trace) {
         const int m = 16;
