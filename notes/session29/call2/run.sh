@@ -2,7 +2,7 @@
 # (session 28's copy) alternately, twice each on one machine: the before / after of issue 4's bench.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 S=$(date +%s)
-MAIN=notes/session28/call3/main_submission.py
+MAIN=notes/session29/call2/main_submission.py
 sha256sum dist/submission.py $MAIN | cut -c1-16
 for r in 1 2; do
   timeout -s INT 140 python3 -m generator bench dist/submission.py --json $OUT/bench_land$r.json > $OUT/bench_land$r.txt 2>&1
