@@ -262,13 +262,31 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 
-    if (threadIdx.x == kTmaConsumers) {  // the producer's lane: fetch x's tensor map while barriers initialise
+    // Slot i's copies into ring slot s (the producer's lane only).
+    auto issue = [&](int i, int s) {
+        uint8_t* slot = ring + s * kStage;
+        const int k0 = (kt0 + i) * kSlotK;
+        mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
+        const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
+        bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
+        if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+        if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
+            tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
+        else
+            tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+    };
+    // The producer's lane fetches x's tensor map, initialises the full barriers and sends the first round's copies
+    // before the CTA barrier, then initialises the empty barriers, which no one touches before that barrier. Until
+    // session 28 every barrier was initialised first and the copies left after the CTA barrier: the first copy
+    // left ~0.27 us after the CTA started (notes/session28, call 12's timeline), and issuing early took 1.4-2.0 %
+    // off o m = 16 / 32 (call 13).
+    if (threadIdx.x == kTmaConsumers) {
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&x_map)) : "memory");
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);      // the producer's arrive.expect_tx; TMA's bytes complete the phase
-            mbar_init(&empty[s], 4);     // one arrival per consumer warp
-        }
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);  // the producer's arrive.expect_tx + TMA's bytes
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
+        for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);  // one arrival per consumer warp
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (a.cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
         const int rank = (int)cluster_rank();
@@ -285,22 +303,15 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     if (warp == kTmaConsumers / 32) {  // producer warp: one lane issues every copy
         if (lane == 0) {
             // A round of the ring at a time, its slots unrolled, as the consumers walk it.
-            for (int round = 0; round * STAGES < n_k; ++round) {
+            // From the second round on: the first left before the CTA barrier. (A round less, rather than a test
+            // per slot, which cost the half tiles 1.5 us in session 19 and again in session 28's call 13.)
+            for (int round = 1; round * STAGES < n_k; ++round) {
 #pragma unroll
                 for (int s = 0; s < STAGES; ++s) {
                     const int i = round * STAGES + s;
                     if (i >= n_k) break;
-                    if (round > 0) mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
-                    uint8_t* slot = ring + s * kStage;
-                    const int k0 = (kt0 + i) * kSlotK;
-                    mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
-                    const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
-                    bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
-                    if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
-                    if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
-                        tma_load_3d(slot + kXOffset, &x_map, 0, 0, k0 / kTmaTileK, &full[s]);
-                    else
-                        tma_load_2d(slot + kXOffset, &x_map, k0, 0, &full[s]);
+                    mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
+                    issue(i, s);
                 }
             }
         }
