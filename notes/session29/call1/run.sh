@@ -3,6 +3,9 @@
 # build (early_probe_submission.py: branch early-issue's file, the switch read at each launch), 6 rounds, every
 # launch checked against float64. 2) verify and the GPU tests on the landing candidate (dist/submission.py: the
 # unconditional version).
+# The probe file is branch early-issue's dist/submission.py (commit 82d2cfa, sha256 5beccc90eb1d68fc); it is not kept
+# here (a copy of a generated file): recreate it before the call with
+#   git show 82d2cfa:dist/submission.py > notes/session29/call1/early_probe_submission.py
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 S=$(date +%s)
 sha256sum dist/submission.py notes/session29/call1/early_probe_submission.py | cut -c1-16

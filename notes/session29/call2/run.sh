@@ -1,5 +1,8 @@
 # Session 29, call 2: bench the landing candidate (dist/submission.py, the early first round) and main's file
-# (session 28's copy) alternately, twice each on one machine: the before / after of issue 4's bench.
+# (session 28's file, 7407da2f) alternately, twice each on one machine: the before / after of issue 4's bench.
+# Session 28's file is main's dist/submission.py at a727570 (sha256 7407da2fd5adb6bc); it is not kept here (a copy of
+# a generated file): recreate it before the call with
+#   git show a727570:dist/submission.py > notes/session29/call2/main_submission.py
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 S=$(date +%s)
 MAIN=notes/session29/call2/main_submission.py
