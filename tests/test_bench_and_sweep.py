@@ -52,6 +52,10 @@ def test_floor_and_ratios():
     assert result.geomean_speedup == pytest.approx(((10 / 9) * (19.6 / 9)) ** 0.5)
     table = format_table(result)
     assert "hi+lo 19.60" in table and "geometric mean" in table
+    # x floor to three decimals (1.10 at two would hide which side of a 1.10 bar a shape is on), and the router's
+    # time against each cuBLAS variant, since its bar is set against hi+lo, not the fastest variant
+    assert f"{9.0 / result.shapes[0].floor_us:.3f}" in table
+    assert "hi+lo 19.60 [ours 0.459x]" in table and "fp32 26.00 [ours 0.346x]" in table
 
 
 def test_json_round_trip_and_compare(tmp_path):
