@@ -102,11 +102,12 @@ def check(m, x, c):
         out = fn()
         torch.cuda.synchronize()
         if isinstance(out, tuple):
-            nt = out[0].shape[1]
-            full = torch.cat([out[0].float(), out[1].float()], dim=1)
-        else:
+            full, want = torch.cat([out[0].float(), out[1].float()], dim=1), ref
+        else:  # a part alone: T parts are rows [0, nt), Z parts rows [nt, N)
             full = out.float()
-        err = (full - ref).abs().max().item() / scale
+            nt = int(name.split(":")[0]) if ":" in name else 0
+            want = ref if full.shape[1] == N else (ref[:, :nt] if " T " in name else ref[:, nt:])
+        err = (full - want).abs().max().item() / scale
         print(f"  check m={m} {name:<32} max err / max|ref| = {err:.2e} {'OK' if err < 1e-2 else 'WRONG'}")
 
 
