@@ -5,7 +5,15 @@ import json
 import pytest
 
 from generator import REPO_ROOT
-from generator.judge.bench import BenchResult, ShapeTiming, compare_results, floor_us, format_table, plot
+from generator.judge.bench import (
+    BenchResult,
+    ShapeTiming,
+    compare_results,
+    floor_us,
+    format_table,
+    plot,
+    run_floor_us,
+)
 from generator.judge.sweep import (
     SweepPoint,
     best_by_field,
@@ -65,6 +73,28 @@ def test_json_round_trip_and_compare(tmp_path):
     assert old.shapes == _result().shapes
     text = compare_results(old, _result(scale=0.9))
     assert "-10.0%" in text
+
+
+def test_the_run_floor_is_the_median_of_its_samples_and_the_table_says_how_it_was_taken():
+    # session 30 (notes/session30/call2): the floor read 4.48 us straight after prepare(), then 4.62-4.96 through
+    # the run; a floor from that first sample alone made o's ratios ~3 % worse than the state they ran in
+    assert run_floor_us([4.7, 4.9, 4.8, 4.62]) == pytest.approx(4.75)
+    result = _result()
+    result.floor_samples_us, result.floor_after_prepare_us = [4.7, 4.9, 4.8], 4.48
+    result.launch_floor_us = run_floor_us(result.floor_samples_us)
+    first = format_table(result).splitlines()[0]
+    assert first.startswith(
+        "launch floor 4.80 us (median of 3 samples through the run, 4.70-4.90; 4.48 straight after prepare, not used)"
+    )
+    again = BenchResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.floor_samples_us == [4.7, 4.9, 4.8] and again.floor_after_prepare_us == 4.48
+    # a file from before session 30 has neither: one sample, taken after prepare, and the table says so
+    old = result.to_json()
+    del old["floor_samples_us"], old["floor_after_prepare_us"]
+    old["launch_floor_us"] = 4.48
+    assert format_table(BenchResult.from_json(old)).startswith(
+        "launch floor 4.48 us (one sample, after prepare)"
+    )
 
 
 def test_plot_writes_a_png(tmp_path):

@@ -70,6 +70,19 @@ def launch_floor_us(flush: L2Flusher, reps: int = 200) -> float:
     return time_cold_us(lambda: tiny.add_(1.0), flush, reps)
 
 
+def settle(flush: L2Flusher, seconds: float = 1.0) -> None:
+    """Time the launch floor's kernel cold, over and over, for `seconds`, and discard it all. Right after the GPU
+    has idled (prepare, compilation), cold calls run faster for about half a second: the floor and o's kernels
+    alike read ~0.3 us lower there than for the rest of a run (notes/session30/call2: first floor sample 4.48 us,
+    then 4.62-4.96 with a median of 4.78; o m = 16 8.96 us, then 9.09-9.41). A floor taken before this settles is
+    compared with shapes timed after it and inflates every x floor ratio (o's by ~3 %)."""
+    import time
+
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        launch_floor_us(flush, reps=50)
+
+
 def read_bandwidth(flush: L2Flusher, reps: int = 20) -> float:
     """Bytes per second of one large read (torch.sum over the flush buffer, far larger than L2)."""
     buffer = flush.buffer
