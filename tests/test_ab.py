@@ -78,6 +78,7 @@ def test_run_ab_puts_the_environment_back_as_it_was(monkeypatch):
     from generator.problem import load_problem
 
     monkeypatch.setattr(timing, "L2Flusher", lambda: None)
+    monkeypatch.setattr(timing, "settle", lambda flush: None)
     monkeypatch.setattr(timing, "time_cold_us", lambda call, flush, reps: (call(), 1.0)[1])
     problem = load_problem().shrunk(8)
     launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)

@@ -152,11 +152,12 @@ def run_ab(
     right results, in order, and with time_wrong the wrong ones too (labelled so); one line per wrong one). Each
     timing captures its graph afresh, with its value set; the environment is as it was afterwards. device: cpu for
     a stand-in module in the tests."""
-    from generator.judge.timing import L2Flusher, time_cold_us
+    from generator.judge.timing import L2Flusher, settle, time_cold_us
 
     with mock.patch.dict(os.environ):  # undoes the variable --env's variants set
         ok, wrong = checked_calls(module, problem, launches, device, env, time_wrong)
         flush = L2Flusher()
+        settle(flush)  # the first launches would otherwise run in the fast state right after prepare()
         times: list[list[float]] = [[] for _ in ok]
         for order in round_orders(len(ok), rounds):
             for i in order:

@@ -281,7 +281,7 @@ def run_sweep(
 
     from generator.judge.bench import cublas_baselines
     from generator.judge.reference import compare, reference
-    from generator.judge.timing import L2Flusher, time_cold_us
+    from generator.judge.timing import L2Flusher, settle, time_cold_us
     from generator.judge.verify import poisoned_allocations
     from generator.judge.weights import make_weights, make_x
 
@@ -295,6 +295,7 @@ def run_sweep(
         engine
     ]
     flush = L2Flusher()
+    settle(flush)  # else the first configs timed (the current entry first) run in the fast state after prepare()
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 3)
     points, failed = [], []
