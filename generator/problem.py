@@ -8,38 +8,11 @@ from pathlib import Path
 from generator import REPO_ROOT
 from generator.errors import display_path
 from generator.yamlio import Located, load_located, require_keys
+from kernels_src.engine import DTYPE_BYTES, Layer
 
-DTYPES = {"bfloat16": 2, "float32": 4}  # dtype name -> bytes per element
-
-
-@dataclass(frozen=True)
-class Layer:
-    name: str
-    n: int  # output features (rows of the weight)
-    k: int  # input features
-    dtype: str  # the weight's dtype as the judge hands it over
-    narrow_n: int | None = None  # output width the judge asks for at m <= narrow_max_m (the unpooler's slice)
-    narrow_max_m: int | None = None
-
-    def n_for(self, m: int) -> int:
-        """The output width the judge asks for at m tokens."""
-        if self.narrow_n is not None and m <= self.narrow_max_m:
-            return self.narrow_n
-        return self.n
-
-    @property
-    def dual(self) -> bool:
-        """fp32 weights (the router): the GEMV runs them as a bf16 hi+lo pair with fp32 output."""
-        return self.dtype == "float32"
-
-    @property
-    def out_dtype(self) -> str:
-        """Dense layers return bf16; the fp32 router returns fp32."""
-        return self.dtype
-
-    def weight_bytes(self, m: int) -> int:
-        """Bytes of weight a call at m tokens must read at least once (the memory floor's numerator)."""
-        return self.n_for(m) * self.k * DTYPES[self.dtype]
+# The Layer the submission itself uses (kernels_src/engine.py): name, n, k, dtype, narrow_n, narrow_max_m, and
+# n_for(m), dual, weight_bytes(m).
+DTYPES = DTYPE_BYTES  # dtype name -> bytes per element
 
 
 @dataclass(frozen=True)
@@ -55,8 +28,7 @@ class Problem:
     def shrunk(self, factor: int) -> "Problem":
         """The same layers, m's and slice rule with every n and k divided by factor (CPU-sized checks)."""
         layers = {
-            name: replace(
-                layer,
+            name: layer._replace(
                 n=layer.n // factor,
                 k=layer.k // factor,
                 narrow_n=layer.narrow_n // factor if layer.narrow_n else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import textwrap
 import traceback
 from pathlib import Path
 
@@ -13,41 +14,51 @@ from generator.contract import check_contract, undefined_names
 from generator.errors import BuildError, display_path
 from generator.problem import Problem, load_problem
 from generator.sources import Sources, load_sources
-from generator.tables import TABLES, Table, load_tables
-from kernels_src import dispatch
+from generator.tables import load_tables
+from kernels_src import registry
 
 TEMPLATE = "submission.py.j2"
 BLACK_LINE_LENGTH = 110
 
 
-def table_literal(entries: dict, layer_order: list[str]) -> str:
-    """A dict literal with keys in problem order, then m: deterministic, and black formats it."""
-    keys = sorted(entries, key=lambda key: (layer_order.index(key[0]), key[1]))
-    return "{" + ", ".join(f"{key!r}: {entries[key]!r}" for key in keys) + "}"
+def tables_literal(tables: dict, layer_order: list[str]) -> str:
+    """The TABLES dict literal: per engine (precedence order) its entries, keys in problem order then m, and its
+    defaults; deterministic, and black formats it."""
+    parts = []
+    for name, table in tables.items():
+        literal = table.literal()
+        entries = literal["entries"]
+        keys = sorted(entries, key=lambda key: (layer_order.index(key[0]), key[1]))
+        body = ["'entries': {" + ", ".join(f"{key!r}: {entries[key]!r}" for key in keys) + "}"]
+        if "defaults" in literal:
+            body.append(f"'defaults': {literal['defaults']!r}")
+        parts.append(f"{name!r}: {{" + ", ".join(body) + "}")
+    return "{" + ", ".join(parts) + "}"
 
 
 def layers_literal(problem: Problem) -> str:
     items = []
     for layer in problem.layers.values():
-        narrow = (layer.narrow_n, layer.narrow_max_m) if layer.narrow_n is not None else None
-        spec = {"n": layer.n, "k": layer.k, "dtype": layer.dtype, "narrow": narrow}
+        spec = {"n": layer.n, "k": layer.k, "dtype": layer.dtype}
+        if layer.narrow_n is not None:
+            spec.update(narrow_n=layer.narrow_n, narrow_max_m=layer.narrow_max_m)
         items.append(f"{layer.name!r}: {spec!r}")
     return "{" + ", ".join(items) + "}"
 
 
-def served_lines(problem: Problem, ctable: Table, ttable: Table, ztable: Table) -> list[str]:
-    """One line per layer: which m's each engine serves, as kernel_fn will route them."""
-    ms = sorted(set(problem.verify_m) | set(problem.bench_m))
+def engine_summaries(width: int = BLACK_LINE_LENGTH) -> list[str]:
+    """Each engine's summary paragraph (kernels_src/registry.py order, cuBLAS last), wrapped for the docstring."""
+    engines = registry.ENGINES + (registry.BY_NAME["cublas"],)
+    return [textwrap.fill(engine.summary, width) for engine in engines]
+
+
+def kernel_lines(kernels) -> list[str]:
+    """One line per compiled kernel: its engine and its launcher's template and run-time arguments, by name."""
     lines = []
-    for layer in problem.layers.values():
-        by_engine: dict[str, list[int]] = {}
-        for m in ms:
-            engine, _ = dispatch.route(
-                layer.name, m, layer.dual, ctable.entries, ctable.defaults, ttable.entries, ztable.entries
-            )
-            by_engine.setdefault(engine, []).append(m)
-        parts = [f"{engine} m={','.join(map(str, ms_))}" for engine, ms_ in by_engine.items()]
-        lines.append(f"{layer.name + ':':<10} " + "; ".join(parts))
+    for number, variant in enumerate(kernels):
+        engine = registry.BY_NAME[variant.engine]
+        names = ", ".join(f"{f}={v}" for f, v in zip(engine.template_fields, variant.template))
+        lines.append(f"{number:>2} {variant.engine:<15} <{names}> {variant.runtime}")
     return lines
 
 
@@ -117,23 +128,24 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     imports: list[str] = []
     for module in sources.python:
         imports.extend(statement for statement in module.imports if statement not in imports)
+    as_registry = {name: table.as_registry() for name, table in tables.items()}
+    layers = list(problem.layers.values())
+    warmup = tuple(sorted(set(problem.verify_m) | set(problem.bench_m)))
     context = {
         "problem": problem,
-        "gemv_max_m": dispatch.GEMV_MAX_M,
-        "served": served_lines(problem, tables["CTABLE"], tables["TTABLE"], tables["ZTABLE"]),
+        "engine_summaries": engine_summaries(),
+        "shape_lines": registry.shape_lines(layers, as_registry, warmup),
+        "kernels": kernel_lines(registry.variants(layers, as_registry)),
         "cuda_files": sources.cuda_files,
+        "binding_files": sources.binding_files,
         "digest": input_digest(root, sources),
         "imports": imports,
         "width_rule": width_rule(problem),
         "cuda_src": sources.cuda,
         "binding_src": sources.binding,
         "layers_literal": layers_literal(problem),
-        "warmup_m": repr(tuple(sorted(set(problem.verify_m) | set(problem.bench_m)))),
-        "tables": [
-            {"name": spec.name, "doc": spec.doc, "literal": table_literal(tables[spec.name].entries, order)}
-            for spec in TABLES
-        ],
-        "ctable_defaults": repr(tables["CTABLE"].defaults),
+        "warmup_m": repr(warmup),
+        "tables_literal": tables_literal(tables, order),
         "modules": sources.python,
     }
     try:

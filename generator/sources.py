@@ -38,6 +38,7 @@ class Sources:
     cuda: str  # CUDA_SRC
     cuda_files: tuple[str, ...]
     binding: str  # BINDING_SRC
+    binding_files: tuple[str, ...]
     python: tuple[PythonModule, ...]
     input_files: tuple[Path, ...]  # every file read, for the provenance hash
 
@@ -50,11 +51,11 @@ def _read(path: Path, shown: str) -> str:
 
 
 def raw_string_problem(text: str) -> tuple[int, str] | None:
-    """(line, why) if `text` cannot sit inside an r'''...''' literal followed by more source, else None."""
+    """(line, why) if `text` cannot sit inside the raw triple-double-quoted literal it is embedded in (CUDA_SRC,
+    BINDING_SRC) followed by more source, else None."""
     for number, line in enumerate(text.splitlines(), 1):
-        for quotes in ("'''", '"""'):
-            if quotes in line:
-                return number, f"contains {quotes}, which would end the raw string it is embedded in"
+        if '"""' in line:
+            return number, 'contains """, which would end the r""" string the C++ is embedded in'
     stripped = text.rstrip("\n")
     if stripped.endswith("\\"):
         return (
@@ -111,8 +112,34 @@ def _is_project_import(node: ast.stmt) -> bool:
     return any(alias.name.split(".")[0] == PROJECT_PACKAGE for alias in node.names)
 
 
-def inline_python(text: str, shown: str, earlier: set[str]) -> PythonModule:
-    """Split a kernels_src Python module into hoisted imports and a verbatim body (comments kept)."""
+def _top_level_loads(tree: ast.Module) -> list[ast.Name]:
+    """Names read while the module is being imported: everything at its top level except the bodies of
+    functions (their decorators and defaults do run), classes' bodies included."""
+    loads: list[ast.Name] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for part in node.decorator_list + node.args.defaults + node.args.kw_defaults:
+                if part is not None:
+                    visit(part)
+            return
+        if isinstance(node, ast.Lambda):
+            for part in node.args.defaults:
+                visit(part)
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for statement in tree.body:
+        visit(statement)
+    return loads
+
+
+def inline_python(text: str, shown: str, earlier: set[str], later: set[str] = frozenset()) -> PythonModule:
+    """Split a kernels_src Python module into hoisted imports and a verbatim body (comments kept). Names it
+    imports from modules inlined after it (`later`) may be used only inside functions."""
     try:
         tree = ast.parse(text, filename=shown)
     except SyntaxError as exc:
@@ -120,6 +147,7 @@ def inline_python(text: str, shown: str, earlier: set[str]) -> PythonModule:
     lines = text.splitlines()
     drop: set[int] = set()  # 0-based line numbers left out of the body
     imports: list[str] = []
+    from_later: dict[str, str] = {}  # name -> the later module it comes from
     summary = ""
     for index, node in enumerate(tree.body):
         span = range(node.lineno - 1, node.end_lineno)
@@ -138,11 +166,13 @@ def inline_python(text: str, shown: str, earlier: set[str]) -> PythonModule:
                     shown, node.lineno, "import kernels_src names as `from kernels_src.X import name`"
                 )
             module = node.module.split(".", 1)[1] if "." in node.module else ""
-            if module + ".py" not in earlier:
+            if module + ".py" in later:
+                from_later.update({alias.name: module for alias in node.names})
+            elif module + ".py" not in earlier:
                 raise BuildError(
                     shown,
                     node.lineno,
-                    f"imports kernels_src.{module}, which sources.yaml does not list before it",
+                    f"imports kernels_src.{module}, which kernels_src/sources.yaml does not list",
                 )
         elif _import_is_allowed(node):
             imports.append(ast.get_source_segment(text, node))
@@ -156,10 +186,25 @@ def inline_python(text: str, shown: str, earlier: set[str]) -> PythonModule:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body:
             raise BuildError(shown, node.lineno, "imports must sit at the top level of a kernels_src module")
+    for name in _top_level_loads(tree):
+        if name.id in from_later:
+            raise BuildError(
+                shown,
+                name.lineno,
+                f"{name.id} (from kernels_src.{from_later[name.id]}, inlined later) is used while the file is"
+                " imported: move the use into a function or list that module earlier in kernels_src/sources.yaml",
+            )
     kept = ["" if number in drop else line for number, line in enumerate(lines)]
     first = next((i for i, line in enumerate(kept) if line.strip()), len(kept))
     body = "\n".join(kept[first:]).rstrip("\n") + "\n"
     return PythonModule(shown, summary, tuple(imports), body, first + 1)
+
+
+def _file_list(manifest: dict, key: str) -> list[str]:
+    value = manifest[key]
+    if not isinstance(value.value, list) or not all(isinstance(item.value, str) for item in value.value):
+        raise value.fail(f"{key} must be a list of file names in kernels_src/")
+    return [item.value for item in value.value]
 
 
 def load_sources(root: Path = REPO_ROOT) -> Sources:
@@ -171,23 +216,19 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
         "kernels_src/sources.yaml",
         {"cuda", "binding", "python"},
     )
-    cuda_files, python_files = [], []
-    for key, out in (("cuda", cuda_files), ("python", python_files)):
-        value = manifest[key]
-        if not isinstance(value.value, list) or not all(isinstance(item.value, str) for item in value.value):
-            raise value.fail(f"{key} must be a list of file names in kernels_src/")
-        out.extend(item.value for item in value.value)
-    binding_name = manifest["binding"].value
-    if not isinstance(binding_name, str):
-        raise manifest["binding"].fail("binding must be a file name in kernels_src/")
+    cuda_files, binding_files, python_files = (_file_list(manifest, key) for key in ("cuda", "binding", "python"))
+    lines = {key: [item.line for item in manifest[key].value] for key in ("cuda", "binding", "python")}
+    for key, files in (("cuda", cuda_files), ("binding", binding_files), ("python", python_files)):
+        for name, line in zip(files, lines[key]):
+            if not (src_dir / name).is_file():
+                raise BuildError(display_path(manifest_path, root), line, f"{name}: no such file in kernels_src/")
     cuda = assemble_c_sources(cuda_files, src_dir, root)
-    binding = assemble_c_sources([binding_name], src_dir, root)
+    binding = assemble_c_sources(binding_files, src_dir, root)
     modules = []
-    earlier: set[str] = set()
-    for name in python_files:
+    for index, name in enumerate(python_files):
         path = src_dir / name
         shown = display_path(path, root)
-        modules.append(inline_python(_read(path, shown), shown, earlier))
-        earlier.add(name)
-    inputs = [manifest_path] + [src_dir / f for f in cuda_files + [binding_name] + python_files]
-    return Sources(cuda, tuple(cuda_files), binding, tuple(modules), tuple(inputs))
+        earlier, later = set(python_files[:index]), set(python_files[index + 1 :])
+        modules.append(inline_python(_read(path, shown), shown, earlier, later))
+    inputs = [manifest_path] + [src_dir / f for f in cuda_files + binding_files + python_files]
+    return Sources(cuda, tuple(cuda_files), binding, tuple(binding_files), tuple(modules), tuple(dict.fromkeys(inputs)))

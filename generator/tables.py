@@ -1,133 +1,83 @@
-"""Tuning tables (tables/*.yaml): load, validate against the problem and the kernels, and return plain dicts.
+"""Tuning tables (tables/<engine>.yaml, one per engine of kernels_src/registry.py): load, check every entry against
+its engine's fields and rule, and return them with the line each entry sits on.
 
-Each table maps (layer, m) to a tuple of integers, or to None ("not this engine: fall back")."""
+A table file holds `entries: {layer: {m: {field: value, ...} or null}}` and, for an engine with defaults (the
+mma.sync GEMV), `defaults: {plain: {...}, dual: {...}}`: the config for an m that no entry of its class covers.
+null means "not this engine here": the next engine in precedence order decides."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from generator import REPO_ROOT
-from generator.errors import display_path
+from generator.errors import BuildError, display_path
 from generator.problem import Problem
-from generator.yamlio import Located, load_located, require_keys
-from kernels_src import dispatch
+from generator.yamlio import Located, load_located, plain, require_keys
+from kernels_src import registry
 
-
-@dataclass(frozen=True)
-class TableSpec:
-    """What one tables/*.yaml file holds and how each entry is checked."""
-
-    name: str  # the dict's name in dist/submission.py
-    file: str  # under tables/
-    fields: tuple[str, ...]
-    doc: str  # the comment above the dict in dist/submission.py
-    m_ok: Callable[[int], bool]
-    m_rule: str
-    # check(layer, m, entry) -> error text or None, beyond arity and integer-ness
-    check: Callable[[object, int, tuple], str | None] | None = None
-    has_defaults: bool = False
-    implemented: bool = True  # False: no engine serves it yet, so entries are refused
-
-
-def _check_gemv(layer, m, cfg):
-    return dispatch.gemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
-
-
-def _check_tma(layer, m, cfg):
-    return dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
-
-
-def _check_z(layer, m, cfg):
-    return dispatch.zgemv_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
-
-
-# The m range every GEMV table serves (decode batches); the Triton table serves the rest.
-DECODE_M = dict(m_ok=lambda m: 1 <= m <= dispatch.GEMV_MAX_M, m_rule=f"1 <= m <= {dispatch.GEMV_MAX_M}")
-
-TABLES = (
-    TableSpec(
-        name="CTABLE",
-        file="ctable.yaml",
-        fields=("NW", "S", "U", "P", "R", "C"),
-        doc="(layer, m) -> (NW, S, U, P, R, C) for the plain tensor-core GEMV; None sends the shape to cuBLAS",
-        **DECODE_M,
-        check=_check_gemv,
-        has_defaults=True,
-    ),
-    TableSpec(
-        name="TTABLE",
-        file="ttable.yaml",
-        fields=("S", "STAGES", "C"),
-        doc="(layer, m) -> (S, STAGES, C) for the bulk-copy + wgmma GEMV; it takes precedence over CTABLE, and None"
-        " (or no entry) leaves the shape to CTABLE",
-        **DECODE_M,
-        check=_check_tma,
-    ),
-    TableSpec(
-        name="ZTABLE",
-        file="ztable.yaml",
-        fields=("NW", "S", "UG", "P", "R", "C"),
-        doc="(layer, m) -> (NW, S, UG, P, R, C) for the compressed (12-bit lossless) GEMV; it takes precedence"
-        " over TTABLE and CTABLE, and None (or no entry) leaves the shape to them",
-        **DECODE_M,
-        check=_check_z,
-    ),
-    TableSpec(
-        name="TABLE",
-        file="table.yaml",
-        fields=("BN", "BM", "BK", "SPLIT", "num_warps", "num_stages", "tma", "atom"),
-        doc="(layer, m) -> (BN, BM, BK, SPLIT, num_warps, num_stages, tma, atom) for the Triton split-K GEMM"
-        " (no engine yet: empty)",
-        m_ok=lambda m: m > dispatch.GEMV_MAX_M,
-        m_rule=f"m > {dispatch.GEMV_MAX_M}",
-        implemented=False,
-    ),
-)
+KINDS = ("plain", "dual")  # the weight kinds a default is given for: bf16 weights, fp32 (hi + lo) weights
 
 
 @dataclass
 class Table:
-    spec: TableSpec
-    entries: dict[tuple[str, int], tuple[int, ...] | None]
-    defaults: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
-    lines: dict[tuple[str, int], int] = field(default_factory=dict)  # where each entry was written
+    engine: object  # the kernels_src engine this table configures
+    entries: dict  # (layer, m) -> Config or None
+    defaults: dict = field(default_factory=dict)  # kind -> Config or None
+    lines: dict = field(default_factory=dict)  # (layer, m) -> the line its entry sits on
+
+    @property
+    def file(self) -> str:
+        return "tables/" + self.engine.table_file
+
+    def as_registry(self) -> registry.Table:
+        return registry.Table(self.entries, self.defaults)
+
+    def literal(self) -> dict:
+        """The table as the submission's TABLES holds it: plain dicts of field -> value."""
+        fields = lambda cfg: None if cfg is None else dict(cfg._asdict())  # noqa: E731
+        out = {"entries": {key: fields(cfg) for key, cfg in self.entries.items()}}
+        if self.engine.has_defaults:
+            out["defaults"] = {kind: fields(cfg) for kind, cfg in self.defaults.items()}
+        return out
 
 
-def _entry(spec: TableSpec, value: Located, what: str) -> tuple[int, ...] | None:
+def _config(engine, value: Located, what: str):
+    """A Config from an entry (a YAML mapping field -> value), or None for null; a bad one fails on its line."""
     if value.value is None:
         return None
-    if not isinstance(value.value, list):
-        raise value.fail(f"{what}: expected a list {list(spec.fields)} or null, got {value.value!r}")
-    items = [item.value for item in value.value]
-    if len(items) != len(spec.fields):
-        raise value.fail(f"{what}: expected {len(spec.fields)} values {list(spec.fields)}, got {len(items)}")
-    for fname, item in zip(spec.fields, value.value):
-        if type(item.value) is not int:
-            raise item.fail(f"{what}: {fname} must be an integer, got {item.value!r}")
-    return tuple(items)
+    if not isinstance(value.value, dict):
+        raise value.fail(f"{what}: expected a mapping {{{', '.join(engine.fields)}}} or null, got {plain(value)!r}")
+    for name, (name_loc, _) in value.value.items():
+        if name not in engine.fields:
+            raise name_loc.fail(f"{what}: unknown field {name!r} (the {engine.name} fields: {', '.join(engine.fields)})")
+    try:
+        return engine.make_config(plain(value))
+    except ValueError as exc:
+        raise value.fail(f"{what}: {exc}") from None
 
 
-def parse_table(spec: TableSpec, doc: Located, problem: Problem) -> Table:
-    top = require_keys(doc, spec.file, {"entries"}, {"defaults"} if spec.has_defaults else set())
-    table = Table(spec, {})
-    if spec.has_defaults:
+def parse_table(engine, doc: Located, problem: Problem) -> Table:
+    shown = "tables/" + engine.table_file
+    top = require_keys(doc, shown, {"entries"}, {"defaults"} if engine.has_defaults else set())
+    table = Table(engine, {})
+    if engine.has_defaults:
         if "defaults" not in top:
-            raise doc.fail(f"{spec.file} lacks defaults: {{plain: [...], dual: [...]}}")
-        kinds = require_keys(top["defaults"], "defaults", {"plain", "dual"})
-        for kind, value in kinds.items():
-            cfg = _entry(spec, value, f"defaults.{kind}")
+            raise doc.fail(f"{shown} lacks defaults: {{plain: {{...}}, dual: {{...}}}}")
+        for kind, value in require_keys(top["defaults"], "defaults", set(KINDS)).items():
+            cfg = _config(engine, value, f"defaults.{kind}")
             table.defaults[kind] = cfg
-            if cfg is not None and spec.check is not None:
-                # a default serves every m that has no entry, on every layer of its kind: check them all
-                for layer in problem.layers.values():
-                    if layer.dual != (kind == "dual"):
-                        continue
-                    for m in (1, 8, 16, dispatch.GEMV_MAX_M):
-                        error = spec.check(layer, m, cfg)
-                        if error:
-                            raise value.fail(f"defaults.{kind} on {layer.name} m={m}: {error}")
+            if cfg is None:
+                continue
+            # a default serves every m its entries leave uncovered, on every layer of its kind: check the largest
+            # m of each class, where it is hardest
+            for layer in problem.layers.values():
+                if layer.dual != (kind == "dual"):
+                    continue
+                for m in engine.class_maxima():
+                    error = engine.config_error(cfg, layer, m)
+                    if error:
+                        raise value.fail(f"defaults.{kind} on {layer.name} m={m}: {error}")
     entries = top["entries"]
     if entries.value is None:
         entries = Located({}, entries.line, entries.file)
@@ -136,33 +86,51 @@ def parse_table(spec: TableSpec, doc: Located, problem: Problem) -> Table:
     for layer_name, (layer_loc, per_m) in entries.value.items():
         layer = problem.layers.get(layer_name)
         if layer is None:
-            raise layer_loc.fail(
-                f"unknown layer {layer_name!r} (tables/problem.yaml has {sorted(problem.layers)})"
-            )
+            raise layer_loc.fail(f"unknown layer {layer_name!r} (tables/problem.yaml has {sorted(problem.layers)})")
         if not isinstance(per_m.value, dict):
             raise per_m.fail(f"{layer_name}: expected a mapping m -> entry")
         for m, (m_loc, value) in per_m.value.items():
-            if type(m) is not int or not spec.m_ok(m):
-                raise m_loc.fail(f"{layer_name}: m must be an integer with {spec.m_rule}, got {m!r}")
-            what = f"{spec.name}[{layer_name}, {m}]"
-            cfg = _entry(spec, value, what)
-            if cfg is not None and spec.check is not None:
-                error = spec.check(layer, m, cfg)
+            if type(m) is not int or not engine.serves(m):
+                top_m = "" if engine.m_max is None else f" <= {engine.m_max}"
+                raise m_loc.fail(f"{layer_name}: m must be an integer {engine.m_min} <= m{top_m}, got {m!r}")
+            what = f"{engine.name}[{layer_name}, {m}]"
+            cfg = _config(engine, value, what)
+            if cfg is not None:
+                error = engine.config_error(cfg, layer, m)
                 if error:
                     raise value.fail(f"{what}: {error}")
             table.entries[(layer_name, m)] = cfg
             table.lines[(layer_name, m)] = value.line
-    if table.entries and not spec.implemented:
-        first_line = min(table.lines.values())
-        raise Located(None, first_line, doc.file).fail(
-            f"{spec.name} has entries but no engine implements it yet"
-        )
     return table
 
 
+def load_table(engine, problem: Problem, root: Path = REPO_ROOT) -> Table:
+    path = Path(root) / "tables" / engine.table_file
+    return parse_table(engine, load_located(path, display_path(path, Path(root))), problem)
+
+
 def load_tables(problem: Problem, root: Path = REPO_ROOT) -> dict[str, Table]:
-    out = {}
-    for spec in TABLES:
-        path = Path(root) / "tables" / spec.file
-        out[spec.name] = parse_table(spec, load_located(path, display_path(path, Path(root))), problem)
-    return out
+    """Every engine's table, checked; then every route the tables make for m = 1 .. plan_max_m on every layer
+    (also past a compressed engine prepare() may find the weights unfit for) checked at the m it serves: a config
+    borrowed from another m or a default must fit there too."""
+    tables = {engine.name: load_table(engine, problem, root) for engine in registry.ENGINES}
+    check_routes(problem, tables)
+    return tables
+
+
+def check_routes(problem: Problem, tables: dict[str, Table]) -> None:
+    as_registry = {name: table.as_registry() for name, table in tables.items()}
+    for layer, m, _, engine, cfg in registry.routes(problem.layers.values(), as_registry):
+        error = engine.config_error(cfg, layer, m)
+        if error:
+            table = tables.get(engine.name)
+            listed = table.as_registry().listed(layer.name) if table else []
+            row = m if m in listed else engine.borrowed_m(m, listed)
+            line = table.lines.get((layer.name, row)) if table and row is not None else None
+            origin = "the default" if row is None else "its entry" if row == m else f"the entry of m={row}"
+            raise BuildError(
+                table.file if table else "tables/",
+                line,
+                f"{layer.name} m={m} routes to {engine.name} ({origin}: {engine.describe(cfg)}), which cannot"
+                f" serve it: {error}",
+            )

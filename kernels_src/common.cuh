@@ -6,6 +6,8 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "call.h"
+
 namespace okc {
 
 // Dynamic shared memory a block may opt into: Hopper's 227 KB per block, less 1 KB kept for the kernels' static
@@ -97,15 +99,15 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity
         : "memory");
 }
 
-// Cluster split-K (C = 1, and the TMA GEMV's C = 2), shared by the three GEMVs: the S CTAs that split one output
+// Cluster split-K (reduce = cluster, and the TMA GEMV's cluster_gather / cluster_scatter), shared by the GEMVs: the S CTAs that split one output
 // tile's K range are one thread-block cluster (launch_splits). A rank that owns part of the tile keeps an inbox
 // in its shared memory, one slot per other rank and one mbarrier; the other ranks push their partials of that
 // part into their slots with st.async (each 16-byte store counted on that barrier's byte count) and leave. The
 // owner waits on the barrier once, adds the S partials in rank order (deterministic) and writes the output.
-// After the slowest split that is one one-way SM-to-SM trip, where the semaphore path (C = 0) takes three L2
-// round trips (publish and fence, count, reload): notes/session9 measured that tail at 1.7-1.9 us of the TMA
-// GEMV's time. C = 1 gives rank 0 the whole tile; the TMA GEMV's C = 2 spreads it over all S ranks, because an
-// SM takes in distributed shared memory at only ~25 GB/s (notes/session11).
+// After the slowest split that is one one-way SM-to-SM trip, where the semaphore path takes three L2 round trips
+// (publish and fence, count, reload): that tail measured 1.7-1.9 us of the TMA GEMV's time (docs/tma-gemv.md).
+// A gather gives rank 0 the whole tile; the TMA GEMV's scatter spreads it over all S ranks, because an SM takes in
+// distributed shared memory at only ~25 GB/s.
 __device__ __forceinline__ uint32_t cluster_rank() {
     uint32_t r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -174,12 +176,12 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
-// Atomic split-K (C = 2, fp32 outputs only): the S CTAs of a row group add their partial tiles straight into
+// Atomic split-K (reduce = atomic, fp32 outputs only): the S CTAs of a row group add their partial tiles straight into
 // the output with red.global.add, so the end of a CTA is one fire-and-forget trip to L2 instead of the
 // semaphore's three round trips, and no cluster has to fit (clusters of 8 do not all fit on the H200:
-// notes/session10). The output must read zero before the first add lands, and the caller hands over a fresh
+// docs/mma-gemv.md). The output must read zero before the first add lands, and the caller hands over a fresh
 // torch.empty. So split 0 of each row group zeroes the group's part of the output at kernel start, before its
-// last warp issues any load (a fence likely also waits for the warp's loads in flight: session 22, call 2),
+// last warp issues any load (a fence likely also waits for the warp's loads in flight: docs/mma-gemv.md),
 // and raises the group's flag by S; the others check the flag, long since raised, before their adds. Which
 // launch a flag value belongs to comes from a ticket:
 //   ticket  32-bit, per row group and S: each CTA adds 1 at start and reads the old value only at its end, so
@@ -188,12 +190,12 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
 //   flag    32-bit, per row group and S: split 0 adds S once this launch's zeroes are visible device-wide. A
 //           CTA of this launch waits for (its ticket rounded down to a multiple of S) + S.
 // Both counters only grow, so a launch leaves them ready for the next one and a graph replay needs no clearing
-// kernel; launches of another S use other counters. They live in the semaphore array past C = 0's counters.
+// kernel; launches of another S use other counters. They live in the semaphore array past the semaphore reduction's counters.
 constexpr int kTicketAt = 4096;     // int offset of the tickets in the semaphore array
-constexpr int kTicketGroups = 256;  // row groups a C = 2 launch may have
+constexpr int kTicketGroups = 256;  // row groups an atomic launch may have
 constexpr int kTicketSplits = 5;    // S = 2, 4, 8, 16, 32
 constexpr int kFlagAt = kTicketAt + kTicketSplits * kTicketGroups;
-constexpr int kSemaphoreInts = kFlagAt + kTicketSplits * kTicketGroups;  // runtime.py's SEMAPHORES (a test checks)
+constexpr int kSemaphoreInts = kFlagAt + kTicketSplits * kTicketGroups;  // engine.py's SEMAPHORES (a test checks)
 
 // The counters' slot for (group, S), S a power of two in 2..32.
 __device__ __forceinline__ int ticket_slot(int group, int S) { return (__ffs(S) - 2) * kTicketGroups + group; }
@@ -237,7 +239,7 @@ __device__ __forceinline__ void await_zeroed(const int* sem, int group, int S, u
 }
 
 // out[0..3] += v, one L2 atomic for four consecutive fp32 (sm_90: red.global.v4.f32). Like every f32 atomic add it
-// flushes subnormal inputs and results to zero (PTX ISA): a C = 2 output below 2^-126 in magnitude reads 0.
+// flushes subnormal inputs and results to zero (PTX ISA): an atomic-reduced output below 2^-126 in magnitude reads 0.
 __device__ __forceinline__ void red_add_v4(float* p, float v0, float v1, float v2, float v3) {
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v0), "f"(v1), "f"(v2), "f"(v3)
                  : "memory");

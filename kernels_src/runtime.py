@@ -1,234 +1,235 @@
-"""prepare() and kernel_fn(), the judge's entry points, and how each engine is launched."""
+"""prepare() and kernel_fn(), the judge's entry points; the CUDA extension, compiled for the kernels routed to.
+
+prepare() does everything slow once: it splits the router's fp32 weights into bf16 hi + lo, routes every
+(layer, m) for m = 1 .. PLAN_MAX_M (kernels_src/registry.py), builds what those engines read (packed fragments,
+tiles, 12-bit streams), compiles the CUDA kernels the tables can reach, and makes one launch per (layer, m):
+a callable x -> out holding every pointer and constant it needs. kernel_fn() is one list lookup and that call."""
 
 import torch
 from torch.utils.cpp_extension import load_inline
 
-from kernels_src.compress import CompressionError, compress
-from kernels_src.dispatch import GEMV_MAX_M, TMA_HALF_C, WORKSPACE_FLOATS, column_blocks, route
-from kernels_src.packing import pack_mma_a, pack_tma_bulk, pack_tma_half_bulk, split_hi_lo
+from kernels_src.compress import CompressionError
+from kernels_src.cublas import fallback_plan
+from kernels_src.engine import SEMAPHORES, WORKSPACE_FLOATS, Layer
+from kernels_src.packing import split_hi_lo
+from kernels_src.registry import BY_NAME, make_tables, plan_max_m, route, variants
+from kernels_src.splitk_gemm import ACCUMULATOR_FLOATS, COUNTERS
 
-# Defined ahead of this code in dist/submission.py by templates/submission.py.j2:
-#   CUDA_SRC, BINDING_SRC   the CUDA kernels + launchers, and the torch-facing C++ shim
-#   LAYERS, WARMUP_M        the problem (tables/problem.yaml)
-#   CTABLE, CTABLE_DEFAULTS the mma.sync GEMV's tuning table (tables/ctable.yaml)
-#   TTABLE                  the TMA + wgmma GEMV's tuning table (tables/ttable.yaml)
-#   ZTABLE                  the compressed GEMV's tuning table (tables/ztable.yaml)
-
-SEMAPHORES = 6656  # C = 0: one arrival counter per row group (ints 0..4095); C = 2: tickets and flags
-# (common.cuh, kSemaphoreInts). Every split-K launch leaves them ready for the next one.
-# nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
-CUDA_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]
-_EXTENSION = None
+# Defined ahead of this code in dist/submission.py (templates/submission.py.j2): LAYERS and TABLES (tables/),
+# WARMUP_M (the m's the judge sends), and, at the end of the file, CUDA_SRC and BINDING_SRC (kernels_src/).
 
 
-def _extension():
-    """The CUDA module, compiled once per process; prepare() calls it so no timed call pays for it."""
-    global _EXTENSION
-    if _EXTENSION is None:
-        _EXTENSION = load_inline(
-            name="okc_muse_proj",
-            cpp_sources=BINDING_SRC,
-            cuda_sources=CUDA_SRC,
-            functions=["gemv", "tma_gemv", "zgemv"],
-            extra_cuda_cflags=CUDA_FLAGS,
-            verbose=False,
-        )
-    return _EXTENSION
-
-
-def _is_dual(layer):
-    """fp32 weights (the router) run as a bf16 hi+lo pair into one fp32 accumulator."""
-    return LAYERS[layer]["dtype"] == "float32"
-
-
-def _width(layer, m):
-    """The output width the judge asks for at m tokens (the unpooler's slice at small m)."""
-    narrow = LAYERS[layer]["narrow"]  # (n, max_m) or None
-    return narrow[0] if narrow is not None and m <= narrow[1] else LAYERS[layer]["n"]
-
-
-def _engine(layer, m, state=None):
-    """The table route for (layer, m); a layer whose weights compress() refused (no "z:" entry in a prepared
-    state) takes the route without ZTABLE."""
-    ztable = ZTABLE if state is None or "z:" + layer in state else None  # one route per call, not two
-    return route(layer, m, _is_dual(layer), CTABLE, CTABLE_DEFAULTS, TTABLE, ztable)
+def problem():
+    """(layers, tables) of this file: Layer tuples and the engines' tables of configs."""
+    layers = [Layer(name, **spec) for name, spec in LAYERS.items()]
+    return layers, make_tables(TABLES)
 
 
 def prepare(weights):
-    """Everything slow, once, untimed: copies, hi+lo split, fragment packing, compilation and warm-up."""
-    state = {}
-    device = None
-    for layer, w in weights.items():
-        device = w.device
-        w = w.contiguous()
-        if _is_dual(layer):
-            hi, lo = split_hi_lo(w)
-            state[layer] = hi, lo
-            # cuBLAS fallback: one GEMM over K concatenated, [x, x] . [hi, lo]^T == x.hi^T + x.lo^T in fp32
-            state["cublas:" + layer] = torch.cat([hi, lo], dim=1).contiguous()
-        else:
-            state[layer] = (w,)
-            state["cublas:" + layer] = w
-    engines = {(layer, _engine(layer, m)[0]) for layer in weights for m in range(1, GEMV_MAX_M + 1)}
-    for layer in sorted(layer for layer, engine in engines if engine == "z"):
-        try:
-            state["z:" + layer] = compress(state[layer][0], layer)
-        except CompressionError as refused:  # the layer keeps its other engines; the run goes on
-            print(f"prepare: {refused}", flush=True)  # the submission may import only torch, triton, typing
-            engines |= {(layer, _engine(layer, m, state)[0]) for m in range(1, GEMV_MAX_M + 1)}
-    # Row blocks / row tiles are outermost in both packed orders, so the unpooler's 1024-row slice is a prefix.
-    for layer in sorted(layer for layer, engine in engines if engine == "gemv"):
-        state["packed:" + layer] = tuple(pack_mma_a(part) for part in state[layer])
-    for layer in sorted(layer for layer, engine in engines if engine == "tma"):
-        for operand in _tma_operands(layer, state):
-            pack = pack_tma_half_bulk if operand == "halftiles:" else pack_tma_bulk
-            state[operand + layer] = tuple(pack(part) for part in state[layer])
-    state["ws"] = torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device)
-    state["sem"] = torch.zeros(SEMAPHORES, dtype=torch.int32, device=device)
-    if any(engine != "cublas" for _, engine in engines):
-        _extension()
-    # Warm-up: cuBLAS heuristics, workspaces and any lazy initialisation happen here, not in the timed calls.
-    for layer, w in weights.items():
+    """Everything slow, once, untimed: weight layouts, compilation, one launch per (layer, m), warm-up."""
+    layers, tables = problem()
+    device = next(iter(weights.values())).device
+    state = {"parts": {}, "operands": {}, "refused": {}, "plans": {}, "top_m": plan_max_m(tables)}
+    for layer in layers:
+        w = weights[layer.name].contiguous()
+        state["parts"][layer.name] = split_hi_lo(w) if layer.dual else (w,)
+        state["operands"][layer.name] = {}
+    routed = state["routes"] = {}  # layer -> [(engine, cfg) for m = 0 .. top_m]
+    for layer in layers:
+        routed[layer.name] = layer_routes(state, layer, tables)
+    cuda = device.type == "cuda"
+    state["buffers"] = {
+        "workspace": torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device),
+        "semaphores": torch.zeros(SEMAPHORES, dtype=torch.int32, device=device),
+        "counters": torch.zeros(COUNTERS, dtype=torch.int32, device=device),
+        "accumulator": torch.zeros(ACCUMULATOR_FLOATS, dtype=torch.float32, device=device),
+    }
+    # One extension for every kernel the tables can reach, including the routes of a layer compress() refuses:
+    # the same build serves any weights, and is cached across processes (torch's extension cache).
+    state["kernels"] = variants(layers, tables) if cuda else []
+    state["extension"] = build_extension(state["kernels"]) if state["kernels"] else None
+    made = {}  # one plan per (engine, config, n, kernel): m's that share a kernel share the plan
+    for layer in layers:
+        plans = [(-1, None)]  # m = 0: no plan (kernel_fn falls back)
+        for m in range(1, state["top_m"] + 1):
+            engine, cfg = routed[layer.name][m]
+            if not cuda:
+                engine, cfg = BY_NAME["cublas"], BY_NAME["cublas"].Config()
+            key = (layer.name, engine.name, cfg, layer.n_for(m), engine.variant(cfg, layer, m))
+            if key not in made:
+                made[key] = (layer.n_for(m), engine.plan(cfg, layer, m, PlanContext(state, layer)), m)
+            n, call, _ = made[key]
+            plans.append((n, call))
+        state["plans"][layer.name] = plans
+    # Warm-up: every launch once (Triton compiles here, cuBLAS picks its kernels), then every m the judge sends.
+    for (name, *_), (n, call, m) in made.items():
+        call(torch.randn(m, weights[name].shape[1], device=device).to(torch.bfloat16))
+    for layer in layers:
         for m in WARMUP_M:
-            x = torch.randn(m, w.shape[1], device=device).to(torch.bfloat16)
-            kernel_fn(
-                {"x": x, "config": {"m": m, "n": _width(layer, m), "k": w.shape[1], "layer": layer}}, state
-            )
-    torch.cuda.synchronize()
+            x = torch.randn(m, layer.k, device=device).to(torch.bfloat16)
+            kernel_fn({"x": x, "config": {"m": m, "n": layer.n_for(m), "k": layer.k, "layer": layer.name}}, state)
+    if cuda:
+        torch.cuda.synchronize()
     return state
 
 
-def _launch(entry, *args):
-    """Call an extension entry point. It returns "" once the kernel is launched, else one line saying why not,
-    raised here as a RuntimeError (binding.cpp builds the line; it throws nothing itself)."""
-    refused = getattr(_extension(), entry)(*args)
-    if refused:
-        raise RuntimeError(refused)
+def layer_routes(state, layer, tables) -> list:
+    """(engine, config) for m = 0 .. top_m of one layer, building each engine's operands on the way. A layer whose
+    weights compress() refuses is routed again without the compressed engine, with one line saying why."""
+    skip = ()
+    while True:
+        out = [(None, None)] + [route(layer, m, tables, skip) for m in range(1, state["top_m"] + 1)]
+        try:
+            for engine, cfg in out[1:]:
+                add_operands(state, engine, cfg, layer)
+            return out
+        except CompressionError as refused:  # the layer keeps its bf16 engines; the run goes on
+            print(f"prepare: {refused}", flush=True)  # the submission may import only torch, triton, typing
+            state["refused"][layer.name] = str(refused)
+            skip = ("compressed_gemv",)
 
 
-def _gemv(x, layer, n, cfg, state):
-    nw, s, u, p, r, c = cfg
-    m, k = x.shape
-    dual = _is_dual(layer)
-    out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
-    packed = state["packed:" + layer]
-    w, w2 = packed[0], packed[-1]  # dual: hi, lo; plain: the one matrix twice (w2 unused)
-    stream = torch.cuda.current_stream(x.device).cuda_stream  # the capture stream inside torch.cuda.graph
-    _launch(
-        "gemv",
-        x,
-        w,
-        w2,
-        out,
-        state["ws"],
-        state["sem"],
-        n,
-        k,
-        nw,
-        s,
-        u,
-        column_blocks(m),
-        r,
-        c,
-        dual,
-        p,
-        stream,
-    )
-    return out
+def add_operands(state, engine, cfg, layer) -> None:
+    """What `engine` reads for cfg on `layer`, built once (CompressionError if the weights cannot be compressed)."""
+    have = state["operands"][layer.name]
+    for operand in engine.operands(cfg, layer):
+        if operand not in have:
+            have[operand] = engine.build_operand(operand, state["parts"][layer.name], layer)
 
 
-def _tma_operand(cfg):
-    """The state key prefix of the packed weights a TMA config reads: 64-row tiles, or half tiles for C = 3."""
-    return "halftiles:" if cfg[2] == TMA_HALF_C else "tiles:"
+def served_by(state, layer: str, m: int):
+    """(engine, config) that serve m tokens of `layer` in this prepared state (cuBLAS past the plans)."""
+    routes = state["routes"][layer]
+    return routes[m] if 0 < m < len(routes) else (BY_NAME["cublas"], BY_NAME["cublas"].Config())
 
 
-def _tma_operands(layer, state):
-    """The packed TMA operands (state key prefixes) that the routes of `layer` for m = 1..GEMV_MAX_M read."""
-    routes = (_engine(layer, m, state) for m in range(1, GEMV_MAX_M + 1))
-    return sorted({_tma_operand(cfg) for engine, cfg in routes if engine == "tma"})
-
-
-def _tma_gemv(x, layer, n, cfg, state):
-    s, stages, c = cfg
-    m, k = x.shape
-    dual = _is_dual(layer)
-    out = torch.empty((m, n), dtype=torch.float32 if dual else torch.bfloat16, device=x.device)
-    tiles = state[_tma_operand(cfg) + layer]
-    stream = torch.cuda.current_stream(x.device).cuda_stream
-    _launch(
-        "tma_gemv",
-        x,
-        tiles[0],
-        tiles[-1],
-        out,
-        state["ws"],
-        state["sem"],
-        n,
-        k,
-        s,
-        column_blocks(m),
-        stages,
-        c,
-        dual,
-        stream,
-    )
-    return out
-
-
-def _zgemv(x, layer, n, cfg, state):
-    nw, s, ug, p, r, c = cfg
-    m, k = x.shape
-    out = torch.empty((m, n), dtype=torch.bfloat16, device=x.device)
-    z = state["z:" + layer]  # row blocks outermost in every part: the unpooler's slice is a prefix
-    t = z["table_words"]  # four ints, made once in prepare()
-    stream = torch.cuda.current_stream(x.device).cuda_stream
-    _launch(
-        "zgemv",
-        x,
-        z["stream"],
-        z["patches"],
-        z["exceptions"],
-        z["row_starts"],
-        out,
-        state["ws"],
-        state["sem"],
-        n,
-        k,
-        nw,
-        s,
-        ug,
-        column_blocks(m),
-        r,
-        bool(c),
-        p,
-        t[0],
-        t[1],
-        t[2],
-        t[3],
-        stream,
-    )
-    return out
-
-
-def _cublas(x, layer, n, state):
-    w = state["cublas:" + layer]
-    if _is_dual(layer):
-        return torch.mm(torch.cat([x, x], dim=1), w[:n].t(), out_dtype=torch.float32)
-    return x @ w[:n].t()
+def use_kernels(state, extra) -> None:
+    """Make `extra` kernels launchable on a prepared state too (sweep, ab, profile time configs no table names):
+    one extension with the state's kernels and these. Launches made before keep theirs."""
+    missing = [variant for variant in dict.fromkeys(extra) if variant not in state["kernels"]]
+    if missing:
+        state["kernels"] = state["kernels"] + missing
+        state["extension"] = build_extension(state["kernels"])
 
 
 def kernel_fn(data, state):
-    """The timed call: out[m, n] = x . W[:n]^T, on the engine the tables pick for (layer, m)."""
+    """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m)."""
     x = data["x"]
     config = data["config"]
-    layer, n = config["layer"], config["n"]
-    engine, cfg = _engine(layer, x.shape[0], state)
-    # The GEMVs take contiguous, 16-byte aligned bf16 x; any other valid x goes to cuBLAS, which accepts it.
-    aligned = x.dtype == torch.bfloat16 and x.is_contiguous() and x.data_ptr() % 16 == 0
-    if engine == "z" and aligned and n % 16 == 0:
-        return _zgemv(x, layer, n, cfg, state)
-    if engine == "tma" and aligned and n % 64 == 0:
-        return _tma_gemv(x, layer, n, cfg, state)
-    if engine == "gemv" and aligned and n % 16 == 0:
-        return _gemv(x, layer, n, cfg, state)
-    return _cublas(x, layer, n, state)
+    plans = state["plans"][config["layer"]]
+    m = x.shape[0]
+    if m < len(plans):
+        n, call = plans[m]
+        if n == config["n"]:
+            return call(x)
+    # an m past the plans (or a width the judge never asks for): cuBLAS
+    layer = Layer(config["layer"], **LAYERS[config["layer"]])
+    return fallback_plan(layer, config["n"], state["parts"][layer.name], cublas_operand(state, layer))(x)
+
+
+def cublas_operand(state, layer):
+    add_operands(state, BY_NAME["cublas"], None, layer)
+    return state["operands"][layer.name].get("hi_lo")
+
+
+BF16 = torch.bfloat16
+# The current CUDA stream as an integer, cheaply (the capture stream inside torch.cuda.graph): torch's own fast
+# path (what Triton's launcher uses), else the public one.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream
+)
+
+
+class PlanContext:
+    """What an engine's plan() may use for one layer: its weight parts and operands, the shared buffers, and
+    cuda_plan() for a kernel of the extension."""
+
+    def __init__(self, state, layer):
+        self.state = state
+        self.layer = layer
+        self.parts = state["parts"][layer.name]
+        self.operands = state["operands"][layer.name]
+        self.buffers = state["buffers"]
+
+    def fallback(self, m):
+        add_operands(self.state, BY_NAME["cublas"], None, self.layer)
+        return fallback_plan(self.layer, self.layer.n_for(m), self.parts, self.operands.get("hi_lo"))
+
+    def cuda_plan(self, variant, layer, m, pointers, scalars=()):
+        """x -> out through the extension's kernel `variant`, its pointers and constants fixed now; an x the
+        kernels do not take (another dtype, not contiguous, not 16-byte aligned) goes to cuBLAS."""
+        kernels = self.state["kernels"]
+        if variant not in kernels:
+            raise RuntimeError(f"the extension has no kernel {variant}: the build's kernel list missed a route")
+        n, ext = layer.n_for(m), self.state["extension"]
+        pointers = tuple(p.data_ptr() for p in pointers) + (0,) * (4 - len(pointers))
+        scalars = tuple(scalars) + (0,) * (3 - len(scalars))
+        ws, sem = self.buffers["workspace"].data_ptr(), self.buffers["semaphores"].data_ptr()
+        plan_id = ext.plan(kernels.index(variant), n, layer.k, *pointers, *scalars, ws, sem)
+        run, out_dtype, fallback = ext.run, torch.float32 if layer.dual else BF16, self.fallback(m)
+        device = self.buffers["workspace"].device
+        index = device.index
+
+        def call(x):
+            if x.dtype is not BF16 or not x.is_contiguous() or x.data_ptr() % 16:
+                return fallback(x)
+            out = torch.empty((x.shape[0], n), dtype=out_dtype, device=device)
+            refused = run(plan_id, x.data_ptr(), out.data_ptr(), x.shape[0], _raw_stream(index))
+            if refused:
+                raise RuntimeError(refused)
+            return out
+
+        return call
+
+
+# nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
+CUDA_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]
+EXTENSION_NAME = "okc_muse_proj"
+_EXTENSIONS = {}
+
+
+def launch_table(kernels) -> str:
+    """The C++ that maps a kernel number to its launcher instantiation: one case per kernel of this build. The
+    template arguments and the run-time arguments are the Variant's, in its engine's field order."""
+    lines = [
+        "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each.",
+        "const char* okc_launch(int kernel, const okc::Call& call) {",
+        "    switch (kernel) {",
+    ]
+    for number, v in enumerate(kernels):
+        engine = BY_NAME[v.engine]
+        template = ", ".join(_cpp(a) for a in v.template)
+        runtime = "".join(", " + _cpp(a) for a in v.runtime)
+        names = ", ".join(f"{f}={_cpp(a)}" for f, a in zip(engine.template_fields, v.template))
+        lines.append(f"        case {number}: return {engine.launcher}<{template}>(call{runtime});  // {names}")
+    lines += ["    }", '    return "no such kernel in this build";', "}", ""]
+    return "\n".join(lines)
+
+
+def _cpp(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def build_extension(kernels):
+    """The CUDA extension with exactly these kernels (compiled once per process and cached by torch on disk).
+    The binding is plain pybind11 (no torch headers): the CUDA, not the C++ shim, is the build's long pole."""
+    key = tuple(kernels)
+    if key not in _EXTENSIONS:
+        digest = 0
+        for ch in repr(key):  # a stable name per kernel set, so that two sets do not rebuild each other
+            digest = (digest * 131 + ord(ch)) % (1 << 61)
+        options = dict(
+            name=f"{EXTENSION_NAME}_{digest:x}",
+            cpp_sources=BINDING_SRC,
+            cuda_sources=CUDA_SRC + launch_table(kernels),
+            functions=["plan", "run"],
+            extra_cflags=["-O1"],
+            extra_cuda_cflags=CUDA_FLAGS,
+            with_pytorch_error_handling=False,
+            verbose=False,
+        )
+        try:
+            _EXTENSIONS[key] = load_inline(**options, no_implicit_headers=True)
+        except TypeError:  # a torch without no_implicit_headers: it adds torch/extension.h, which also works
+            _EXTENSIONS[key] = load_inline(**options)
+    return _EXTENSIONS[key]

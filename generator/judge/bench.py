@@ -267,7 +267,6 @@ def run_bench(
     result = BenchResult(environment(), float("nan"), read_bandwidth(flush), [], samples, after_prepare)
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 2)
-    engine_of = getattr(module, "_engine", None)
     for layer_name, m in shapes:
         layer = problem.layers[layer_name]
         n, k = layer.n_for(m), layer.k
@@ -282,7 +281,7 @@ def run_bench(
             m=m,
             n=n,
             weight_bytes=layer.weight_bytes(m),
-            engine=engine_of(layer_name, m)[0] if engine_of else "?",
+            engine=module.served_by(state, layer_name, m)[0].name if hasattr(module, "served_by") else "?",
             ours_cold_us=time_cold_us(ours, flush, reps),
             ours_warm_us=time_warm_us(ours),
             cublas_cold_us={name: time_cold_us(fn, flush, reps) for name, fn in baselines.items()},

@@ -1,8 +1,8 @@
-"""GEMV launches named on the command line, `layer:m:engine:config` (e.g. `qkv_gate:32:tma:3,8,2`), or
-`layer:m:cublas` for the file's cuBLAS fallback (what a null table entry runs): parsed and checked like table
-entries, and made into calls on a prepared submission. Shared by `profile` (ncu) and `ab` (interleaved timing),
-so a GEMV config can be timed against cuBLAS in one process, where a sweep's 2 % margin is too close to call.
-"""
+"""Launches named on the command line, `layer:m:engine:values` (values: the engine's config fields in order, or
+`field=value`, comma-separated; e.g. `qkv_gate:32:tma_gemv:1,14,half,none` or
+`router:128:splitk_gemm:block_n=64,block_m=64,block_k=128,splits=16,warps=4,stages=3,loads=tma,reduce=atomic`),
+or `layer:m:cublas` for the fallback: parsed and checked like table entries, and made into calls on a prepared
+submission. Shared by `profile` (ncu) and `ab` (interleaved timing)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from generator.problem import Problem
-from kernels_src import dispatch
-
-# engine -> (runtime launcher name, number of fields, the config check a table entry gets)
-ENGINES = {
-    "gemv": ("_gemv", len(dispatch.GEMV_FIELDS), dispatch.gemv_config_error),
-    "tma": ("_tma_gemv", 3, dispatch.tma_config_error),
-    "z": ("_zgemv", len(dispatch.ZGEMV_FIELDS), dispatch.zgemv_config_error),
-    "cublas": ("_cublas", 0, None),  # runtime.py's fallback: serves any shape, takes no config
-}
+from kernels_src import registry
 
 
 @dataclass(frozen=True)
@@ -26,70 +18,81 @@ class Launch:
     layer: str
     m: int
     engine: str
-    config: tuple[int, ...]
+    config: tuple
 
     @property
     def spec(self) -> str:
+        """The launch as the command line writes it, every field named."""
         if not self.config:
             return f"{self.layer}:{self.m}:{self.engine}"
-        return f"{self.layer}:{self.m}:{self.engine}:{','.join(map(str, self.config))}"
+        fields = registry.BY_NAME[self.engine].fields
+        values = ",".join(f"{name}={value}" for name, value in zip(fields, self.config))
+        return f"{self.layer}:{self.m}:{self.engine}:{values}"
 
 
 def parse_launch(text: str, problem: Problem) -> Launch:
-    """`layer:m:engine:c1,c2,...` or `layer:m:cublas` -> Launch, or ValueError with one line saying what is
-    wrong."""
+    """`layer:m:engine:values` or `layer:m:cublas` -> Launch, or ValueError with one line saying what is wrong."""
     parts = text.split(":")
-    if len(parts) == 3 and parts[2] == "cublas":
+    if len(parts) == 3:
         parts.append("")
     if len(parts) != 4:
-        raise ValueError(
-            f"{text!r}: expected layer:m:engine:config or layer:m:cublas, e.g. qkv_gate:32:tma:3,8,2"
-        )
-    layer_name, m_text, engine, cfg_text = parts
+        raise ValueError(f"{text!r}: expected layer:m:engine:values or layer:m:cublas, e.g. qkv_gate:32:tma_gemv:1,14,half,none")
+    layer_name, m_text, engine_name, values = parts
     if layer_name not in problem.layers:
         raise ValueError(f"{text!r}: unknown layer {layer_name!r} (one of {', '.join(problem.layers)})")
-    if engine not in ENGINES:
-        raise ValueError(f"{text!r}: unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    engine = registry.BY_NAME.get(engine_name)
+    if engine is None:
+        raise ValueError(f"{text!r}: unknown engine {engine_name!r} (one of {', '.join(registry.BY_NAME)})")
     try:
         m = int(m_text)
-        cfg = tuple(int(v) for v in cfg_text.split(",")) if cfg_text else ()
     except ValueError:
-        raise ValueError(f"{text!r}: m and the config fields must be integers") from None
-    _, fields, config_error = ENGINES[engine]
-    if len(cfg) != fields:
-        raise ValueError(f"{text!r}: the {engine} engine takes {fields} config fields, got {len(cfg)}")
-    layer = problem.layers[layer_name]
-    if config_error is None:  # cuBLAS: any m the judge may send
-        error = None if m >= 1 else f"m must be at least 1, got m={m}"
-    else:
-        error = config_error(cfg, m, layer.dual, layer.n_for(m), layer.k)
+        raise ValueError(f"{text!r}: m must be an integer, got {m_text!r}") from None
+    try:
+        cfg = engine.parse_values(values.split(",") if values else [])
+    except ValueError as exc:
+        raise ValueError(f"{text!r}: {exc}") from None
+    error = engine.config_error(cfg, problem.layers[layer_name], m)
     if error is not None:
         raise ValueError(f"{text!r}: {error}")
-    return Launch(layer_name, m, engine, cfg)
+    return Launch(layer_name, m, engine_name, tuple(cfg))
 
 
-def launch_calls(
-    module: ModuleType, problem: Problem, launches: list[Launch], seed: int = 1, device: str = "cuda"
-):
-    """For each launch: (call, x, n), a no-argument call of its engine on fresh x (N(0, 1), never zeros) against
-    the `normal` weights, prepared by the file and given every engine state the launches need; and those
-    weights, for a reference. device: cuda, or cpu for a stand-in module in the tests."""
+def module_config(module: ModuleType, engine: str, config: tuple):
+    """The submission's own engine and a Config of its own class (the file defines its engines anew)."""
+    engine = module.BY_NAME[engine]
+    return engine, engine.Config(*config)
+
+
+def launch_calls(module: ModuleType, problem: Problem, launches: list[Launch], seed: int = 1, device: str = "cuda"):
+    """For each launch: (call, x, n), a no-argument call on fresh x (N(0, 1), never zeros) against the `normal`
+    weights, prepared by the file, its engine's operands built and its kernel compiled into the extension beside
+    the file's own; and those weights, for a reference. device: cuda, or cpu for a stand-in module in the tests."""
     import torch
 
-    from generator.judge.sweep import add_engine_state
     from generator.judge.weights import make_weights, make_x
 
     weights = make_weights(problem, "normal", 0, device)
     state = module.prepare({name: w.clone() for name, w in weights.items()})
-    for engine in {launch.engine for launch in launches}:
-        add_engine_state(module, state, problem, engine, {launch.layer for launch in launches})
+    plans = make_plans(module, state, [(launch.layer, launch.m, launch.engine, launch.config) for launch in launches])
     gen = torch.Generator(device=device).manual_seed(seed)
     calls = []
-    for launch in launches:
+    for launch, plan in zip(launches, plans):
         layer = problem.layers[launch.layer]
         x, n = make_x(launch.m, layer.k, gen, device), layer.n_for(launch.m)
-        run = getattr(module, ENGINES[launch.engine][0])
-        # the GEMVs take (x, layer, n, config, state); the cuBLAS fallback has no config
-        args = (x, launch.layer, n, *((launch.config,) if launch.config else ()), state)
-        calls.append((lambda run=run, args=args: run(*args), x, n))
+        calls.append((lambda plan=plan, x=x: plan(x), x, n))
     return calls, weights
+
+
+def make_plans(module: ModuleType, state: dict, wanted) -> list:
+    """A launch (x -> out) for each (layer, m, engine, config) on a prepared state: the operands built, and every
+    CUDA kernel they need compiled into one extension with the file's own (compress() refusing a layer raises)."""
+    layers = {layer.name: layer for layer in module.problem()[0]}
+    chosen = []
+    for layer_name, m, engine_name, config in wanted:
+        engine, cfg = module_config(module, engine_name, config)
+        layer = layers[layer_name]
+        module.add_operands(state, engine, cfg, layer)
+        chosen.append((engine, cfg, layer, m))
+    extra = [engine.variant(cfg, layer, m) for engine, cfg, layer, m in chosen]
+    module.use_kernels(state, [v for v in extra if v is not None])
+    return [engine.plan(cfg, layer, m, module.PlanContext(state, layer)) for engine, cfg, layer, m in chosen]

@@ -1,62 +1,41 @@
-"""sweep: time every admissible configuration of one GEMV engine per (layer, m) on the H200 and write its table:
-tables/ctable.yaml for the mma.sync GEMV (engine "gemv"), tables/ttable.yaml for the TMA + wgmma GEMV ("tma"),
-tables/ztable.yaml for the compressed GEMV ("z").
-"""
+"""sweep: time every admissible configuration of one engine per (layer, m) on the H200 and write its table
+(tables/<engine>.yaml). Every candidate is checked against float64 first; the time to beat is what serves the
+shape without this engine's entry (the engines after it in precedence order, cuBLAS last)."""
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from generator.problem import Layer, Problem
-from kernels_src import dispatch
+from generator.problem import Problem
 
-SWEEP_M = (1, 8, 16, 32)
-SWEEP_NW = (4, 8, 16)  # 2 warps never won the first sweep
-MAX_CTAS = 2048  # beyond ~15 CTAs per SM, more split-K only adds partial-tile traffic
-MIN_GAIN = 0.02  # keep cuBLAS unless the GEMV is at least 2% faster: noise should not flip a shape
+MIN_GAIN = 0.02  # a table entry changes only on a >= 2 % win either way: two H200s rank close configs differently
 FINALISTS = 4  # the fastest few of the coarse pass are timed again with more replays before one is chosen
-# The TMA GEMV's split counts and ring depths worth timing: S past 32 was slower on every shape of the probe
-# runs on the H200 (notes/session3): more CTAs each pay a fixed start-up and reduction cost that fewer of them per
-# SM overlap. Every compiled ring depth but 2 (one slot in flight while the other is read; left out of every sweep
-# so far), taken from dispatch.TMA_STAGES so that a depth added to the kernel's list is swept without another edit.
-TMA_SWEEP_S = (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32)
-TMA_SWEEP_STAGES = tuple(depth for depth in dispatch.TMA_STAGES if depth > 2)
-TMA_SWEEP_C = dispatch.TMA_C
 
 
-def _split_k_candidates(layer: Layer, m: int, fields, k_unit: int, config_error) -> list[tuple[int, ...]]:
-    """Every (NW, S, U|UG, P, R, C) an mma.sync GEMV can run for this shape, with S bounded by the grid it makes
-    and every warp given at least one trip (U units of k_unit K each)."""
-    row_blocks = layer.n_for(m) // 16
-    values = [SWEEP_NW] + [allowed for _, allowed in fields[1:]]
-    out = []
-    for cfg in itertools.product(*values):
-        nw, s, u, _, r, _ = cfg
-        if s > 1 and row_blocks // r * s > MAX_CTAS:
-            continue
-        if (layer.k // k_unit) // s < nw * u:
-            continue  # fewer K units per CTA than one trip of all warps: some warps would idle
-        if config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None:
-            out.append(cfg)
-    return out
+def sweep_m(engine, problem: Problem) -> tuple:
+    """The m's a sweep of `engine` tunes by default: its table's rows (engine.sweep_m), or the judge's bench m's
+    it serves."""
+    return tuple(getattr(engine, "sweep_m", ())) or tuple(m for m in problem.bench_m if engine.serves(m))
 
 
-def configs_to_time(candidates: list[tuple[int, ...]], styles, current) -> list[tuple[int, ...]]:
-    """What a sweep times for one shape: `candidates`, cut to those whose pipelining style P (field 3 of a GEMV
-    config) is in `styles` (None: every candidate), with the shape's `current` table entry (None: none) first when
-    it is not among them, so that an entry is never replaced by a config it was not timed against."""
-    kept = candidates if styles is None else [cfg for cfg in candidates if cfg[3] in styles]
+def matches(cfg, where: dict) -> bool:
+    """cfg's fields equal every `where` (field -> set of allowed values as strings)."""
+    return all(str(getattr(cfg, name)) in values for name, values in where.items())
+
+
+def configs_to_time(candidates: list, where: dict | None, current) -> list:
+    """What a sweep times for one shape: the candidates matching `where` (None: all), with the shape's `current`
+    table entry (None: none) first when it is not among them, so that an entry is never replaced by a config it
+    was not timed against."""
+    kept = candidates if not where else [cfg for cfg in candidates if matches(cfg, where)]
     return ([current] if current is not None and current not in kept else []) + kept
 
 
-def pick_best(final: dict, current) -> tuple[int, ...] | None:
+def pick_best(final: dict, current):
     """The fastest of the finalists' long timings (config -> us), unless the shape's current entry is among them
-    and the fastest beats it by less than MIN_GAIN: two H200s rank configs within a few percent differently
-    (notes/README.md, session 17: the router's m = 32 entry and a challenger swapped places between two calls),
-    and a table should not follow that noise."""
+    and the fastest beats it by less than MIN_GAIN: a table should not follow noise (docs/method.md)."""
     if not final:
         return None
     best = min(final, key=final.get)
@@ -65,63 +44,42 @@ def pick_best(final: dict, current) -> tuple[int, ...] | None:
     return best
 
 
-def best_by_field(timings: dict, index: int) -> dict[int, tuple[tuple[int, ...], float]]:
-    """For each value of config field `index` among the timed configs (config -> us): its fastest config and
-    time, e.g. the best of each reduction mode C of a TMA sweep, by value."""
-    best: dict[int, tuple[tuple[int, ...], float]] = {}
+def best_by_field(timings: dict, name: str) -> dict:
+    """For each value of config field `name` among the timed configs (config -> us): its fastest config and time."""
+    best: dict = {}
     for cfg, us in timings.items():
-        value = cfg[index]
+        value = getattr(cfg, name)
         if value not in best or us < best[value][1]:
             best[value] = (cfg, us)
-    return dict(sorted(best.items()))
+    return dict(sorted(best.items(), key=lambda item: str(item[0])))
 
 
-def format_best_by_field(points, name: str, index: int) -> list[str]:
-    """One line per shape: the fastest config of each value of the field, `C=3 (1, 14, 3) 15.01`."""
+def format_best_by_field(points, name: str, describe) -> list[str]:
+    """One line per shape: the fastest config of each value of the field."""
     lines = []
     for p in points:
         cells = "  ".join(
-            f"{name}={value} {cfg} {us:.2f}" for value, (cfg, us) in best_by_field(p.timings, index).items()
+            f"{name}={value}: {describe(cfg)} {us:.2f}" for value, (cfg, us) in best_by_field(p.timings, name).items()
         )
         lines.append(f"{p.layer:<9} {p.m:>3}  {cells or 'nothing timed'}")
     return lines
-
-
-def candidate_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
-    """Every (NW, S, U, P, R, C) of the plain GEMV worth timing for this shape."""
-    return _split_k_candidates(layer, m, dispatch.GEMV_FIELDS, 32, dispatch.gemv_config_error)
-
-
-def candidate_z_configs(layer: Layer, m: int) -> list[tuple[int, ...]]:
-    """Every (NW, S, UG, P, R, C) of the compressed GEMV worth timing for this shape."""
-    return _split_k_candidates(layer, m, dispatch.ZGEMV_FIELDS, 64, dispatch.zgemv_config_error)
-
-
-def candidate_tma_configs(layer: Layer, m: int) -> list[tuple[int, int, int]]:
-    """Every (S, STAGES, C) of the TMA GEMV worth timing for this shape."""
-    return [
-        cfg
-        for cfg in itertools.product(TMA_SWEEP_S, TMA_SWEEP_STAGES, TMA_SWEEP_C)
-        if dispatch.tma_config_error(cfg, m, layer.dual, layer.n_for(m), layer.k) is None
-    ]
 
 
 @dataclass
 class SweepPoint:
     layer: str
     m: int
-    best: tuple[int, ...] | None
+    best: tuple | None
     best_us: float
     cublas_us: float
     tried: int
     wrong_configs: list  # configurations whose output failed the reference check (never chosen)
     failed: int = 0  # configurations whose launch raised (never chosen)
     timings: dict = field(default_factory=dict)  # every correct config -> its coarse-pass time, us
-    engine: str = "gemv"
-    # what serves the shape without this engine's table, when that is not cuBLAS (tma: CTABLE's GEMV), us
+    engine: str = ""
+    incumbent: str = "cublas"  # what serves the shape without this engine's entry
     incumbent_us: float = float("inf")
-    # the shape's table entry before the sweep, if it was among the finalists: it stays unless beaten by MIN_GAIN
-    current: tuple[int, ...] | None = None
+    current: tuple | None = None  # the shape's entry before the sweep, if it was among the finalists
 
     @property
     def wrong(self) -> int:
@@ -129,7 +87,7 @@ class SweepPoint:
 
     @property
     def baseline_us(self) -> float:
-        """The time to beat: cuBLAS, or the incumbent GEMV when that is faster."""
+        """The time to beat: cuBLAS, or the incumbent engine when that is faster."""
         return min(self.cublas_us, self.incumbent_us)
 
     @property
@@ -137,73 +95,61 @@ class SweepPoint:
         """The comment after the table entry: what was measured against what."""
         if self.best is None:
             return f"no {self.engine} config ran"
-        against = (
-            "cuBLAS"
-            if self.cublas_us <= self.incumbent_us
-            else "gemv" if self.engine == "tma" else "incumbent"
-        )
+        against = "cuBLAS" if self.cublas_us <= self.incumbent_us else self.incumbent
         return f"{self.engine} {self.best_us:.2f} us vs {against} {self.baseline_us:.2f} us"
-
-    def to_json(self) -> dict:
-        ranked = sorted(self.timings.items(), key=lambda kv: kv[1])
-        return {
-            "layer": self.layer,
-            "m": self.m,
-            "best": self.best,
-            "best_us": self.best_us,
-            "cublas_us": self.cublas_us,
-            "engine": self.engine,
-            "incumbent_us": None if self.incumbent_us == float("inf") else self.incumbent_us,
-            "timings": [[list(cfg), round(us, 3)] for cfg, us in ranked],
-            "wrong": [list(cfg) for cfg in self.wrong_configs],
-        }
 
     @property
     def choice(self):
-        """The table entry: the best config, or None when the baseline is as fast (CTABLE: cuBLAS serves the
-        shape; TTABLE: CTABLE decides). Either way a change must win by MIN_GAIN: a new config must beat the
-        baseline by it, and the baseline must beat the current entry by it to displace it."""
+        """The table entry: the best config, or None when the baseline is as fast. Either way a change must win by
+        MIN_GAIN: a new config must beat the baseline by it, and the baseline must beat the current entry by it."""
         if self.best is None:
             return None
         if self.current is not None and self.best == self.current:
             return None if self.baseline_us < self.best_us * (1 - MIN_GAIN) else self.current
         return self.best if self.best_us <= self.baseline_us * (1 - MIN_GAIN) else None
 
+    def to_json(self) -> dict:
+        ranked = sorted(self.timings.items(), key=lambda kv: kv[1])
+        as_list = lambda cfg: None if cfg is None else list(cfg)  # noqa: E731
+        return {
+            "layer": self.layer,
+            "m": self.m,
+            "engine": self.engine,
+            "best": as_list(self.best),
+            "best_us": self.best_us,
+            "cublas_us": self.cublas_us,
+            "incumbent": self.incumbent,
+            "incumbent_us": None if self.incumbent_us == float("inf") else self.incumbent_us,
+            "timings": [[list(cfg), round(us, 3)] for cfg, us in ranked],
+            "wrong": [list(cfg) for cfg in self.wrong_configs],
+        }
 
-def pick_defaults(choices: dict, problem: Problem) -> dict:
-    """Defaults for m's without a table row: per weight kind, the configuration chosen most often among
-    `choices` ((layer, m) -> config or None) that runs at every m of that kind."""
+
+def pick_defaults(engine, choices: dict, problem: Problem) -> dict:
+    """Defaults for m's without a table row (engines with defaults): per weight kind, the configuration chosen most
+    often among `choices` ((layer, m) -> config or None) that runs at every class maximum on every layer of that
+    kind."""
     defaults = {}
     for kind in ("plain", "dual"):
-        chosen = [
-            cfg
-            for (layer, _), cfg in sorted(choices.items())
-            if cfg is not None and problem.layers[layer].dual == (kind == "dual")
-        ]
+        layers = [layer for layer in problem.layers.values() if layer.dual == (kind == "dual")]
+        chosen = [cfg for (name, _), cfg in sorted(choices.items()) if cfg is not None and problem.layers[name] in layers]
         safe = [
-            c
-            for c, _ in Counter(chosen).most_common()
-            if all(
-                dispatch.gemv_config_error(c, m, kind == "dual", layer.n_for(m), layer.k) is None
-                for layer in problem.layers.values()
-                for m in SWEEP_M
-                if layer.dual == (kind == "dual")
-            )
+            cfg
+            for cfg, _ in Counter(chosen).most_common()
+            if all(engine.config_error(cfg, layer, m) is None for layer in layers for m in engine.class_maxima())
         ]
         defaults[kind] = safe[0] if safe else None
     return defaults
 
 
-def table_yaml(
-    header: str, defaults: dict | None, points: list[SweepPoint], problem: Problem, kept: dict | None = None
-) -> str:
-    """A table's YAML text: the existing header comments, defaults (CTABLE only; None: no defaults block), then
-    one line per (layer, m): the sweep's points, and `kept` ((layer, m) -> the existing line) for shapes this
-    sweep did not time."""
+def flow(cfg) -> str:
+    """A config as a YAML flow mapping: {field: value, ...}, or null."""
+    return "null" if cfg is None else "{" + ", ".join(f"{k}: {v}" for k, v in cfg._asdict().items()) + "}"
 
-    def flow(cfg):
-        return "null" if cfg is None else "[" + ", ".join(map(str, cfg)) + "]"
 
+def table_yaml(header: str, defaults: dict | None, points: list, problem: Problem, kept: dict | None = None) -> str:
+    """A table's YAML text: the existing header comments, defaults (None: no defaults block), then one line per
+    (layer, m): the sweep's points, and `kept` ((layer, m) -> the existing line) for shapes this sweep did not time."""
     rows = {key: line.strip() for key, line in (kept or {}).items()}
     for p in points:
         rows[(p.layer, p.m)] = f"{p.m}: {flow(p.choice)}  # {p.note}"
@@ -220,15 +166,15 @@ def table_yaml(
     return "\n".join(lines) + "\n"
 
 
-def updated_table(text: str, current, points: list[SweepPoint], shapes, problem: Problem) -> str:
-    """The table's new YAML: swept shapes get their new entries, the others keep their current lines, and a
-    table with defaults (CTABLE) has them re-picked from the whole table. `current` is the parsed `text`."""
+def updated_table(text: str, current, points: list, shapes, problem: Problem) -> str:
+    """The table's new YAML: swept shapes get their new entries, the others keep their current lines, and a table
+    with defaults has them re-picked from the whole table. `current` is the parsed `text` (generator.tables.Table)."""
     lines = text.splitlines()
     kept = {key: lines[line - 1] for key, line in current.lines.items() if key not in set(shapes)}
     defaults = None
-    if current.spec.has_defaults:
+    if current.engine.has_defaults:
         choices = {key: current.entries[key] for key in kept} | {(p.layer, p.m): p.choice for p in points}
-        defaults = pick_defaults(choices, problem)
+        defaults = pick_defaults(current.engine, choices, problem)
     return table_yaml(header_of(text), defaults, points, problem, kept)
 
 
@@ -243,78 +189,78 @@ def header_of(text: str) -> str:
     return "\n".join(head)
 
 
-def add_engine_state(module: ModuleType, state: dict, problem: Problem, engine: str, layers) -> None:
-    """What `engine` needs in a prepared state for `layers`, whatever the file's tables route there: the mma.sync
-    packing (always: the register GEMV is also the other engines' incumbent), the TMA tiles (tma) or the
-    compressed stream (z; a layer compress() refuses gets none, and its shapes no candidates, with one line).
-    tma packs both of its operands: 64-row tiles and (plain weights) the half tiles of C = 3."""
-    for name in layers:
-        if "packed:" + name not in state:
-            state["packed:" + name] = tuple(module.pack_mma_a(part) for part in state[name])
-        if engine == "tma" and "tiles:" + name not in state:
-            state["tiles:" + name] = tuple(module.pack_tma_bulk(part) for part in state[name])
-        if engine == "tma" and not problem.layers[name].dual and "halftiles:" + name not in state:
-            state["halftiles:" + name] = tuple(module.pack_tma_half_bulk(part) for part in state[name])
-        if engine == "z" and not problem.layers[name].dual and "z:" + name not in state:
-            try:
-                state["z:" + name] = module.compress(state[name][0], name)
-            except module.CompressionError as refused:
-                print(f"{refused} (the {engine} engine skips this layer)")
-
-
 def run_sweep(
     module: ModuleType,
     problem: Problem,
     shapes,
+    engine_name: str,
     reps: int = 30,
     seed: int = 0,
+    where: dict | None = None,
     progress=None,
-    engine: str = "gemv",
-    styles=None,
+    log=print,
+    file=None,
 ):
-    """Time every candidate of `engine` per shape (cold, read-flushed), checking each one's output against
-    float64. The TMA engine is also timed against what CTABLE alone would run (its incumbent), the compressed
-    one against what TTABLE and CTABLE would run. Every shape's current entry in the engine's table is timed
-    too, and stays unless beaten by MIN_GAIN (pick_best, SweepPoint.choice). styles (gemv, z): time only configs
-    of these P values, plus that entry."""
+    """Time every candidate of `engine_name` per shape (cold, read-flushed), checking each one's output against
+    float64, against cuBLAS and against what serves the shape without this engine's entry (the incumbent). Every
+    shape's current entry is timed too and stays unless beaten by MIN_GAIN (pick_best, SweepPoint.choice)."""
     import torch
 
     from generator.judge.bench import cublas_baselines
+    from generator.judge.launches import make_plans
     from generator.judge.reference import compare, reference
     from generator.judge.timing import L2Flusher, settle, time_cold_us
     from generator.judge.verify import poisoned_allocations
     from generator.judge.weights import make_weights, make_x
 
     device = "cuda"
+    engine = module.BY_NAME[engine_name]
     weights = make_weights(problem, "normal", seed, device)
     state = module.prepare({name: w.clone() for name, w in weights.items()})
-    add_engine_state(module, state, problem, engine, weights)  # every layer, whatever the tables route
-    module._extension()
-    launch = {"gemv": module._gemv, "tma": module._tma_gemv, "z": module._zgemv}[engine]
-    candidates_for = {"gemv": candidate_configs, "tma": candidate_tma_configs, "z": candidate_z_configs}[
-        engine
-    ]
+    layers, tables = module.problem()
+    layers = {layer.name: layer for layer in layers}
+    table = tables[engine_name]
+    todo = {}  # (layer, m) -> (configs to time, current entry, incumbent (engine, cfg))
+    for layer_name, m in shapes:
+        layer = layers[layer_name]
+        current = table.entries.get((layer_name, m))
+        cfgs = configs_to_time(engine.candidates(layer, m), where, current)
+        try:  # every config of an engine reads the same operands (the compressed one: compress() may refuse)
+            if cfgs:
+                module.add_operands(state, engine, cfgs[0], layer)
+        except module.CompressionError as refused:
+            log(f"{refused} (the {engine_name} sweep skips {layer_name})")
+            continue
+        todo[(layer_name, m)] = (cfgs, current, module.route(layer, m, tables, (engine_name,)))
+    if file is not None and hasattr(engine, "precompile"):  # a JIT-compiled engine: fill its cache in parallel
+        from generator.judge.precompile import precompile
+
+        first_of_kind = {}  # one layer per weight kind: the kernels do not depend on the layer otherwise
+        for (name, _), (cfgs, _, _) in todo.items():
+            for cfg in cfgs:
+                first_of_kind.setdefault((tuple(cfg), layers[name].dual), name)
+        count = precompile(file, engine_name, [(cfg, name) for (cfg, _), name in first_of_kind.items()])
+        log(f"compiled {count} {engine_name} kernels")
+    # every CUDA kernel the sweep times, compiled into one extension
+    wanted = [(name, m, engine_name, tuple(cfg)) for (name, m), (cfgs, _, _) in todo.items() for cfg in cfgs]
+    wanted += [(name, m, inc.name, tuple(cfg)) for (name, m), (_, _, (inc, cfg)) in todo.items()]
+    plans = dict(zip(wanted, make_plans(module, state, wanted)))
     flush = L2Flusher()
     settle(flush)  # else the first configs timed (the current entry first) run in the fast state after prepare()
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 3)
     points, failed = [], []
-    for layer_name, m in shapes:
+    for (layer_name, m), (cfgs, current, (incumbent, inc_cfg)) in todo.items():
         layer = problem.layers[layer_name]
-        n, k = layer.n_for(m), layer.k
-        x = make_x(m, k, gen, device)
+        n = layer.n_for(m)
+        x = make_x(m, layer.k, gen, device)
         ref, scale = reference(x, weights[layer_name], n)
         timed, wrong = {}, []
-        candidates = candidates_for(layer, m) if engine != "z" or "z:" + layer_name in state else []
-        table = {"gemv": module.CTABLE, "tma": module.TTABLE, "z": module.ZTABLE}[engine]
-        current = table.get((layer_name, m)) if candidates else None  # z: none for a layer compress() refused
-        candidates = configs_to_time(candidates, styles, current)
-        for cfg in candidates:
+        for cfg in cfgs:
+            plan = plans[(layer_name, m, engine_name, tuple(cfg))]
             try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
-                with (
-                    poisoned_allocations()
-                ):  # NaN-filled output: an element no CTA wrote cannot pass as right
-                    out = launch(x, layer_name, n, cfg, state)
+                with poisoned_allocations():  # NaN-filled output: an element no program wrote cannot pass
+                    out = plan(x)
                 torch.cuda.synchronize()
             except RuntimeError as exc:
                 failed.append((layer_name, m, cfg, str(exc).splitlines()[0]))
@@ -322,40 +268,30 @@ def run_sweep(
             if not compare(out, ref, scale, fp32_out=layer.dual).ok:
                 wrong.append(cfg)
                 continue
-            timed[cfg] = time_cold_us(lambda: launch(x, layer_name, n, cfg, state), flush, reps)
+            timed[cfg] = time_cold_us(lambda plan=plan: plan(x), flush, reps)
         # a 30-replay median moves by a few tenths of a microsecond: re-time the finalists (and cuBLAS) longer
         finalists = sorted(timed, key=timed.get)[:FINALISTS]
         if current in timed and current not in finalists:
             finalists.append(current)  # a challenger must beat the current entry in the long timing too
-        final = {
-            cfg: time_cold_us(lambda: launch(x, layer_name, n, cfg, state), flush, 4 * reps)
-            for cfg in finalists
-        }
+        final = {cfg: time_cold_us(lambda cfg=cfg: plans[(layer_name, m, engine_name, tuple(cfg))](x), flush, 4 * reps) for cfg in finalists}
         best = pick_best(final, current)
-        best_us = final[best] if final else float("inf")
-        cublas_us = min(
-            time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
-        )
+        cublas_us = min(time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values())
         incumbent_us = float("inf")
-        if engine in ("tma", "z"):  # what serves the shape without this engine's table (cuBLAS: timed above)
-            ttable = module.TTABLE if engine == "z" else None
-            kind, cfg = dispatch.route(
-                layer_name, m, layer.dual, module.CTABLE, module.CTABLE_DEFAULTS, ttable
-            )
-            incumbent = {"gemv": module._gemv, "tma": module._tma_gemv}.get(kind)
-            if incumbent is not None:
-                incumbent_us = time_cold_us(lambda: incumbent(x, layer_name, n, cfg, state), flush, 4 * reps)
+        if incumbent.name != "cublas":
+            inc_plan = plans[(layer_name, m, incumbent.name, tuple(inc_cfg))]
+            incumbent_us = time_cold_us(lambda: inc_plan(x), flush, 4 * reps)
         point = SweepPoint(
             layer_name,
             m,
             best,
-            best_us,
+            final[best] if final else float("inf"),
             cublas_us,
-            len(candidates),
+            len(cfgs),
             wrong,
             sum(1 for f in failed if f[:2] == (layer_name, m)),
             timed,
-            engine,
+            engine_name,
+            incumbent.name,
             incumbent_us,
             current if current in final else None,
         )
@@ -363,5 +299,5 @@ def run_sweep(
         if progress is not None:
             progress(point)
     for layer_name, m, cfg, message in failed[:10]:
-        print(f"launch failed: {layer_name} m={m} {cfg}: {message}")
+        log(f"launch failed: {layer_name} m={m} {engine.describe(cfg)}: {message}")
     return points

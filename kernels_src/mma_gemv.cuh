@@ -1,4 +1,5 @@
-// Tensor-core GEMV for decode-sized batches (m <= 32): out[m, N] = x[m, K] . W[N, K]^T.
+// The mma.sync tensor-core GEMV (engine mma_gemv, kernels_src/mma_gemv.py) for decode-sized batches (m <= 32):
+// out[m, N] = x[m, K] . W[N, K]^T. Design and measurements: docs/mma-gemv.md.
 //
 // Memory-bound: every weight byte must stream from HBM exactly once, at full bandwidth. So
 //  * W is the mma's A operand (16 rows x 16 k), repacked once (kernels_src/packing.py) so that each lane's
@@ -6,27 +7,30 @@
 //  * x is the B operand, tokens as columns, 8 tokens per column block (NB = 1, 2, 4 blocks for m <= 8, 16, 32);
 //    the packing's k order makes a lane's x operand for a 32-wide K block one 16-byte load too;
 //    tokens >= m are zeros in registers and never read;
-//  * one CTA owns R 16-row blocks; its NW warps split the CTA's K range and reduce through shared memory.
-//    Every warp applies each x fragment to all R row blocks, so x is read from L2 N/(16R) times, not N/16:
-//    at m = 8..32 that re-read traffic rivals the weights themselves unless R > 1;
-//  * optionally S CTAs split K, reduced one of two ways (C):
-//    C = 0  semaphore: each writes its partial tile to a workspace, and the last to arrive (a counter per CTA
-//           row group) sums them in a fixed order, writes the output and resets the counter to 0, so the next
-//           launch or CUDA-graph replay needs no clearing kernel;
-//    C = 1  cluster (Hopper): the S CTAs form one thread-block cluster; ranks 1..S-1 push their tiles into rank
-//           0's shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
-//           writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
-//    C = 2  atomic (fp32 output, i.e. dual mode only): every CTA adds its tile into the output with
-//           red.global.add; split 0 zeroed that part of the output at kernel start (common.cuh, take_ticket,
-//           zero_and_raise). S up to 32, no cluster to fit; the order of the adds varies from run to run.
+//  * one CTA owns R (row_blocks) 16-row blocks; its warps split the CTA's K range and reduce through shared
+//    memory. Every warp applies each x fragment to all R row blocks, so x is read from L2 N/(16R) times, not
+//    N/16: at m = 8..32 that re-read traffic rivals the weights themselves unless R > 1;
+//  * optionally S (splits) CTAs split K, reduced one of three ways (reduce):
+//    semaphore  each writes its partial tile to a workspace, and the last to arrive (a counter per CTA row
+//               group) sums them in a fixed order, writes the output and resets the counter to 0, so the next
+//               launch or CUDA-graph replay needs no clearing kernel;
+//    cluster    (Hopper) the S CTAs form one thread-block cluster; ranks 1..S-1 push their tiles into rank 0's
+//               shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
+//               writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
+//    atomic     (fp32 output, i.e. dual mode only) every CTA adds its tile into the output with red.global.add;
+//               split 0 zeroed that part of the output at kernel start (common.cuh, take_ticket,
+//               zero_and_raise). S up to 32, no cluster to fit; the order of the adds varies from run to run.
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
 #pragma once
 #include "common.cuh"
 
+#include <type_traits>
+
 
 namespace okc {
 
-// Software-pipelining styles, the P of a CTABLE entry. A "trip" is U consecutive 32-wide K blocks per warp.
+// Software-pipelining styles (P; the table's pipeline, mma_gemv.py PIPELINES in this order). A "trip" is U
+// (unroll) consecutive 32-wide K blocks per warp.
 //   0  BATCH      issue the trip's loads (weights, x), then its mmas; warps hide each other's latency.
 //   1  DOUBLE     two register sets: the next trip's loads are issued before this trip's mmas, so each
 //                 warp keeps up to 2U blocks in flight.
@@ -35,8 +39,8 @@ namespace okc {
 //   4  DOUBLE_W   two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
 //                 this trip's mmas, its x (an L2 hit, short) only after them. Fewer registers (U = 2, NB = 2,
 //                 R = 2: 96 data registers, DOUBLE 112) and, measured, faster at equal U: qkv_gate m = 16 ran
-//                 15.0 us against DOUBLE's 16.1 us in one sweep (notes/README.md, session 8); a likely
-//                 reason, not measured: the weight requests no longer queue behind x's.
+//                 15.0 us against DOUBLE's 16.1 us in one sweep (docs/mma-gemv.md); a likely reason, not
+//                 measured: the weight requests no longer queue behind x's.
 //   5  DOUBLE_W_L2 as 4, with the hint.
 __host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3; }
 __host__ __device__ constexpr bool pipe_double_w(int p) { return p == 4 || p == 5; }
@@ -47,7 +51,7 @@ __host__ __device__ constexpr bool pipe_l2_hint(int p) { return p == 2 || p == 3
 // Budgets keep the kernel under 128 registers (512-thread CTAs) without spilling, as ptxas reports them: a
 // single set may take 112 (U=2, NB=4, R=4 at 160 spilled); two live weight sets leave less room for addresses,
 // so 100 (U=2, NB=4 double-buffered at 112 spilled).
-// kernels_src/dispatch.py (gemv_config_error) applies the same rule to the tables.
+// kernels_src/mma_gemv.py (register_error) applies the same rule to the tables.
 constexpr int kBatchDataRegs = 112;
 constexpr int kDoubleDataRegs = 100;
 __host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bool dual) {
@@ -73,9 +77,9 @@ struct GemvArgs {
     int* sem;        // arrival counter per CTA row group; 0 between launches
     int M, N, K, S;
     int cluster;     // 1: the S split CTAs are one cluster and reduce through distributed shared memory
-};  // C = 2 (atomic) is not a field: it is the kernel's ATOMIC template argument
+};  // the atomic reduction is not a field: it is the kernel's ATOMIC template argument
 
-// Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for C = 1, rank
+// Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for a cluster, rank
 // 0's cluster inbox of S - 1 more (`inbox_tiles`; common.cuh, finish_tile).
 __host__ __device__ constexpr size_t gemv_smem_bytes(int nw, int r, int nb, int inbox_tiles) {
     return (size_t)(nw + inbox_tiles) * r * nb * 4 * 32 * sizeof(float);
@@ -150,7 +154,7 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// C = 2: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums its elements
+// reduce = atomic: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums its elements
 // over the warps, conflict-free as finish_tile does, in place of warp 0's slice; then each quad of four rows of
 // one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted, 4x the
 // wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
@@ -176,12 +180,12 @@ __device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0)
     }
 }
 
-// ATOMIC: C = 2 (a separate instantiation, so that the other kernels carry none of its registers).
+// ATOMIC: reduce = atomic (a separate instantiation, so that the other kernels carry none of its registers).
 template <int U, int NB, int R, int P, bool DUAL, bool ATOMIC, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
-    static_assert(!ATOMIC || DUAL, "C = 2 adds into an fp32 output: dual mode only");
+    static_assert(!ATOMIC || DUAL, "the atomic reduction adds into an fp32 output: dual mode only");
     extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
-                                    // then, C = 1, rank 0's inbox: [S - 1][R * NB * 4 * 32] (common.cuh)
+                                    // then, for a cluster, rank 0's inbox: [S - 1][R * NB * 4 * 32] (common.cuh)
     __shared__ __align__(8) uint64_t inbox_full;
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
@@ -202,9 +206,9 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     float acc[R][NB][4];
     zero_accumulators<R, NB>(acc);
 
-    // C = 2: thread 0 takes a ticket now and reads it at the end. The last warp of split 0 zeroes the output
+    // Atomic reduction: thread 0 takes a ticket now and reads it at the end. The last warp of split 0 zeroes the output
     // before any load of its own, so that its fence waits on the zeroes' stores alone. (Zeroing after the first
-    // loads, in session 22's call 2, left C = 2 ~0.5 us behind C = 1 in the same config, likely the fence
+    // loads left the atomic reduction ~0.5 us behind the cluster one in the same config, likely the fence
     // waiting on those loads and costing the double-buffered styles a trip's overlap; after the first trip's
     // mmas it delayed the flag to the end of one-trip configs.)
     // Thread 0 looks at the zeroed flag once per loop trip, never waiting on it there, so that the check after
@@ -266,6 +270,26 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
         finish_tile(a, red, red + nw * kTile, &inbox_full, kTile, group, split,
                     [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
     }
+}
+
+// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
+// call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
+template <int U, int NB, int R, int P, bool DUAL, bool ATOMIC>
+const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
+    static_assert(gemv_fits(U, NB, R, P, DUAL), "mma_gemv.py's register_error admits only configs that fit");
+    if (c.M < 1 || c.M > 8 * NB) return "mma_gemv: M does not fit this kernel's column blocks";
+    using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
+    const GemvArgs a{static_cast<const Frag*>(c.x), static_cast<const Frag*>(c.operand[0]),
+                     static_cast<const Frag*>(c.operand[1]), c.out, c.ws, c.sem, c.M, c.N, c.K, splits, cluster};
+    const size_t smem = gemv_smem_bytes(warps, R, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
+    if (smem > kSmemOptInLimit) return "mma_gemv: the warps' tiles and the cluster inbox exceed 226 KB";
+    auto kernel = gemv_kernel<U, NB, R, P, DUAL, ATOMIC, OutT>;
+    if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
+        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess) return cudaGetErrorString(err);
+    }
+    return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
+                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }
 
 }  // namespace okc

@@ -1,8 +1,9 @@
-// Compressed tensor-core GEMV (ZTABLE), m <= 32: out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless
+// Compressed tensor-core GEMV (engine compressed_gemv, kernels_src/compressed_gemv.py), m <= 32: out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless
 // format of kernels_src/compress.py (lo byte + 4-bit code into a 16-entry hi-byte table; exceptions apart).
 //
-// Same skeleton as gemv.cuh (read that first): one CTA owns R 16-row blocks, NW warps split its K range, S CTAs
-// may split K and reduce by semaphore (C = 0) or thread-block cluster (C = 1). What differs:
+// Same skeleton as mma_gemv.cuh (read that first): one CTA owns R 16-row blocks, NW warps split its K range, S
+// CTAs may split K and reduce by semaphore or thread-block cluster. Design and measurements:
+// docs/compressed-gemv.md. What differs:
 //  * the unit of K is a 64-wide group (two 32-wide K blocks, four mma fragments per row block), stored as three
 //    16-byte parts per lane (two of lo bytes, one of code words): 48 bytes where bf16 takes 64, so 25 % fewer
 //    bytes stream from HBM. UG groups per warp are in flight per loop trip;
@@ -33,7 +34,7 @@ constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row 
 // Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
 // buffered, + 4 R NB accumulators. Budgets (512-thread CTAs, 128 registers): P = 1 the plain kernel's 100;
 // P = 0 104, under the plain kernel's 112 because the decode's temporaries need room (<2, 4, 1, 0>, 106, spilled
-// 48 bytes: session 25). dispatch.py mirrors both.
+// 48 bytes). compressed_gemv.py mirrors both.
 __host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) {
     return (p == 1 ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
 }
@@ -71,7 +72,7 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // Shared memory of a zgemv CTA: the warps' partial tiles, then its row blocks' overflow entries and row starts,
-// then (C = 1 only, zgemv_smem_bytes' `inbox_tiles` = S - 1) rank 0's cluster inbox, 16-byte aligned.
+// then (cluster only, zgemv_smem_bytes' `inbox_tiles` = S - 1) rank 0's cluster inbox, 16-byte aligned.
 __host__ __device__ constexpr size_t zgemv_inbox_offset(int nw, int r, int nb, int capr) {
     return ((size_t)nw * r * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4 + 15) & ~(size_t)15;
 }
@@ -300,6 +301,37 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     float* inbox = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(red) + zgemv_inbox_offset(nw, R, NB, a.capr));
     finish_tile(a, red, inbox, &inbox_full, kTile, group, split,
                 [&](int idx, float v) { zwrite_tile_element<NB>(a, rb0, idx, v); });
+}
+
+// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
+// call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow exceptions, [3] their row
+// starts; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] capr (overflow entries per row
+// block; 0: none).
+template <int UG, int NB, int R, int P>
+const char* launch_compressed_gemv(const Call& c, int warps, int splits, int cluster) {
+    static_assert(zgemv_fits(UG, NB, R, P), "compressed_gemv.py's rule admits only configs that fit");
+    if (c.M < 1 || c.M > 8 * NB) return "compressed_gemv: M does not fit this kernel's column blocks";
+    ZGemvArgs a{};
+    a.x = static_cast<const Frag*>(c.x);
+    a.w = static_cast<const Frag*>(c.operand[0]);
+    a.patches = static_cast<const uint32_t*>(c.operand[1]);
+    a.exceptions = static_cast<const int2*>(c.operand[2]);
+    a.row_starts = static_cast<const int*>(c.operand[3]);
+    a.out = static_cast<__nv_bfloat16*>(c.out);
+    a.ws = c.ws;
+    a.sem = c.sem;
+    a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
+                         (uint32_t)(c.scalar[1] >> 32));
+    a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.capr = (int)c.scalar[2], a.cluster = cluster;
+    const size_t smem = zgemv_smem_bytes(warps, R, NB, a.capr, cluster ? splits - 1 : 0);
+    if (smem > kSmemOptInLimit) return "compressed_gemv: tiles, exception entries and cluster inbox exceed 226 KB";
+    auto kernel = zgemv_kernel<UG, NB, R, P>;
+    if (smem > 48 * 1024) {
+        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess) return cudaGetErrorString(err);
+    }
+    return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
+                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }
 
 }  // namespace okc

@@ -1,0 +1,87 @@
+"""The command group and what its commands share: one-line failures (exit 2), loading a built file, the problem."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from generator import REPO_ROOT, __version__
+from generator.errors import BuildError
+
+DIST = REPO_ROOT / "dist" / "submission.py"
+FILE_ARGUMENT = click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """One line on stderr, then exit (2: bad input or a wrong call; 1: the thing checked is wrong)."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="muse-proj")
+def main() -> None:
+    """Build dist/submission.py from kernels_src/ and tables/, and check and tune it like the judge does."""
+
+
+def load_file(file: Path):
+    """The submission module at `file`, loaded as the judge does, or a one-line failure."""
+    from generator.judge.loader import SubmissionLoadError, load_submission, stale_build_lock
+
+    try:
+        module = load_submission(file)
+    except SubmissionLoadError as exc:
+        fail(str(exc))
+    lock = stale_build_lock()
+    if lock is not None:
+        click.echo(
+            f"warning: {lock} exists: torch waits for it before it builds or loads the CUDA extension; if no build"
+            " is running, a killed one left it behind: delete it",
+            err=True,
+        )
+    return module
+
+
+def require_engines(module, file: Path) -> None:
+    """A file this generator built has its engines and tables; anything else is refused in one line."""
+    missing = [name for name in ("problem", "BY_NAME", "route", "served_by") if not hasattr(module, name)]
+    if missing:
+        fail(f"{file}: has no {missing[0]} (not a file `python -m generator build` made?)")
+
+
+def load_problem_or_fail(shrink: int = 1):
+    """tables/problem.yaml; shrink > 1 divides every n and k (a quick CPU smoke run of a reference file)."""
+    from generator.problem import load_problem
+
+    try:
+        problem = load_problem()
+    except BuildError as exc:
+        fail(str(exc))
+    return problem if shrink == 1 else problem.shrunk(shrink)
+
+
+def require_gpu(command: str) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        fail(f"{command} needs a CUDA GPU (run it on the H200: see README, On the H200)")
+
+
+def parse_launches(texts, problem):
+    """Each layer:m:engine:values checked like a table entry; the first bad one ends the command in one line."""
+    from generator.judge.launches import parse_launch
+
+    try:
+        return [parse_launch(text, problem) for text in texts]
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def shape_filter(problem, layers, ms, default_ms):
+    chosen = list(layers) or list(problem.layers)
+    unknown = [name for name in chosen if name not in problem.layers]
+    if unknown:
+        fail(f"unknown layer(s) {unknown}; tables/problem.yaml has {list(problem.layers)}")
+    return [(layer, m) for layer in chosen for m in (list(ms) or list(default_ms))]

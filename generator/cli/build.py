@@ -1,0 +1,214 @@
+"""Build and inspect: `build`, `dispatch`, `compile` (the local nvcc, no GPU)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from generator import REPO_ROOT
+from generator.cli.app import FILE_ARGUMENT, fail, load_file, main, require_engines
+from generator.errors import BuildError
+
+ROOT_OPTION = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=REPO_ROOT,
+    show_default=True,
+    help="Repository root holding templates/, kernels_src/ and tables/.",
+)
+
+
+@main.command()
+@click.option("--check", is_flag=True, help="Exit 1 with a diff summary if the file differs from a fresh build.")
+@ROOT_OPTION
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Output file [default: ROOT/dist/submission.py].",
+)
+def build(check: bool, root: Path, out: Path | None) -> None:
+    """Render the template with the kernel sources and tables into one submission file."""
+    from generator.build import diff_summary, write_atomic
+    from generator.render import render_submission
+
+    out = out or root / "dist" / "submission.py"
+    try:
+        text = render_submission(root)
+    except BuildError as exc:
+        fail(str(exc))
+    if check:
+        old = out.read_text() if out.exists() else ""
+        if old != text:
+            click.echo(diff_summary(old, text, str(out)), err=True)
+            click.echo("run `python -m generator build` and commit the result", err=True)
+            sys.exit(1)
+        click.echo(f"{out} is up to date")
+        return
+    try:
+        write_atomic(out, text)
+    except OSError as exc:
+        fail(f"{out}: cannot write: {exc.strerror or exc}")
+    click.echo(f"wrote {out} ({len(text.splitlines())} lines)")
+
+
+@main.command()
+@FILE_ARGUMENT
+def dispatch(file: Path) -> None:
+    """Which engine and configuration serve every (layer, m) the judge sends, from FILE's own tables and router:
+    the same lines as the file's docstring."""
+    module = load_file(file)
+    require_engines(module, file)
+    layers, tables = module.problem()
+    click.echo(f"{'layer':<9} {'m':>4} {'n':>5}  {'engine':<15} config")
+    for line in module.shape_lines(layers, tables, module.WARMUP_M):
+        click.echo(line)
+
+
+@main.command("compile")
+@ROOT_OPTION
+@click.option("--nvcc", default="nvcc", show_default=True, help="The CUDA compiler to run.")
+@click.option(
+    "--launch",
+    "launches",
+    multiple=True,
+    metavar="LAUNCH",
+    help="Also compile this launch's kernel (layer:m:engine:values, as `ab` takes it; repeatable): a config no"
+    " table names yet.",
+)
+@click.option(
+    "--loops",
+    "loops_of",
+    metavar="TEXT",
+    help="Also disassemble (cuobjdump) and print the steady-state MMA loop of each kernel whose name contains "
+    "TEXT (e.g. tma_gemv_kernel<4, 14): its instructions, MMAs and instructions per MMA, a GPU-free measure of "
+    "a consumer loop's issue cost.",
+)
+@click.option(
+    "--waits",
+    "waits_of",
+    metavar="TEXT",
+    help="Also print, for each kernel whose name contains TEXT, its loads grouped by the scoreboard they release "
+    "and what each tensor-core, barrier or fence instruction waits for (decoded from ptxas's scheduling bits): "
+    "e.g. whether the first wgmma waits for one load or for all of them.",
+)
+@click.option(
+    "--cuobjdump",
+    "cuobjdump_path",
+    help="The cuobjdump for --loops / --waits [default: PATH, nvcc's, triton's].",
+)
+def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_path) -> None:
+    """Compile the CUDA kernels the tables reach (plus --launch ones) with the local nvcc for sm_90a, exactly as
+    prepare() builds them; report registers, spills and smem; fail on any spill or any kernel whose wgmma
+    instructions ptxas had to serialise."""
+    import shutil
+
+    from generator.compile import compile_cuda, demangle, serialized_wgmma
+    from generator.problem import load_problem
+    from generator.sass import find_cuobjdump
+    from generator.sources import load_sources
+    from generator.tables import load_tables
+    from kernels_src import registry
+    from kernels_src.runtime import launch_table
+
+    try:
+        sources = load_sources(root)
+        problem = load_problem(root)
+        tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
+    except BuildError as exc:
+        fail(str(exc))
+    if shutil.which(nvcc) is None and not Path(nvcc).is_file():
+        fail(f"{nvcc}: no such compiler (pass --nvcc PATH)")
+    from generator.cli.app import parse_launches
+
+    kernels = registry.variants(problem.layers.values(), tables)
+    for launch in parse_launches(launches, problem):
+        engine = registry.BY_NAME[launch.engine]
+        variant = engine.variant(engine.Config(*launch.config), problem.layers[launch.layer], launch.m)
+        if variant is not None and variant not in kernels:
+            kernels.append(variant)
+    cuobjdump = None
+    if loops_of is not None or waits_of is not None:
+        cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
+        if cuobjdump is None:
+            fail("--loops / --waits need cuobjdump: none on PATH, beside nvcc or in triton; pass --cuobjdump")
+    click.echo(f"compiling {len(kernels)} kernels with {nvcc} for sm_90a ...", err=True)
+    start = time.perf_counter()
+    try:
+        code, messages, found, sass = compile_cuda(sources.cuda + launch_table(kernels), nvcc=nvcc, cuobjdump=cuobjdump)
+    except OSError as exc:
+        fail(f"{nvcc}: {exc.strerror or exc}")
+    click.echo(f"compiled in {time.perf_counter() - start:.0f} s", err=True)
+    if code != 0:
+        errors = [line for line in messages.splitlines() if "error" in line] or messages.splitlines()[-5:]
+        click.echo("\n".join(errors[:20]), err=True)
+        fail(f"nvcc failed (exit {code})", 1)
+    click.echo(f"{'regs':>4} {'smem':>5} {'stack':>5} {'spill st/ld':>11}  kernel")
+    for k in found:
+        click.echo(
+            f"{k.registers:>4} {k.smem_static:>5} {k.stack_frame:>5} {f'{k.spill_stores}/{k.spill_loads}':>11}  {k.name}"
+        )
+    spilled = [k for k in found if k.spills]
+    click.echo(
+        f"{len(found)} kernels, max {max((k.registers for k in found), default=0)} registers, {len(spilled)} spilling"
+    )
+    if not found:
+        fail("ptxas reported no kernels", 1)
+    if loops_of is not None:
+        _print_loops(sass, loops_of)
+    if waits_of is not None:
+        _print_waits(sass, waits_of)
+    if spilled:
+        fail(f"{len(spilled)} kernel(s) spill registers: {spilled[0].name}", 1)
+    serialized = serialized_wgmma(messages)
+    if serialized:
+        code, reason, mangled = serialized[0]
+        fail(
+            f"{len(serialized)} kernel(s) have their wgmmas serialised by ptxas ({code}: {reason}):"
+            f" {demangle([mangled])[0]}",
+            1,
+        )
+
+
+def _kernels_named(functions: dict, name_part: str) -> tuple[dict[str, str], list[str]]:
+    """(mangled -> demangled name, the mangled names whose demangled name contains name_part, sorted by it); ends
+    the command in one line when cuobjdump printed no function or none matches."""
+    from generator.compile import demangle
+
+    if not functions:
+        fail("cuobjdump printed no functions", 1)
+    names = dict(zip(functions, demangle(list(functions))))
+    matching = sorted((mangled for mangled in functions if name_part in names[mangled]), key=names.get)
+    if not matching:
+        fail(f"no kernel's name contains {name_part!r}", 1)
+    return names, matching
+
+
+def _print_loops(sass: str, name_part: str) -> None:
+    """compile --loops: each matching kernel's steady-state MMA loop (generator/sass.py)."""
+    from generator.sass import split_functions, steady_loop
+
+    functions = split_functions(sass)
+    names, matching = _kernels_named(functions, name_part)
+    click.echo(f"{'loop instrs':>11} {'MMAs':>5} {'per MMA':>7} {'R2UR':>5}  kernel")
+    for mangled in matching:
+        loop = steady_loop(functions[mangled])
+        if loop is None:
+            click.echo(f"{'-':>11} {'-':>5} {'-':>7} {'-':>5}  {names[mangled]} (no MMA loop)")
+        else:
+            click.echo(f"{loop.instructions:>11} {loop.mma:>5} {loop.per_mma:>7.1f} {loop.r2ur:>5}  {names[mangled]}")
+
+
+def _print_waits(sass: str, name_part: str) -> None:
+    """compile --waits: each matching kernel's loads and what its tensor-core instructions wait for."""
+    from generator.sass import scoreboard_waits, split_controlled
+
+    functions = split_controlled(sass)
+    names, matching = _kernels_named(functions, name_part)
+    for mangled in matching:
+        click.echo(f"\n{names[mangled]}  (address, then loads -> the scoreboard they release, or what it waits for)")
+        for line in scoreboard_waits(functions[mangled]):
+            click.echo(line)

@@ -1,0 +1,107 @@
+"""The GEMV on 12-bit lossless weights (kernels_src/compressed_gemv.cuh, format in kernels_src/compress.py) for
+m <= 32, plain bf16 layers only: its config, rule, operands and launch.
+
+Design and the measurements behind each field: docs/compressed-gemv.md."""
+
+from typing import NamedTuple
+
+from kernels_src.compress import compress
+from kernels_src.engine import Engine, Variant, column_blocks, mode_index
+from kernels_src.mma_gemv import split_error, tiles_smem_error
+
+PIPELINES = ("batch", "double")  # compressed_gemv.cuh's P = 0, 1: as mma_gemv's batch and double
+REDUCTIONS = ("none", "semaphore", "cluster")
+# Data-register budgets (compressed_gemv.cuh, zgemv_fits): batch 104, under mma_gemv's 112 because the decode needs
+# temporaries (at 106 one configuration spilled 48 bytes); double the plain kernel's 100.
+BATCH_DATA_REGS = 104
+DOUBLE_DATA_REGS = 100
+
+
+class CompressedGemvConfig(NamedTuple):
+    warps: int  # warps per CTA, splitting its K range
+    splits: int  # CTAs that split K
+    groups: int  # 64-wide K groups each warp has in flight per trip (three 16-byte loads per row block each)
+    pipeline: str  # batch or double (two register sets)
+    row_blocks: int  # 16-row blocks per CTA
+    reduce: str  # none (splits = 1), semaphore, cluster
+
+
+class CompressedGemv(Engine):
+    name = "compressed_gemv"
+    Config = CompressedGemvConfig
+    values = {"warps": (1, 2, 4, 8, 16), "splits": (1, 2, 4, 8, 16, 32), "groups": (1, 2, 4), "row_blocks": (1, 2, 4)}
+    modes = {"pipeline": PIPELINES, "reduce": REDUCTIONS}
+    m_min, m_max = 1, 32
+    sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
+    launcher = "okc::launch_compressed_gemv"
+    template_fields = ("groups", "NB", "row_blocks", "pipeline")
+    summary = (
+        "compressed_gemv (m <= 32, bf16 layers): the weights stream 12-bit and lossless (each weight's low byte"
+        " plus a 4-bit index into a 16-entry table of sign/exponent bytes; 25 % fewer bytes than bf16) through"
+        " mma_gemv's skeleton, each fragment rebuilt in registers with byte permutes. Weights outside the table"
+        " are exceptions: a K group's first three ride in its header and are added by one more mma each, the"
+        " rest exactly after the loop. A layer compress() refuses keeps its bf16 engines (prepare() says so in"
+        " one line)."
+    )
+
+    def m_class(self, m):
+        return column_blocks(m)
+
+    def rule(self, cfg, layer, m):
+        if layer.dual:
+            return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
+        n, k = layer.n_for(m), layer.k
+        if n % 16 or k % 64:
+            return f"the compressed_gemv engine needs N % 16 == 0 and K % 64 == 0, got N={n} K={k}"
+        error = split_error(cfg.splits, cfg.reduce, k // 64, f"64-wide K groups of K={k}", n, cfg.row_blocks, m)
+        if error:
+            return error
+        error = tiles_smem_error(cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m)
+        if error:
+            return error
+        nb, r, double = column_blocks(m), cfg.row_blocks, cfg.pipeline == "double"
+        regs = (2 if double else 1) * (cfg.groups * (12 * r + 8 * nb) + r) + 4 * r * nb  # + a header word a trip
+        budget = DOUBLE_DATA_REGS if double else BATCH_DATA_REGS
+        if regs > budget:
+            return (
+                f"groups={cfg.groups}, pipeline={cfg.pipeline}, row_blocks={r} at m={m} holds {regs} data registers"
+                f" per thread, over the kernel's {budget}"
+            )
+        return None
+
+    def operands(self, cfg, layer):
+        return ("compressed",)
+
+    def build_operand(self, operand, parts, layer):
+        return compress(parts[0], layer.name)  # CompressionError: prepare() keeps the layer on its bf16 engines
+
+    def variant(self, cfg, layer, m):
+        template = (cfg.groups, column_blocks(m), cfg.row_blocks, mode_index(self, cfg, "pipeline"))
+        return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
+
+    def plan(self, cfg, layer, m, ctx):
+        z = ctx.operands["compressed"]  # row blocks outermost in every part: the unpooler's slice is a prefix
+        t = z["table_words"]
+        pointers = (z["stream"], z["patches"], z["exceptions"], z["row_starts"])
+        scalars = (t[0] | t[1] << 32, t[2] | t[3] << 32, z["exceptions"].shape[1])
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
+
+    def candidates(self, layer, m):
+        out = []
+        for warps in (4, 8, 16):
+            for splits in self.values["splits"]:
+                for groups in self.values["groups"]:
+                    for pipeline in PIPELINES:
+                        for row_blocks in self.values["row_blocks"]:
+                            if splits > 1 and layer.n_for(m) // 16 // row_blocks * splits > 2048:
+                                continue
+                            if (layer.k // 64) // splits < warps * groups:
+                                continue
+                            for reduce in ("none",) if splits == 1 else REDUCTIONS[1:]:
+                                cfg = CompressedGemvConfig(warps, splits, groups, pipeline, row_blocks, reduce)
+                                if self.config_error(cfg, layer, m) is None:
+                                    out.append(cfg)
+        return out
+
+
+COMPRESSED_GEMV = CompressedGemv()

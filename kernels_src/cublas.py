@@ -1,0 +1,44 @@
+"""The fallback engine: cuBLAS through torch, for every shape no table sends elsewhere and every x the kernels do
+not take (not contiguous, not 16-byte aligned, another dtype)."""
+
+from typing import NamedTuple
+
+import torch
+
+from kernels_src.engine import Engine
+
+
+class CublasConfig(NamedTuple):
+    pass  # cuBLAS picks its own kernel
+
+
+class Cublas(Engine):
+    name = "cublas"
+    Config = CublasConfig
+    m_min, m_max = 1, None
+    summary = (
+        "cublas (everything else): x @ W[:n].T in bf16; the router as one GEMM over K concatenated,"
+        " [x, x] @ [hi, lo].T with fp32 output."
+    )
+
+    def operands(self, cfg, layer):
+        return ("hi_lo",) if layer.dual else ()
+
+    def build_operand(self, operand, parts, layer):
+        # [x, x] . [hi, lo]^T == x . hi^T + x . lo^T, accumulated in fp32 by one GEMM
+        return torch.cat(parts, dim=1).contiguous()
+
+    def plan(self, cfg, layer, m, ctx):
+        return fallback_plan(layer, layer.n_for(m), ctx.parts, ctx.operands.get("hi_lo"))
+
+
+def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
+    """out = x . W[:n]^T by cuBLAS, for any m; the router through its hi+lo concatenation."""
+    if layer.dual:
+        w_t = hi_lo[:n].t()
+        return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=torch.float32)
+    w_t = parts[0][:n].t()
+    return lambda x: torch.mm(x, w_t)
+
+
+CUBLAS = Cublas()

@@ -1,0 +1,171 @@
+"""The mma.sync tensor-core GEMV (kernels_src/mma_gemv.cuh) for m <= 32: its config, rule, operands and launch.
+
+Design and the measurements behind each field: docs/mma-gemv.md."""
+
+from typing import NamedTuple
+
+from kernels_src.engine import SEMAPHORES, SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant, column_blocks, mode_index
+from kernels_src.packing import pack_mma_a
+
+# The software-pipelining styles, in mma_gemv.cuh's numbering (its pipe_* functions say what each does).
+PIPELINES = ("batch", "double", "batch_l2", "double_l2", "double_w", "double_w_l2")
+REDUCTIONS = ("none", "semaphore", "cluster", "atomic")
+TICKET_GROUPS = 256  # row groups an atomic launch may have (common.cuh, kTicketGroups)
+CLUSTER_MAX = 16  # Hopper's largest (non-portable) thread-block cluster
+# Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments (112), or two
+# live sets (100), under the 128 registers of a 512-thread CTA without spilling.
+BATCH_DATA_REGS = 112
+DOUBLE_DATA_REGS = 100
+
+
+class MmaGemvConfig(NamedTuple):
+    warps: int  # warps per CTA; they split the CTA's K range and reduce through shared memory
+    splits: int  # CTAs that split K
+    unroll: int  # 32-wide K blocks each warp has in flight per loop trip
+    pipeline: str  # software-pipelining style, one of PIPELINES
+    row_blocks: int  # 16-row blocks per CTA: each x fragment serves all of them
+    reduce: str  # how splits > 1 meet: none (splits = 1), semaphore, cluster, atomic (fp32 output only)
+
+
+def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
+    """Fragment registers one thread holds (mma_gemv.cuh, gemv_data_regs): weights 8 R (16 R dual) and x 4 NB
+    per K block, times unroll, times the live sets of each; plus the 4 R NB accumulators."""
+    double = cfg.pipeline in ("double", "double_l2")
+    weight_sets = 2 if double or cfg.pipeline in ("double_w", "double_w_l2") else 1
+    x_sets = 2 if double else 1
+    r = cfg.row_blocks
+    return cfg.unroll * (weight_sets * 8 * r * (2 if dual else 1) + x_sets * 4 * nb) + 4 * r * nb
+
+
+def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
+    """The register budget of mma_gemv.cuh's gemv_fits, with the two exceptions ptxas showed."""
+    if cfg.pipeline in ("double_w", "double_w_l2") and nb == 4 and cfg.unroll > 1:
+        return f"unroll={cfg.unroll}, pipeline={cfg.pipeline} at NB=4: the x-single-buffered styles take unroll 1"
+    one_set = cfg.pipeline in ("batch", "batch_l2")
+    roomy = one_set or (cfg.pipeline in ("double", "double_l2") and nb <= 2 and not dual)
+    budget = BATCH_DATA_REGS if roomy else DOUBLE_DATA_REGS
+    regs = data_registers(cfg, nb, dual)
+    if regs > budget:
+        return (
+            f"unroll={cfg.unroll}, pipeline={cfg.pipeline}, row_blocks={cfg.row_blocks} at NB={nb}"
+            f"{' (dual)' if dual else ''} holds {regs} data registers per thread, over the kernel's {budget}"
+        )
+    return None
+
+
+def tiles_smem_error(warps: int, splits: int, row_blocks: int, cluster: bool, m: int) -> str | None:
+    """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
+    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile)."""
+    tiles = warps + (splits - 1 if cluster else 0)
+    smem = tiles * row_blocks * column_blocks(m) * 4 * 32 * 4
+    if smem > SMEM_LIMIT:
+        return f"warps={warps}, row_blocks={row_blocks} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
+    return None
+
+
+def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
+    """What the two mma.sync GEMVs share about K splits: splits divide the K units; reduce none exactly when
+    splits = 1; a cluster fits Hopper; the workspace and the counters hold what a semaphore reduction needs."""
+    if units % splits:
+        return f"splits={splits} does not divide the {units} {unit_name}"
+    if (splits == 1) != (reduce == "none"):
+        return f"reduce={reduce} with splits={splits}: none exactly when splits = 1"
+    if reduce == "cluster" and not 2 <= splits <= CLUSTER_MAX:
+        return f"reduce=cluster needs 2 <= splits <= {CLUSTER_MAX}, got splits={splits}"
+    if (n // 16) % row_blocks:
+        return f"row_blocks={row_blocks} does not divide the {n // 16} row blocks of N={n}"
+    if reduce == "semaphore" and (n // 16) * splits * column_blocks(m) * 128 > WORKSPACE_FLOATS:
+        return f"splits={splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
+    if reduce == "semaphore" and n // (16 * row_blocks) > 4096:
+        return f"reduce=semaphore takes at most 4096 row groups, N={n} at row_blocks={row_blocks} has more"
+    return None
+
+
+class MmaGemv(Engine):
+    name = "mma_gemv"
+    Config = MmaGemvConfig
+    values = {"warps": (1, 2, 4, 8, 16), "splits": (1, 2, 4, 8, 16, 32), "unroll": (1, 2, 4, 8), "row_blocks": (1, 2, 4)}
+    modes = {"pipeline": PIPELINES, "reduce": REDUCTIONS}
+    m_min, m_max = 1, 32
+    sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
+    has_defaults = True
+    launcher = "okc::launch_mma_gemv"
+    template_fields = ("unroll", "NB", "row_blocks", "pipeline", "dual", "atomic")
+    summary = (
+        "mma_gemv (m <= 32): mma.sync m16n8k16, bf16 x bf16 -> fp32, weights as the A operand repacked once into"
+        " fragment order (each lane streams one 16-byte load per fragment), x as B (8 tokens per column block,"
+        " one 16-byte load per 32-wide K block). A CTA owns row_blocks 16-row blocks; its warps split K and"
+        " reduce through shared memory; splits CTAs split K further, reduced by a self-resetting semaphore, a"
+        " thread-block cluster (st.async into rank 0) or, for the router's fp32 output, atomic adds. The fp32"
+        " router runs as a bf16 hi+lo pair into one fp32 accumulator (about 2^-16 relative)."
+    )
+
+    def m_class(self, m):
+        return column_blocks(m)
+
+    def class_maxima(self):
+        return (8, 16, 32)
+
+    def rule(self, cfg, layer, m):
+        n, k = layer.n_for(m), layer.k
+        if n % 16 or k % 32:
+            return f"the mma_gemv engine needs N % 16 == 0 and K % 32 == 0, got N={n} K={k}"
+        error = split_error(cfg.splits, cfg.reduce, k // 32, f"32-wide K blocks of K={k}", n, cfg.row_blocks, m)
+        if error:
+            return error
+        if cfg.reduce == "atomic":
+            if not layer.dual:
+                return "reduce=atomic adds into an fp32 output: the router (dual) only"
+            if n // (16 * cfg.row_blocks) > TICKET_GROUPS:
+                return f"reduce=atomic takes at most {TICKET_GROUPS} row groups, N={n} at row_blocks={cfg.row_blocks}"
+        return register_error(cfg, column_blocks(m), layer.dual) or tiles_smem_error(
+            cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m
+        )
+
+    def operands(self, cfg, layer):
+        return ("fragments",)
+
+    def build_operand(self, operand, parts, layer):
+        return tuple(pack_mma_a(part) for part in parts)
+
+    def variant(self, cfg, layer, m):
+        template = (
+            cfg.unroll,
+            column_blocks(m),
+            cfg.row_blocks,
+            mode_index(self, cfg, "pipeline"),
+            layer.dual,
+            cfg.reduce == "atomic",
+        )
+        return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
+
+    def plan(self, cfg, layer, m, ctx):
+        packed = ctx.operands["fragments"]  # dual: hi, lo; plain: the one matrix
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (packed[0], packed[-1]))
+
+    def candidates(self, layer, m):
+        grid_rows = layer.n_for(m) // 16
+        out = []
+        shapes = [
+            (warps, splits, unroll, pipeline, row_blocks)
+            for warps in (4, 8, 16)  # 1 and 2 warps never won a sweep
+            for splits in self.values["splits"]
+            for unroll in self.values["unroll"]
+            for pipeline in PIPELINES
+            for row_blocks in self.values["row_blocks"]
+        ]
+        for warps, splits, unroll, pipeline, row_blocks in shapes:
+            if splits > 1 and grid_rows // row_blocks * splits > 2048:
+                continue  # beyond ~15 CTAs per SM more splits only add partial-tile traffic
+            if (layer.k // 32) // splits < warps * unroll:
+                continue  # some warps would have no trip
+            for reduce in ("none",) if splits == 1 else REDUCTIONS[1:]:
+                cfg = MmaGemvConfig(warps, splits, unroll, pipeline, row_blocks, reduce)
+                if self.config_error(cfg, layer, m) is None:
+                    out.append(cfg)
+        return out
+
+
+MMA_GEMV = MmaGemv()
+# (The semaphore array runtime allocates holds the atomic reduction's tickets past the 4096 row-group counters.)
+assert SEMAPHORES >= 4096 + 2 * 5 * TICKET_GROUPS

@@ -1,0 +1,108 @@
+"""The engines, in precedence order, and the one routing rule: which engine and config serve (layer, m).
+
+A (layer, m) goes to the first engine, in ENGINES order, that serves m and whose table gives it a config there:
+the entry for m itself, else the entry of the smallest listed m above it in its class (the GEMVs: the same number
+of 8-token column blocks), else the table's default for the weight's kind (plain, or dual for fp32 weights), if
+the engine has defaults. An entry of None means "not this engine". What no engine takes goes to cuBLAS. A layer
+whose weights compress() refuses skips the compressed engine (prepare() says so in one line)."""
+
+from typing import NamedTuple
+
+from kernels_src.compressed_gemv import COMPRESSED_GEMV
+from kernels_src.cublas import CUBLAS
+from kernels_src.engine import PLAN_MAX_M
+from kernels_src.mma_gemv import MMA_GEMV
+from kernels_src.splitk_engine import SPLITK_GEMM
+from kernels_src.tma_gemv import TMA_GEMV
+
+# Precedence: the compressed GEMV streams the fewest bytes; the TMA GEMV leads where its table says so; the
+# mma.sync GEMV covers every other m <= 32 through its defaults; the Triton split-K GEMM takes m > 32.
+ENGINES = (COMPRESSED_GEMV, TMA_GEMV, MMA_GEMV, SPLITK_GEMM)
+BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
+SKIPPABLE = (COMPRESSED_GEMV.name,)  # engines prepare() may find a layer's weights unfit for
+
+
+class Table(NamedTuple):
+    """An engine's table: (layer, m) -> config or None; defaults: weight kind -> config or None."""
+
+    entries: dict
+    defaults: dict
+
+    def listed(self, layer: str) -> list:
+        return sorted(m for name, m in self.entries if name == layer)
+
+
+def make_tables(raw: dict) -> dict:
+    """The submission's TABLES literal ({engine: {"entries": {(layer, m): {field: value} | None}, "defaults":
+    {kind: {field: value} | None}}}) as Table objects of Configs, one per engine (empty where none is given)."""
+    tables = {}
+    for engine in ENGINES:
+        given = raw.get(engine.name, {})
+
+        def config(fields, engine=engine):
+            return None if fields is None else engine.make_config(fields)
+
+        entries = {key: config(fields) for key, fields in given.get("entries", {}).items()}
+        defaults = {kind: config(fields) for kind, fields in given.get("defaults", {}).items()}
+        tables[engine.name] = Table(entries, defaults)
+    return tables
+
+
+def lookup(engine, table: Table, layer, m: int):
+    """The config engine's table gives (layer, m), or None (see the module docstring)."""
+    listed = table.listed(layer.name)
+    row = m if m in listed else engine.borrowed_m(m, listed)
+    if row is not None:
+        return table.entries[(layer.name, row)]
+    if engine.has_defaults:
+        return table.defaults.get("dual" if layer.dual else "plain")
+    return None
+
+
+def route(layer, m: int, tables: dict, skip=()) -> tuple:
+    """(engine, config) for m tokens of `layer`; engines named in `skip` are passed over."""
+    for engine in ENGINES:
+        if engine.name in skip or not engine.serves(m):
+            continue
+        cfg = lookup(engine, tables[engine.name], layer, m)
+        if cfg is not None:
+            return engine, cfg
+    return CUBLAS, CUBLAS.Config()
+
+
+def plan_max_m(tables: dict) -> int:
+    """prepare() plans every m up to this: PLAN_MAX_M, or the largest m a table lists."""
+    return max([PLAN_MAX_M] + [m for table in tables.values() for _, m in table.entries])
+
+
+def skip_sets(layer) -> tuple:
+    """The engine sets prepare() may have to pass over for `layer`: none, or the compressed engine (refused)."""
+    return ((),) if layer.dual else ((), SKIPPABLE)
+
+
+def routes(layers, tables: dict):
+    """Every (layer, m, skip, engine, config) prepare() can take: m = 1 .. plan_max_m, each skip set."""
+    top = plan_max_m(tables)
+    for layer in layers:
+        for skip in skip_sets(layer):
+            for m in range(1, top + 1):
+                engine, cfg = route(layer, m, tables, skip)
+                yield layer, m, skip, engine, cfg
+
+
+def variants(layers, tables: dict) -> list:
+    """The CUDA kernels the tables and defaults can reach, in a fixed order: what the extension compiles."""
+    found = {engine.variant(cfg, layer, m) for layer, m, _, engine, cfg in routes(layers, tables)}
+    found.discard(None)
+    order = {engine.name: i for i, engine in enumerate(ENGINES)}
+    return sorted(found, key=lambda v: (order[v.engine], v.template, v.runtime))
+
+
+def shape_lines(layers, tables: dict, ms) -> list:
+    """One line per (layer, m in ms): the output width and the engine and config that serve it."""
+    lines = []
+    for layer in layers:
+        for m in ms:
+            engine, cfg = route(layer, m, tables)
+            lines.append(f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {engine.describe(cfg)}")
+    return lines

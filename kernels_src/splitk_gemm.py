@@ -1,0 +1,376 @@
+"""Split-K GEMM for m > 32 tokens: out = x . W[:n]^T on Hopper's wgmma, weights on the MMA's M side.
+
+The math
+========
+For x [M, K] (bf16, row-major) and a weight W [N_total, K] (bf16, row-major; only its first n = out.shape[1]
+rows are used, so the unpooler's 1024-row slice is a prefix of the full tensor)
+
+    out[m, j] = sum_k x[m, k] * W[j, k]        m < M, j < n
+
+accumulated in fp32. Dense layers write bf16. The router ("dual") holds its fp32 weight as two bf16 halves
+hi + lo (hi + lo == W to about 2^-16 relative); both are multiplied by the same x tile into ONE fp32
+accumulator, and the output is fp32: out = x . hi^T + x . lo^T.
+
+The tiling ("swap AB")
+======================
+A program computes the transposed tile acc[BLOCK_N, BLOCK_M] = W[rows, ks] . x[tokens, ks]^T: BLOCK_N (>= 64)
+weight rows are the MMA's M side, so wgmma is used even when the token count is small, and the BLOCK_M tokens
+are its N side. Each loop step loads one weight tile [BLOCK_N, BLOCK_K] (two for dual) and one x tile
+[BLOCK_M, BLOCK_K] and does acc += tl.dot(w, tl.trans(x)); the tile is stored transposed into out[m, j].
+Loads are either TMA tensor descriptors (x's descriptor is built per call and zero-fills the rows past M; the
+weights' are built once, `weight_descriptors`) or plain pointer loads (x masked on rows past M).
+
+The grid
+========
+    grid = (n / BLOCK_N, splits, cdiv(M, BLOCK_M))
+
+program_id(0) picks the weight-row tile, program_id(2) the token tile, and program_id(1) its share of K: the
+K / BLOCK_K steps are cut into `splits` contiguous runs, run s taking steps [s * T // splits,
+(s + 1) * T // splits) (T = K / BLOCK_K): uneven splits differ by at most one step, none is empty.
+
+The epilogues
+=============
+splits == 1 (REDUCE = 0): a plain masked store (tokens >= M are never written).
+splits > 1 need a reduction over the programs of one (row tile, token tile); both kinds leave their state as
+they found it, so CUDA-graph replays need no clearing launch:
+
+* semaphore (REDUCE = 1): every program stores its fp32 partial tile into the workspace (slot [tile, split],
+  real tokens only), then takes a ticket on the tile's counter; the program that draws the last ticket sums
+  the partials in split order 0 .. splits - 1 whoever it is (deterministic), loading them past L1 in
+  EPILOGUE_N-row chunks with four splits in flight at a time, writes out and resets the counter to 0.
+* atomic (REDUCE = 2): every program adds its partial into a zeroed fp32 accumulator (fp32 atomic adds, real
+  tokens only), then takes a ticket; the last one reads the accumulated tile past L1, writes out (bf16 or
+  fp32), stores zeros back over it and resets the counter. One tile read instead of splits, and no
+  workspace of splits tiles; the summation order is not fixed.
+
+A ticket is one acq_rel, gpu-scope atomic add by one thread behind a CTA barrier, so it publishes the whole
+program's partial (the argument is spelled out at the epilogue).
+
+What is constexpr
+=================
+BLOCK_N, BLOCK_M, BLOCK_K, TMA (load style), DUAL (two weights), REDUCE (0 none, 1 semaphore, 2 atomic),
+EPILOGUE_N (the semaphore sum's chunk rows, derived from the block shape and warps: no compiles of its own) and
+UPCAST (interpreter only, see `_splitk_mma`); also num_warps / num_stages and the argument types (pointer
+element types, descriptor block shapes). M and splits are runtime and never specialised
+(`do_not_specialize`): m = 33 and m = 64 share one compiled kernel, as do all split counts. N and K are
+runtime too; Triton keys them only on divisibility by 16, which every admitted shape has (N % BLOCK_N,
+K % BLOCK_K), so they add no compiles and tell the compiler that rows start 16-element aligned.
+"""
+
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+class SplitKGemmConfig(NamedTuple):
+    block_n: int  # weight rows per program (64, 128, 256)
+    block_m: int  # tokens per program (16, 32, 64, 128, 256)
+    block_k: int  # K per loop step (32, 64, 128)
+    splits: int  # programs sharing one tile's K range (1 .. K / block_k); uneven splits allowed
+    warps: int  # triton num_warps (4, 8: whole warpgroups for wgmma)
+    stages: int  # triton num_stages (1 .. 8)
+    loads: str  # "tma" (TensorDescriptor for x and the weights) or "pointers" (plain masked tl.load)
+    reduce: str  # "none" (splits == 1 only), "semaphore" or "atomic" (splits > 1)
+
+
+LOADS = ("tma", "pointers")
+REDUCE = ("none", "semaphore", "atomic")
+WORKSPACE_FLOATS = 8 * 1024 * 1024  # the fp32 workspace the caller passes (semaphore partials), shared
+COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
+# The fp32 accumulator of reduce="atomic", passed by the caller, zeroed once; every launch leaves it zero.
+ACCUMULATOR_FLOATS = 256 * 8192
+SPLITK_BLOCK_N = (64, 128, 256)
+SPLITK_BLOCK_M = (16, 32, 64, 128, 256)
+SPLITK_BLOCK_K = (32, 64, 128)
+SPLITK_WARPS = (4, 8)
+SPLITK_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)
+SPLITK_SMEM_LIMIT = 227 * 1024  # shared memory per block on Hopper
+SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
+# The atomic epilogue's adds return their old values into registers Triton cannot drop: with dual or pointer
+# loads ptxas (sm_90a) spills at 128 accumulator registers per thread, so those stop at 64.
+SPLITK_ATOMIC_ACC_REGS = 64
+_SPLITK_INT32 = 2**31
+
+
+def splitk_smem_bytes(cfg, dual):
+    """Shared memory of one program: `stages` ring slots (one for stages = 1), each the weight tile(s) and the x
+    tile in bf16, plus 1 KB for barriers and alignment; Triton 3.6 adds 4 KB for dual at block_n = 64 with 8
+    warps. (Checked against Triton's own figure by compiling for sm_90a; the epilogue's layout conversions
+    reuse the ring's space.)"""
+    slot = cfg.block_k * (cfg.block_n * (2 if dual else 1) + cfg.block_m) * 2
+    extra = 4096 if dual and cfg.warps == 8 and cfg.block_n == 64 else 0
+    return max(cfg.stages, 1) * slot + 1024 + extra
+
+
+def splitk_gemm_config_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
+    """Why cfg cannot serve this shape (one line naming the field and the limit), or None. Pure Python."""
+    if not isinstance(cfg, tuple) or len(cfg) != len(SplitKGemmConfig._fields):
+        return f"cfg: expected a SplitKGemmConfig {SplitKGemmConfig._fields}, got {cfg!r}"
+    cfg = SplitKGemmConfig(*cfg)
+    for name, value in zip(cfg._fields[:6], cfg[:6]):
+        if type(value) is not int:
+            return f"{name}={value!r} must be an int"
+    for name, value in zip(cfg._fields[6:], cfg[6:]):
+        if type(value) is not str:
+            return f"{name}={value!r} must be a str"
+    for name, allowed in (
+        ("block_n", SPLITK_BLOCK_N),
+        ("block_m", SPLITK_BLOCK_M),
+        ("block_k", SPLITK_BLOCK_K),
+        ("warps", SPLITK_WARPS),
+        ("stages", SPLITK_STAGES),
+        ("loads", LOADS),
+        ("reduce", REDUCE),
+    ):
+        if getattr(cfg, name) not in allowed:
+            return f"{name}={getattr(cfg, name)!r} is not one of {allowed}"
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if type(value) is not int or value < 1:
+            return f"{name}={value!r} must be a positive int"
+    if type(dual) is not bool:
+        return f"dual={dual!r} must be a bool"
+    if n % cfg.block_n:
+        return f"block_n={cfg.block_n} does not divide n={n}"
+    if k % cfg.block_k:
+        return f"block_k={cfg.block_k} does not divide k={k}"
+    steps = k // cfg.block_k
+    if not 1 <= cfg.splits <= steps:
+        return f"splits={cfg.splits} must be 1..{steps} (the K steps of k={k} at block_k={cfg.block_k})"
+    if (cfg.reduce == "none") != (cfg.splits == 1):
+        want = "'none'" if cfg.splits == 1 else "'semaphore' or 'atomic'"
+        return f"reduce={cfg.reduce!r} at splits={cfg.splits}: splits == 1 takes 'none', splits > 1 {want}"
+    if m * max(k, n) >= _SPLITK_INT32:
+        return f"m={m} at n={n}, k={k} overflows the kernel's 32-bit offsets"
+    acc_regs = cfg.block_n * cfg.block_m // (32 * cfg.warps)
+    if acc_regs > SPLITK_ACC_REGS:
+        return (
+            f"block_n={cfg.block_n} x block_m={cfg.block_m} over warps={cfg.warps} holds {acc_regs} fp32"
+            f" accumulator registers per thread, over {SPLITK_ACC_REGS}"
+        )
+    if cfg.reduce == "atomic" and (dual or cfg.loads == "pointers") and acc_regs > SPLITK_ATOMIC_ACC_REGS:
+        return (
+            f"reduce='atomic' ({'dual' if dual else 'pointer loads'}) at block_n={cfg.block_n} x"
+            f" block_m={cfg.block_m} over warps={cfg.warps} holds {acc_regs} accumulator registers per thread"
+            f" and as many returned by its atomics: over {SPLITK_ATOMIC_ACC_REGS}, it spills"
+        )
+    smem = splitk_smem_bytes(cfg, dual)
+    if smem > SPLITK_SMEM_LIMIT:
+        return (
+            f"stages={cfg.stages} of block_n={cfg.block_n}, block_m={cfg.block_m}, block_k={cfg.block_k}"
+            f"{' (dual)' if dual else ''} need about {smem} bytes of shared memory, over {SPLITK_SMEM_LIMIT}"
+        )
+    padded = -(-m // cfg.block_m) * cfg.block_m  # tokens of the grid's token tiles
+    tiles = (n // cfg.block_n) * (padded // cfg.block_m)
+    if cfg.splits > 1 and tiles > COUNTERS:
+        return f"reduce={cfg.reduce!r} needs one counter per tile: {tiles} tiles at m={m}, over {COUNTERS}"
+    if cfg.reduce == "semaphore" and n * padded * cfg.splits > WORKSPACE_FLOATS:
+        return (
+            f"reduce='semaphore' at splits={cfg.splits}, m={m} (block_m={cfg.block_m}), n={n} needs"
+            f" {n * padded * cfg.splits} workspace floats, over {WORKSPACE_FLOATS}"
+        )
+    if cfg.reduce == "atomic" and n * padded > ACCUMULATOR_FLOATS:
+        return (
+            f"reduce='atomic' at m={m} (block_m={cfg.block_m}), n={n} needs {n * padded} accumulator floats,"
+            f" over {ACCUMULATOR_FLOATS}"
+        )
+    return None
+
+
+@triton.jit
+def _splitk_mma(w_tile, x_tile, acc, UPCAST: tl.constexpr):
+    """acc[BLOCK_N, BLOCK_M] += w_tile[BLOCK_N, BLOCK_K] . x_tile[BLOCK_M, BLOCK_K]^T in fp32.
+
+    UPCAST (true only off CUDA, i.e. under TRITON_INTERPRET=1): Triton 3.6's CPU interpreter computes tl.dot on
+    bf16 operands wrongly (values near 1e10), while fp32 operands are right; bf16 -> fp32 is exact, so the
+    result is the same sum. On the GPU the bf16 tiles go straight to wgmma."""
+    if UPCAST:
+        acc = tl.dot(w_tile.to(tl.float32), tl.trans(x_tile.to(tl.float32)), acc, input_precision="ieee")
+    else:
+        acc = tl.dot(w_tile, tl.trans(x_tile), acc)
+    return acc
+
+
+@triton.jit(do_not_specialize=["M", "splits"])
+def _splitk_gemm_kernel(
+    x,  # TMA: descriptor of x [M, K], block [BLOCK_M, BLOCK_K]; pointers: bf16 x
+    w,  # TMA: descriptor of the weight [N_total, K], block [BLOCK_N, BLOCK_K]; pointers: bf16 weight
+    w2,  # dual: the lo weight, as w; otherwise w again (never read)
+    out,  # [M, N] bf16 (fp32 for dual), row-major
+    partials,  # fp32: the workspace (REDUCE = 1) or the zeroed accumulator (REDUCE = 2)
+    counters,  # int32 [tiles], zero between launches
+    M,
+    N,
+    K,
+    splits,
+    BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    TMA: tl.constexpr,
+    DUAL: tl.constexpr,
+    REDUCE: tl.constexpr,
+    EPILOGUE_N: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    pid_n = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    off_n = pid_n * BLOCK_N
+    off_m = pid_m * BLOCK_M
+    steps = K // BLOCK_K
+    first = pid_s * steps // splits
+    last = (pid_s + 1) * steps // splits
+    rn = tl.arange(0, BLOCK_N)  # weight rows of the tile = output columns
+    rm = tl.arange(0, BLOCK_M)  # tokens of the tile = output rows
+    if not TMA:
+        rk = tl.arange(0, BLOCK_K)
+        w_offs = (off_n + rn)[:, None] * K + rk[None, :]
+        x_offs = (off_m + rm)[:, None] * K + rk[None, :]
+        x_live = (off_m + rm)[:, None] < M
+
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for step in range(first, last):
+        off_k = step * BLOCK_K
+        if TMA:
+            x_tile = x.load([off_m, off_k])
+            acc = _splitk_mma(w.load([off_n, off_k]), x_tile, acc, UPCAST)
+            if DUAL:
+                acc = _splitk_mma(w2.load([off_n, off_k]), x_tile, acc, UPCAST)
+        else:
+            x_tile = tl.load(x + x_offs + off_k, mask=x_live, other=0.0)
+            acc = _splitk_mma(tl.load(w + w_offs + off_k), x_tile, acc, UPCAST)
+            if DUAL:
+                acc = _splitk_mma(tl.load(w2 + w_offs + off_k), x_tile, acc, UPCAST)
+
+    tokens = off_m + rm
+    live = (tokens < M)[None, :]  # [1, BLOCK_M]: output rows that exist
+    out_ptrs = out + tokens[None, :] * N + (off_n + rn)[:, None]
+    if REDUCE == 0:
+        tl.store(out_ptrs, acc.to(out.dtype.element_ty), mask=live)
+    else:
+        # Memory ordering of the ticket (both reductions). Each thread's partial stores (REDUCE 1) or atomic
+        # adds (REDUCE 2) come before tl.debug_barrier() (bar.sync) in program order, and bar.sync orders them
+        # before everything the CTA's threads do after it. Triton lowers the scalar counter atomic to ONE
+        # thread, so that thread's acq_rel gpu-scope add releases, cumulatively, every write the barrier
+        # ordered before it: a program whose add returns splits - 1 acquires the tiles of all splits - 1
+        # earlier programs (each released the same way). Triton hands the returned count to the other threads
+        # through shared memory behind another bar.sync, so their reads of the partials are ordered after the
+        # acquire; they use cache_modifier=".cg" because L1 is not coherent across SMs. The counter reset and
+        # the accumulator's zeros are read only by the next launch, which the kernel boundary orders.
+        tile = pid_m * tl.num_programs(0) + pid_n
+        local = rm[None, :] * BLOCK_N + rn[:, None]  # one tile's fp32 slot, token-major as out
+        if REDUCE == 1:
+            slots = partials + tile * splits * (BLOCK_N * BLOCK_M)  # [splits] tile slots, split-major
+            tl.store(slots + pid_s * (BLOCK_N * BLOCK_M) + local, acc, mask=live)
+            tl.debug_barrier()
+            arrived = tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
+            if arrived == splits - 1:
+                # Sum in split order 0, 1, ..., whoever arrived last: deterministic. acc is dead (stored
+                # above), so the sum goes over EPILOGUE_N-row chunks, four splits' loads in flight at a time
+                # (one L2 round trip per four splits instead of per split; past `splits` they load 0.0).
+                for c in tl.static_range(BLOCK_N // EPILOGUE_N):
+                    rc = c * EPILOGUE_N + tl.arange(0, EPILOGUE_N)
+                    here = slots + rm[None, :] * BLOCK_N + rc[:, None]
+                    total = tl.zeros((EPILOGUE_N, BLOCK_M), dtype=tl.float32)
+                    for s in tl.range(0, splits, 4, num_stages=1):
+                        p0 = tl.load(
+                            here + s * (BLOCK_N * BLOCK_M), mask=live, other=0.0, cache_modifier=".cg"
+                        )
+                        p1 = tl.load(
+                            here + (s + 1) * (BLOCK_N * BLOCK_M),
+                            mask=live & (s + 1 < splits),
+                            other=0.0,
+                            cache_modifier=".cg",
+                        )
+                        p2 = tl.load(
+                            here + (s + 2) * (BLOCK_N * BLOCK_M),
+                            mask=live & (s + 2 < splits),
+                            other=0.0,
+                            cache_modifier=".cg",
+                        )
+                        p3 = tl.load(
+                            here + (s + 3) * (BLOCK_N * BLOCK_M),
+                            mask=live & (s + 3 < splits),
+                            other=0.0,
+                            cache_modifier=".cg",
+                        )
+                        total = (((total + p0) + p1) + p2) + p3
+                    chunk_ptrs = out + tokens[None, :] * N + (off_n + rc)[:, None]
+                    tl.store(chunk_ptrs, total.to(out.dtype.element_ty), mask=live)
+                tl.store(counters + tile, 0)
+        else:
+            slots = partials + tile * (BLOCK_N * BLOCK_M) + local
+            tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
+            tl.debug_barrier()
+            arrived = tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
+            if arrived == splits - 1:
+                total = tl.load(slots, mask=live, other=0.0, cache_modifier=".cg")
+                tl.store(out_ptrs, total.to(out.dtype.element_ty), mask=live)
+                tl.store(slots, tl.zeros_like(total), mask=live)
+                tl.store(counters + tile, 0)
+
+
+def splitk_constexprs(cfg, dual, upcast):
+    """The kernel's constexpr arguments for cfg (besides num_warps / num_stages); upcast: x is not on CUDA."""
+    return dict(
+        BLOCK_N=cfg.block_n,
+        BLOCK_M=cfg.block_m,
+        BLOCK_K=cfg.block_k,
+        TMA=cfg.loads == "tma",
+        DUAL=dual,
+        REDUCE=REDUCE.index(cfg.reduce),
+        EPILOGUE_N=min(cfg.block_n, 1024 * cfg.warps // cfg.block_m),  # <= 32 fp32 per thread per chunk
+        UPCAST=upcast,
+    )
+
+
+def weight_descriptors(weights: tuple, cfg) -> tuple:
+    """TensorDescriptors of each weight for cfg (loads == "tma"), built once in prepare(); () for pointers.
+    Built on the full [N_total, K] tensor: a launch with a smaller n reads only its prefix rows."""
+    if cfg.loads != "tma":
+        return ()
+    return tuple(TensorDescriptor.from_tensor(w, [cfg.block_n, cfg.block_k]) for w in weights)
+
+
+def splitk_gemm(
+    x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()
+) -> torch.Tensor:
+    """Launch on the current stream; returns out. len(weights) == 2 means dual (fp32 out).
+
+    x [M, K] bf16 and the weights [N_total, K] bf16 row-major contiguous, out [M, n] contiguous (bf16, or fp32
+    for dual), workspace fp32 (WORKSPACE_FLOATS), counters int32 (COUNTERS) and accumulator fp32
+    (ACCUMULATOR_FLOATS), the last two zero. cfg must be admitted by splitk_gemm_config_error(cfg, M, n, K,
+    dual); descriptors are weight_descriptors(weights, cfg) (built here when not given)."""
+    m, k = x.shape
+    n = out.shape[1]
+    if cfg.loads == "tma":
+        if not descriptors:
+            descriptors = weight_descriptors(weights, cfg)
+        elif list(descriptors[0].block_shape) != [cfg.block_n, cfg.block_k]:
+            raise ValueError(
+                f"splitk_gemm: weight descriptors of block {descriptors[0].block_shape} for {cfg}"
+            )
+        a = TensorDescriptor.from_tensor(x, [cfg.block_m, cfg.block_k])
+        b = descriptors
+    else:
+        a = x
+        b = weights
+    grid = (n // cfg.block_n, cfg.splits, triton.cdiv(m, cfg.block_m))
+    _splitk_gemm_kernel[grid](
+        a,
+        b[0],
+        b[-1],
+        out,
+        accumulator if cfg.reduce == "atomic" else workspace,
+        counters,
+        m,
+        n,
+        k,
+        cfg.splits,
+        **splitk_constexprs(cfg, len(weights) == 2, x.device.type != "cuda"),
+        num_warps=cfg.warps,
+        num_stages=cfg.stages,
+    )
+    return out

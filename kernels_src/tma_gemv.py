@@ -1,0 +1,112 @@
+"""The bulk-copy + wgmma GEMV (kernels_src/tma_gemv.cuh) for m <= 32: its config, rule, operands and launch.
+
+Design and the measurements behind each field: docs/tma-gemv.md."""
+
+from typing import NamedTuple
+
+from kernels_src.engine import SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant, column_blocks
+from kernels_src.packing import pack_tma_bulk, pack_tma_half_bulk
+
+TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
+TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
+HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
+CONSUMERS = 128  # threads of the consumer warpgroup (tma_gemv.cuh, kTmaConsumers)
+STAGES = (2, 4, 6, 8, 12, 14, 16)  # ring depths compiled in (tma_gemv.cuh, TmaRingDepths; a test keeps them equal)
+TILES = ("full", "half")
+REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
+CLUSTER_MAX = 16
+
+
+class TmaGemvConfig(NamedTuple):
+    splits: int  # CTAs that split a tile's K (1 .. K/64, uneven splits allowed)
+    stages: int  # shared-memory ring slots per CTA, one weight tile (two for the router) and x's slice each
+    tile: str  # full: 64 rows x a K range per CTA; half: 32 rows x the whole K (splits = 1, plain weights)
+    reduce: str  # none (splits = 1), semaphore, cluster_gather (on rank 0), cluster_scatter (over all ranks)
+
+
+def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
+    """Shared memory of one CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring plus 1 KB to align it,
+    then for a cluster reduction the inbox: splits - 1 slots of 4 NB floats for each consumer thread a rank owns,
+    all 128 (gather) or at most ceil(128 / splits) (scatter)."""
+    x_boxes = 2 if cfg.tile == "half" else 1
+    ring = cfg.stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) + x_boxes * nb * 8 * TILE_K * 2) + 1024
+    if not cfg.reduce.startswith("cluster"):
+        return ring
+    owned = CONSUMERS if cfg.reduce == "cluster_gather" else -(-CONSUMERS // cfg.splits)
+    return ring + (cfg.splits - 1) * owned * 4 * nb * 4
+
+
+class TmaGemv(Engine):
+    name = "tma_gemv"
+    Config = TmaGemvConfig
+    values = {"stages": STAGES}
+    modes = {"tile": TILES, "reduce": REDUCTIONS}
+    m_min, m_max = 1, 32
+    sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
+    launcher = "okc::launch_tma_gemv"
+    template_fields = ("NB", "stages", "dual", "half")
+    summary = (
+        "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
+        " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
+        " ring read by one consumer warpgroup's wgmma. Full tiles: 64 rows and a K range per CTA, splits CTAs"
+        " reduced by the semaphore or a thread-block cluster (gathered on rank 0 or scattered over the ranks);"
+        " half tiles: 32 rows and the whole K per CTA, two K halves stacked per slot and met by x's two boxes in"
+        " one wgmma, no split."
+    )
+
+    def m_class(self, m):
+        return column_blocks(m)
+
+    def rule(self, cfg, layer, m):
+        n, k, dual = layer.n_for(m), layer.k, layer.dual
+        if (cfg.splits == 1) != (cfg.reduce == "none"):
+            return f"reduce={cfg.reduce} with splits={cfg.splits}: none exactly when splits = 1"
+        if cfg.tile == "half" and (cfg.splits != 1 or dual):
+            return f"tile=half runs plain bf16 weights unsplit: splits must be 1{', not the router' if dual else ''}"
+        if cfg.reduce.startswith("cluster") and not 2 <= cfg.splits <= CLUSTER_MAX:
+            return f"reduce={cfg.reduce} needs 2 <= splits <= {CLUSTER_MAX}, got splits={cfg.splits}"
+        if n % TILE_ROWS or k % TILE_K:
+            return f"the tma_gemv engine needs N and K divisible by {TILE_ROWS}, got N={n} K={k}"
+        if not 1 <= cfg.splits <= k // TILE_K:
+            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
+        if cfg.tile == "half" and k % HALF_K:
+            return f"tile=half needs K divisible by {HALF_K}, got K={k}"
+        nb = column_blocks(m)
+        smem = smem_bytes(cfg, nb, dual)
+        if smem > SMEM_LIMIT:
+            return f"stages={cfg.stages}, reduce={cfg.reduce} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
+        if cfg.reduce == "semaphore" and (n // TILE_ROWS) * cfg.splits * TILE_ROWS * 8 * nb > WORKSPACE_FLOATS:
+            return f"splits={cfg.splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
+        return None
+
+    def operands(self, cfg, layer):
+        return ("half_tiles",) if cfg.tile == "half" else ("tiles",)
+
+    def build_operand(self, operand, parts, layer):
+        pack = pack_tma_half_bulk if operand == "half_tiles" else pack_tma_bulk
+        return tuple(pack(part) for part in parts)
+
+    def variant(self, cfg, layer, m):
+        cluster = {"cluster_gather": 1, "cluster_scatter": 2}.get(cfg.reduce, 0)
+        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half")
+        return Variant(self.name, template, (cfg.splits, cluster))
+
+    def plan(self, cfg, layer, m, ctx):
+        tiles = ctx.operands[self.operands(cfg, layer)[0]]
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1]))
+
+    def candidates(self, layer, m):
+        # splits past 32 were slower on every shape probed (each CTA pays a start-up and a reduction that fewer
+        # of them per SM overlap); a 2-slot ring was never faster
+        out = []
+        for splits in (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32):
+            for stages in STAGES[1:]:
+                for tile in TILES:
+                    for reduce in ("none",) if splits == 1 else REDUCTIONS[1:]:
+                        cfg = TmaGemvConfig(splits, stages, tile, reduce)
+                        if self.config_error(cfg, layer, m) is None:
+                            out.append(cfg)
+        return out
+
+
+TMA_GEMV = TmaGemv()
