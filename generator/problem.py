@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from generator import REPO_ROOT
@@ -21,6 +21,8 @@ class Problem:
     layers: dict[str, Layer]
     verify_m: tuple[int, ...]
     bench_m: tuple[int, ...]
+    lines: dict = field(default_factory=dict)  # layer name -> its line in tables/problem.yaml
+    file: str = "tables/problem.yaml"
 
     def shapes(self, ms) -> list[tuple[str, int]]:
         return [(layer, m) for layer in self.layers for m in ms]
@@ -55,7 +57,7 @@ def _m_list(v: Located, what: str) -> tuple[int, ...]:
 
 def parse_problem(doc: Located) -> Problem:
     top = require_keys(doc, "the problem", {"problem", "layers", "verify_m", "bench_m"})
-    layers = {}
+    layers, lines = {}, {}
     for name, (name_loc, spec) in (
         top["layers"].value.items() if isinstance(top["layers"].value, dict) else []
     ):
@@ -70,6 +72,7 @@ def parse_problem(doc: Located) -> Problem:
             narrow = require_keys(fields["narrow"], f"layer {name!r} narrow", {"n", "max_m"})
             narrow_n = _positive_int(narrow["n"], "narrow.n")
             narrow_max_m = _positive_int(narrow["max_m"], "narrow.max_m")
+        lines[name] = name_loc.line
         layers[name] = Layer(
             name,
             _positive_int(fields["n"], f"layer {name!r} n"),
@@ -85,6 +88,8 @@ def parse_problem(doc: Located) -> Problem:
         layers=layers,
         verify_m=_m_list(top["verify_m"], "verify_m"),
         bench_m=_m_list(top["bench_m"], "bench_m"),
+        lines=lines,
+        file=doc.file,
     )
 
 

@@ -121,6 +121,8 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     import black  # build-time only: not on the H200
 
     root = Path(root)
+    if not (root / "templates" / TEMPLATE).is_file():
+        raise BuildError(display_path(root / "templates" / TEMPLATE, root), None, "template not found")
     problem = load_problem(root)
     tables = load_tables(problem, root)
     sources = load_sources(root)
@@ -150,6 +152,8 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     }
     try:
         raw = _environment(root).get_template(TEMPLATE).render(**context)
+    except jinja2.TemplateNotFound:
+        raise BuildError(display_path(root / "templates" / TEMPLATE, root), None, "template not found") from None
     except jinja2.TemplateError as exc:
         raise _template_error(exc, root) from None
     for line, message in undefined_names(raw):

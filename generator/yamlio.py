@@ -55,12 +55,25 @@ def load_located(path: Path, shown_as: str) -> Located:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise BuildError(shown_as, line, f"malformed YAML: {exc.problem or exc.context}") from None
+        raise BuildError(shown_as, *_yaml_error(exc)) from None
     if node is None:
         raise BuildError(shown_as, 1, "empty YAML document")
     return _locate(node, shown_as)
+
+
+def _yaml_error(exc: yaml.MarkedYAMLError) -> tuple[int | None, str]:
+    """(line, message) of a YAML error, on the line a reader has to fix: an unclosed or broken flow collection
+    ([...] or {...}) is reported where it starts, which the parser names as its context, not where it noticed (the
+    next line); anything else where the parser stopped."""
+    if exc.context and "flow" in exc.context and exc.context_mark is not None:
+        problem_line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+        where = f" on line {problem_line}" if problem_line is not None else ""
+        return exc.context_mark.line + 1, (
+            f"malformed YAML: the {exc.context[len('while parsing a '):]} that starts here is not closed properly"
+            f" ({exc.problem}{where})"
+        )
+    mark = exc.problem_mark or exc.context_mark
+    return (mark.line + 1 if mark is not None else None), f"malformed YAML: {exc.problem or exc.context}"
 
 
 def plain(value: Located) -> Any:

@@ -104,5 +104,6 @@ def shape_lines(layers, tables: dict, ms) -> list:
     for layer in layers:
         for m in ms:
             engine, cfg = route(layer, m, tables)
-            lines.append(f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {engine.describe(cfg)}")
+            line = f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {engine.describe(cfg)}"
+            lines.append(line.rstrip())
     return lines

@@ -230,7 +230,9 @@ def _splitk_gemm_kernel(
         x_offs = (off_m + rm)[:, None] * K + rk[None, :]
         x_live = (off_m + rm)[:, None] < M
 
-    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    # tl.full, not tl.zeros / tl.zeros_like: those are @triton.jit library functions, which the CPU tests'
+    # interpreted copy of this module cannot call (tests/test_splitk_gemm.py keeps Triton itself compiled).
+    acc = tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32)
     for step in range(first, last):
         off_k = step * BLOCK_K
         if TMA:
@@ -273,7 +275,7 @@ def _splitk_gemm_kernel(
                 for c in tl.static_range(BLOCK_N // EPILOGUE_N):
                     rc = c * EPILOGUE_N + tl.arange(0, EPILOGUE_N)
                     here = slots + rm[None, :] * BLOCK_N + rc[:, None]
-                    total = tl.zeros((EPILOGUE_N, BLOCK_M), dtype=tl.float32)
+                    total = tl.full((EPILOGUE_N, BLOCK_M), 0.0, dtype=tl.float32)
                     for s in tl.range(0, splits, 4, num_stages=1):
                         p0 = tl.load(
                             here + s * (BLOCK_N * BLOCK_M), mask=live, other=0.0, cache_modifier=".cg"
@@ -308,7 +310,7 @@ def _splitk_gemm_kernel(
             if arrived == splits - 1:
                 total = tl.load(slots, mask=live, other=0.0, cache_modifier=".cg")
                 tl.store(out_ptrs, total.to(out.dtype.element_ty), mask=live)
-                tl.store(slots, tl.zeros_like(total), mask=live)
+                tl.store(slots, tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32), mask=live)
                 tl.store(counters + tile, 0)
 
 

@@ -4,6 +4,7 @@ import ast
 import re
 
 import black
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -11,9 +12,11 @@ from click.testing import CliRunner
 from generator import REPO_ROOT
 from generator.cli import main
 from generator.contract import TAG_LINE, contract_violations
+from generator.judge.loader import load_submission
 from generator.problem import load_problem
 from generator.render import BLACK_LINE_LENGTH, render_submission
 from generator.tables import load_tables
+from kernels_src import registry
 
 DIST = REPO_ROOT / "dist" / "submission.py"
 
@@ -76,9 +79,10 @@ def test_black_clean_and_deterministic(built):
 def test_tables_round_trip(built):
     problem = load_problem()
     tables = load_tables(problem)
+    literal = _literal(built, "TABLES")
+    assert list(literal) == [engine.name for engine in registry.ENGINES]
     for name, table in tables.items():
-        assert _literal(built, name) == table.entries
-    assert _literal(built, "CTABLE_DEFAULTS") == tables["CTABLE"].defaults
+        assert literal[name] == table.literal()
     layers = _literal(built, "LAYERS")
     assert {name: (spec["n"], spec["k"], spec["dtype"]) for name, spec in layers.items()} == {
         name: (layer.n, layer.k, layer.dtype) for name, layer in problem.layers.items()
@@ -91,16 +95,54 @@ def test_cuda_src_has_line_markers_for_every_source(built):
     markers = re.findall(r'^#line 1 "(kernels_src/[^"]+)"$', cuda, flags=re.M)
     assert markers == [f"kernels_src/{name}" for name in manifest["cuda"]]
     # a line of a source sits at the line its marker promises
-    gemv = (REPO_ROOT / "kernels_src" / "gemv.cuh").read_text().splitlines()
+    source = (REPO_ROOT / "kernels_src" / "mma_gemv.cuh").read_text().splitlines()
     lines = cuda.splitlines()
-    start = lines.index('#line 1 "kernels_src/gemv.cuh"')
-    target = next(i for i, line in enumerate(gemv) if "__global__" in line)
-    assert lines[start + 1 + target] == gemv[target]
+    start = lines.index('#line 1 "kernels_src/mma_gemv.cuh"')
+    target = next(i for i, line in enumerate(source) if "__global__" in line)
+    assert lines[start + 1 + target] == source[target]
 
 
-def test_docstring_states_the_routing(built):
+def test_the_file_reads_top_down(built):
+    """The docstring, the problem and the tables, prepare() and kernel_fn(), the engines, the C++ last."""
+    tree = ast.parse(built)
+    order = {}
+    for index, node in enumerate(tree.body):
+        for name in ("LAYERS", "TABLES", "prepare", "kernel_fn", "ENGINES", "CUDA_SRC", "BINDING_SRC"):
+            target = getattr(node, "name", None) or next(
+                (t.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)), None
+            )
+            if target == name:
+                order[name] = index
+    assert sorted(order, key=order.get) == ["LAYERS", "TABLES", "prepare", "kernel_fn", "ENGINES", "CUDA_SRC", "BINDING_SRC"]
+    assert ast.get_docstring(tree).startswith("Dense projections of Muse Spark Open")
+
+
+def test_the_docstring_lines_are_what_dispatch_prints(built):
     doc = ast.get_docstring(ast.parse(built))
-    assert "router:" in doc and "gemv m=" in doc and "cublas m=" in doc
+    result = CliRunner().invoke(main, ["dispatch", str(DIST)])
+    assert result.exit_code == 0, result.output
+    shown = result.output.splitlines()[1:]
+    assert len(shown) == len(load_problem().layers) * 10
+    in_doc = [line[2:] for line in doc.splitlines() if line.startswith("  ") and line[2:] in shown]
+    assert in_doc == shown
+    for engine in registry.ENGINES:
+        assert engine.summary.split(":")[0] in doc  # every engine's paragraph
+
+
+def test_the_docstring_lists_the_kernels_the_file_compiles(built):
+    doc = ast.get_docstring(ast.parse(built))
+    problem = load_problem()
+    tables = {name: table.as_registry() for name, table in load_tables(problem).items()}
+    kernels = registry.variants(problem.layers.values(), tables)
+    assert f"CUDA kernels this file compiles ({len(kernels)}" in doc
+    assert len(kernels) < 60  # the tables' routes, not every combination of template arguments
+
+
+def test_the_built_file_imports_on_a_machine_without_a_gpu():
+    module = load_submission(DIST)
+    layers, tables = module.problem()
+    assert [layer.name for layer in layers] == list(load_problem().layers)
+    assert module.route(layers[0], 1, tables)[0].name in module.BY_NAME
 
 
 def _build(root, *args):
@@ -111,29 +153,28 @@ def test_check_passes_then_flags_a_stale_file(repo_copy):
     assert _build(repo_copy).exit_code == 0
     assert _build(repo_copy, "--check").exit_code == 0
     out = repo_copy / "dist" / "submission.py"
-    out.write_text(out.read_text().replace("WORKSPACE_FLOATS = ", "WORKSPACE_FLOATS = 2 * "))
+    out.write_text(out.read_text().replace("WORKSPACE_FLOATS = ", "WORKSPACE_FLOATS = 2 * ", 1))
     result = _build(repo_copy, "--check")
     assert result.exit_code == 1
     assert "stale" in result.output and "WORKSPACE_FLOATS" in result.output
 
 
-# A CTABLE of known content, so the breakages below do not depend on what the last sweep wrote.
-KNOWN_CTABLE = """# CTABLE for the tests
+# Tables of known content, so the breakages below do not depend on what the last sweep wrote.
+KNOWN_MMA_GEMV = """# mma_gemv for the tests
 defaults:
-  plain: [8, 1, 2, 0, 1, 0]
+  plain: {warps: 8, splits: 1, unroll: 2, pipeline: batch, row_blocks: 1, reduce: none}
   dual: null
 entries:
   qkv_gate:
-    1: [16, 1, 2, 0, 1, 0]
-    8: [16, 1, 1, 1, 1, 0]
+    1: {warps: 16, splits: 1, unroll: 2, pipeline: batch, row_blocks: 1, reduce: none}
+    8: {warps: 16, splits: 1, unroll: 1, pipeline: double, row_blocks: 1, reduce: none}
   router:
-    8: [16, 8, 1, 0, 1, 1]
+    8: {warps: 16, splits: 8, unroll: 1, pipeline: batch, row_blocks: 1, reduce: cluster}
 """
-
-
-KNOWN_TTABLE = """# TTABLE for the tests
+EMPTY = """# empty for the tests
 entries: {}
 """
+QKV_1 = "    1: {warps: 16, splits: 1, unroll: 2, pipeline: batch, row_blocks: 1, reduce: none}"
 
 
 def _edit(path, old, new):
@@ -148,70 +189,94 @@ def _line_of(path, needle):
 
 BREAKAGES = {
     "malformed yaml": (
-        "tables/ctable.yaml",
+        "tables/mma_gemv.yaml",
         "entries:",
         "entries: [unclosed",
-        r"tables/ctable\.yaml:\d+: malformed YAML",
+        r"tables/mma_gemv\.yaml:5: malformed YAML: the flow sequence that starts here is not closed properly",
     ),
-    "wrong arity": (
-        "tables/ctable.yaml",
+    "unknown field": (
+        "tables/mma_gemv.yaml",
+        QKV_1,
+        "    1: {warps: 16, splits: 1, unroll: 2, pipeline: batch, row_blocks: 1, reduce: none, nw: 4}",
+        r"tables/mma_gemv\.yaml:7: mma_gemv\[qkv_gate, 1\]: unknown field 'nw' \(the mma_gemv fields: warps,",
+    ),
+    "missing field": (
+        "tables/mma_gemv.yaml",
+        QKV_1,
+        "    1: {warps: 16, splits: 1, unroll: 2, pipeline: batch, row_blocks: 1}",
+        r"tables/mma_gemv\.yaml:7: mma_gemv\[qkv_gate, 1\]: missing field 'reduce'",
+    ),
+    "positional entry": (
+        "tables/mma_gemv.yaml",
+        QKV_1,
         "    1: [16, 1, 2, 0, 1, 0]",
-        "    1: [16, 1, 2]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: expected 6 values",
+        r"tables/mma_gemv\.yaml:7: mma_gemv\[qkv_gate, 1\]: expected a mapping \{warps, splits",
     ),
     "wrong type": (
-        "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0]",
-        "    1: [16, one, 2, 0, 1, 0]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: S must be an integer",
+        "tables/mma_gemv.yaml",
+        QKV_1,
+        QKV_1.replace("splits: 1", "splits: one"),
+        r"tables/mma_gemv\.yaml:7: mma_gemv\[qkv_gate, 1\]: splits must be an integer",
+    ),
+    "unknown mode": (
+        "tables/mma_gemv.yaml",
+        QKV_1,
+        QKV_1.replace("pipeline: batch", "pipeline: triple"),
+        r"tables/mma_gemv\.yaml:7: mma_gemv\[qkv_gate, 1\]: pipeline=triple is not one of batch, double",
     ),
     "config the kernel cannot run": (
-        "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0]",
-        "    1: [16, 1, 8, 1, 4, 0]",
-        r"tables/ctable\.yaml:\d+: CTABLE\[qkv_gate, 1\]: .* data registers",
+        "tables/mma_gemv.yaml",
+        QKV_1,
+        "    1: {warps: 16, splits: 1, unroll: 8, pipeline: double, row_blocks: 4, reduce: none}",
+        r"tables/mma_gemv\.yaml:7: mma_gemv\[qkv_gate, 1\]: .* data registers",
     ),
     "unknown layer": (
-        "tables/ctable.yaml",
+        "tables/mma_gemv.yaml",
         "  qkv_gate:",
         "  qkv_gat:",
-        r"tables/ctable\.yaml:\d+: unknown layer 'qkv_gat'",
+        r"tables/mma_gemv\.yaml:6: unknown layer 'qkv_gat'",
     ),
     "m out of range": (
-        "tables/ctable.yaml",
-        "    1: [16, 1, 2, 0, 1, 0]",
-        "    64: [16, 1, 2, 0, 1, 0]",
-        r"tables/ctable\.yaml:\d+: qkv_gate: m must be an integer with 1 <= m <= 32",
+        "tables/mma_gemv.yaml",
+        QKV_1,
+        QKV_1.replace("1:", "64:", 1),
+        r"tables/mma_gemv\.yaml:7: qkv_gate: m must be an integer 1 <= m <= 32, got 64",
+    ),
+    "a default that cannot serve a class": (
+        "tables/mma_gemv.yaml",
+        "  plain: {warps: 8, splits: 1, unroll: 2, pipeline: batch, row_blocks: 1, reduce: none}",
+        "  plain: {warps: 16, splits: 1, unroll: 8, pipeline: double, row_blocks: 2, reduce: none}",
+        r"tables/mma_gemv\.yaml:3: defaults\.plain on qkv_gate m=8: .* data registers",
     ),
     "TMA ring over shared memory": (
-        "tables/ttable.yaml",
+        "tables/tma_gemv.yaml",
         "entries: {}",
-        "entries:\n  router:\n    32: [4, 12, 0]",
-        r"tables/ttable\.yaml:\d+: TTABLE\[router, 32\]: STAGES=12 at m=32 \(dual\) needs \d+ bytes of shared memory",
+        "entries:\n  router:\n    32: {splits: 4, stages: 12, tile: full, reduce: semaphore}",
+        r"tables/tma_gemv\.yaml:4: tma_gemv\[router, 32\]: stages=12, reduce=semaphore at m=32 need \d+ bytes",
     ),
     "TMA split past the K tiles": (
-        "tables/ttable.yaml",
+        "tables/tma_gemv.yaml",
         "entries: {}",
-        "entries:\n  o:\n    8: [17, 4, 0]",
-        r"tables/ttable\.yaml:\d+: TTABLE\[o, 8\]: S=17 must be 1\.\.16",
-    ),
-    "engine without a kernel": (
-        "tables/table.yaml",
-        "entries: {}",
-        "entries:\n  o:\n    128: [64, 128, 128, 2, 4, 4, 1, 0]",
-        r"tables/table\.yaml:\d+: TABLE has entries but no engine implements it yet",
+        "entries:\n  o:\n    8: {splits: 17, stages: 4, tile: full, reduce: semaphore}",
+        r"tables/tma_gemv\.yaml:4: tma_gemv\[o, 8\]: splits=17 must be 1\.\.16",
     ),
     "compressed router": (
-        "tables/ztable.yaml",
-        "entries:\n",
-        "entries:\n  router:\n    8: [4, 1, 1, 0, 1, 0]\n",
-        r"tables/ztable\.yaml:\d+: ZTABLE\[router, 8\]: the router's fp32 weights are never compressed",
+        "tables/compressed_gemv.yaml",
+        "entries: {}",
+        "entries:\n  router:\n    8: {warps: 4, splits: 1, groups: 1, pipeline: batch, row_blocks: 1, reduce: none}",
+        r"tables/compressed_gemv\.yaml:4: compressed_gemv\[router, 8\]: the router's fp32 weights are never",
+    ),
+    "a layer shape no engine config fits": (
+        "tables/problem.yaml",
+        "o:        {n: 8192, k: 1024, dtype: bfloat16}",
+        "o:        {n: 8192, k: 1000, dtype: bfloat16}",
+        r"tables/problem\.yaml:\d+: o \(n=8192, k=1000\): no mma_gemv config can serve it at m=8",
     ),
     "missing source file": (
         "kernels_src/sources.yaml",
-        "launch.cu]",
-        "launch.cu, missing.cuh]",
-        r"kernels_src/missing\.cuh: source file not found",
+        "compressed_gemv.cuh]",
+        "compressed_gemv.cuh, missing.cuh]",
+        r"kernels_src/sources\.yaml:\d+: missing\.cuh: no such file in kernels_src/",
     ),
     "undefined template variable": (
         "templates/submission.py.j2",
@@ -220,34 +285,46 @@ BREAKAGES = {
         r"templates/submission\.py\.j2:\d+: template: 'warmup_ms' is undefined",
     ),
     "source breaks the raw string": (
-        "kernels_src/gemv.cuh",
+        "kernels_src/mma_gemv.cuh",
         "#pragma once",
-        "#pragma once\n// ''' oops",
-        r"kernels_src/gemv\.cuh:\d+: contains '''",
+        '#pragma once\n// """ oops',
+        r'kernels_src/mma_gemv\.cuh:\d+: contains """, which would end the r""" string',
     ),
     "source ends in a backslash": (
-        "kernels_src/launch.cu",
+        "kernels_src/tma_gemv.cuh",
         None,
         "#define CONTINUED \\\n",
-        r"kernels_src/launch\.cu:\d+: ends in a backslash",
+        r"kernels_src/tma_gemv\.cuh:\d+: ends in a backslash",
     ),
     "include of a later file": (
         "kernels_src/common.cuh",
         "#pragma once",
-        '#pragma once\n#include "launch.cu"',
-        r'kernels_src/common\.cuh:5: #include "launch.cu" comes before launch.cu',
+        '#pragma once\n#include "tma_gemv.cuh"',
+        r'kernels_src/common\.cuh:5: #include "tma_gemv.cuh" comes before tma_gemv.cuh',
     ),
     "python name the template lacks": (
         "kernels_src/runtime.py",
-        "    ztable = ZTABLE if state is None",
-        "    ztable = NO_SUCH_TABLE if state is None",
-        r"kernels_src/runtime\.py:\d+: undefined name 'NO_SUCH_TABLE'",
+        "    layers = [Layer(name, **spec) for name, spec in LAYERS.items()]",
+        "    layers = [Layer(name, **spec) for name, spec in NO_SUCH_LAYERS.items()]",
+        r"kernels_src/runtime\.py:\d+: undefined name 'NO_SUCH_LAYERS'",
     ),
     "import outside the whitelist": (
         "kernels_src/runtime.py",
         "import torch\n",
         "import torch\nimport os\n",
-        r"kernels_src/runtime\.py:4: import not allowed",
+        r"kernels_src/runtime\.py:\d+: import not allowed",
+    ),
+    "python syntax error": (
+        "kernels_src/registry.py",
+        "def route(",
+        "def route((",
+        r"kernels_src/registry\.py:\d+: invalid Python",
+    ),
+    "a later module used at import time": (
+        "kernels_src/engine.py",
+        "\nclass Layer(NamedTuple):",
+        "\nfrom kernels_src.registry import ENGINES\nFIRST = ENGINES[0]\n\nclass Layer(NamedTuple):",
+        r"kernels_src/engine\.py:\d+: ENGINES \(from kernels_src\.registry, inlined later\) is used while the file",
     ),
 }
 
@@ -255,8 +332,9 @@ BREAKAGES = {
 @pytest.mark.parametrize("kind", sorted(BREAKAGES))
 def test_bad_input_is_one_clear_line_exit_2_and_dist_untouched(repo_copy, kind):
     file, old, new, pattern = BREAKAGES[kind]
-    (repo_copy / "tables" / "ctable.yaml").write_text(KNOWN_CTABLE)
-    (repo_copy / "tables" / "ttable.yaml").write_text(KNOWN_TTABLE)
+    (repo_copy / "tables" / "mma_gemv.yaml").write_text(KNOWN_MMA_GEMV)
+    for name in ("tma_gemv", "compressed_gemv", "splitk_gemm"):
+        (repo_copy / "tables" / f"{name}.yaml").write_text(EMPTY)
     path = repo_copy / file
     if old is None:
         path.write_text(path.read_text() + new)
@@ -274,34 +352,63 @@ def test_bad_input_is_one_clear_line_exit_2_and_dist_untouched(repo_copy, kind):
 
 
 def test_error_line_numbers_point_at_the_entry(repo_copy):
-    path = repo_copy / "tables" / "ctable.yaml"
-    path.write_text(KNOWN_CTABLE)
-    _edit(path, "    8: [16, 1, 1, 1, 1, 0]", "    8: [16, 1, 1, 1]")
+    path = repo_copy / "tables" / "mma_gemv.yaml"
+    path.write_text(KNOWN_MMA_GEMV)
+    _edit(path, "unroll: 1, pipeline: double", "unroll: 3, pipeline: double")
     result = _build(repo_copy)
-    assert f"tables/ctable.yaml:{_line_of(path, '    8: [16, 1, 1, 1]')}:" in result.output
+    assert f"tables/mma_gemv.yaml:{_line_of(path, 'unroll: 3')}: mma_gemv[qkv_gate, 8]: unroll=3" in result.output
 
 
-def test_dispatch_reads_the_built_file():
-    result = CliRunner().invoke(main, ["dispatch", str(DIST)])
-    assert result.exit_code == 0, result.output
-    rows = [line.split() for line in result.output.splitlines()[1:]]
-    assert len(rows) == 5 * 10
-    router_m1 = next(r for r in rows if r[:2] == ["router", "1"])
-    assert router_m1[3] == "gemv"
-    unpooler = load_problem().layers["unpooler"]
-    assert next(r for r in rows if r[:2] == ["unpooler", "8"])[2] == str(unpooler.n_for(8))
-    assert next(r for r in rows if r[:2] == ["qkv_gate", "256"])[3] == "cublas"
+def test_a_missing_template_is_one_line(repo_copy):
+    (repo_copy / "templates" / "submission.py.j2").unlink()
+    result = _build(repo_copy)
+    assert result.exit_code == 2 and result.output.strip() == "error: templates/submission.py.j2: template not found"
 
 
-def test_dispatch_names_each_engines_fields():
-    result = CliRunner().invoke(main, ["dispatch", str(DIST)])
-    assert result.exit_code == 0, result.output
-    rows = {tuple(line.split()[:2]): line.split()[3:] for line in result.output.splitlines()[1:]}
-    tables = load_tables(load_problem())
-    ttable, ztable = tables["TTABLE"].entries, tables["ZTABLE"].entries
-    for (layer, m), cfg in ttable.items():
-        if ztable.get((layer, m)) is not None:
-            continue  # ZTABLE takes precedence: the compressed GEMV serves this shape
-        if cfg is not None and (layer, str(m)) in rows:
-            assert rows[(layer, str(m))] == ["tma", f"S={cfg[0]}", f"STAGES={cfg[1]}", f"C={cfg[2]}"]
-    assert rows[("router", "1")][0] == "gemv" and rows[("router", "1")][1].startswith("NW=")
+def test_an_unwritable_out_is_one_line(repo_copy, tmp_path):
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")
+    result = _build(repo_copy, "--out", str(blocked / "sub" / "submission.py"))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "cannot write" in result.output
+
+
+def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
+    """Run from inside a broken copy, the installed generator builds that copy (its tables, its kernels_src), not
+    the tree it was installed from; and a kernels_src module that does not parse is one line."""
+    import subprocess
+    import sys
+
+    out = repo_copy / "dist" / "submission.py"
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "generator", *args], cwd=repo_copy, capture_output=True, text=True
+    )
+    assert run("build").returncode == 0 and out.exists()
+    assert run("build", "--check").returncode == 0
+    _edit(repo_copy / "tables" / "mma_gemv.yaml", "unroll: 2, pipeline: double", "unroll: 1, pipeline: double")
+    stale = run("build", "--check")
+    assert stale.returncode == 1 and "stale" in stale.stderr
+    _edit(repo_copy / "kernels_src" / "registry.py", "def route(", "def route((")
+    broken = run("build")
+    assert broken.returncode == 2, broken.stderr
+    assert len(broken.stderr.strip().splitlines()) == 1 and "kernels_src/registry.py" in broken.stderr
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    for name, command in main.commands.items():
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert param.help, f"{name} {param.opts[0]} has no help text"
+
+
+def test_version():
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("muse-proj, version ")
+
+
+def test_dispatch_on_a_file_without_the_tables_is_one_line(tmp_path):
+    file = tmp_path / "sub.py"
+    file.write_text("# okc: problem=muse_bf16_proj\ndef prepare(w):\n    return w\n\n\ndef kernel_fn(d, s):\n    return d\n")
+    result = CliRunner().invoke(main, ["dispatch", str(file)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "not a file `python -m generator build` made?" in result.output

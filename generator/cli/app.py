@@ -24,6 +24,27 @@ def fail(message: str, code: int = 2) -> None:
 @click.version_option(__version__, prog_name="muse-proj")
 def main() -> None:
     """Build dist/submission.py from kernels_src/ and tables/, and check and tune it like the judge does."""
+    import_kernels()
+
+
+def import_kernels() -> None:
+    """Import kernels_src's engines (every command reads them), or say in one line which file is broken."""
+    import traceback
+
+    try:
+        import kernels_src.registry  # noqa: F401
+    except SyntaxError as exc:
+        fail(f"{_shown(exc.filename)}:{exc.lineno}: invalid Python: {exc.msg}")
+    except Exception as exc:  # an error while a kernels_src module runs its top level
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "kernels_src" in f.filename]
+        where = f"{_shown(frames[-1].filename)}:{frames[-1].lineno}" if frames else "kernels_src"
+        fail(f"{where}: {type(exc).__name__}: {exc}")
+
+
+def _shown(path) -> str:
+    from generator.errors import display_path
+
+    return display_path(Path(path), REPO_ROOT) if path else "kernels_src"
 
 
 def load_file(file: Path):

@@ -10,7 +10,6 @@ import click
 from generator import REPO_ROOT
 from generator.cli.app import FILE_ARGUMENT, fail, load_file, load_problem_or_fail, main, require_gpu, shape_filter
 from generator.errors import BuildError
-from kernels_src import registry
 
 
 def parse_where(texts, engine) -> dict:
@@ -28,10 +27,9 @@ def parse_where(texts, engine) -> dict:
 @FILE_ARGUMENT
 @click.option(
     "--engine",
-    type=click.Choice([engine.name for engine in registry.ENGINES]),
     default="mma_gemv",
     show_default=True,
-    help="Whose table to tune (tables/<engine>.yaml); an entry is kept only where the engine beats what would serve"
+    help="Whose table to tune: mma_gemv, tma_gemv, compressed_gemv or splitk_gemm (tables/<engine>.yaml); an entry is kept only where the engine beats what would serve"
     " the shape without it (the engines after it, cuBLAS last) by >= 2 %.",
 )
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
@@ -74,7 +72,11 @@ def sweep(file: Path, engine: str, layers, ms, reps: int, where_texts, best_by, 
     from generator.judge.sweep import format_best_by_field, run_sweep, sweep_m, updated_table
     from generator.tables import load_table
 
-    chosen = registry.BY_NAME[engine]
+    from kernels_src import registry
+
+    chosen = registry.BY_NAME.get(engine)
+    if chosen is None or chosen not in registry.ENGINES:
+        fail(f"--engine {engine}: one of {', '.join(e.name for e in registry.ENGINES)}")
     where = parse_where(where_texts, chosen)  # wrong calls say so on any machine, before the GPU is asked for
     if best_by is not None and best_by not in chosen.fields:
         fail(f"--best-by {best_by}: the {engine} engine's fields are {', '.join(chosen.fields)}")

@@ -1,0 +1,395 @@
+"""The engine registry: routing, each engine's rule (Python and the CUDA headers agree), and the kernels a build
+compiles (exactly those its routes reach)."""
+
+import itertools
+import re
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from generator import REPO_ROOT
+from generator.cli import main
+from generator.problem import load_problem
+from generator.tables import load_tables
+from kernels_src import registry
+from kernels_src.compressed_gemv import COMPRESSED_GEMV, CompressedGemvConfig
+from kernels_src.engine import SEMAPHORES, SMEM_LIMIT, Layer, column_blocks
+from kernels_src.mma_gemv import MMA_GEMV, PIPELINES, MmaGemvConfig, tiles_smem_error
+from kernels_src.registry import Table, route
+from kernels_src.tma_gemv import STAGES, TMA_GEMV, TmaGemvConfig, smem_bytes
+
+PROBLEM = load_problem()
+O, POOLER, ROUTER = PROBLEM.layers["o"], PROBLEM.layers["pooler"], PROBLEM.layers["router"]
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs the local nvcc")
+
+
+def mma(warps, splits, unroll, pipeline, row_blocks, reduce):
+    return MmaGemvConfig(warps, splits, unroll, pipeline, row_blocks, reduce)
+
+
+def tables(mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None):
+    return {
+        "compressed_gemv": Table(compressed or {}, {}),
+        "tma_gemv": Table(tma or {}, {}),
+        "mma_gemv": Table(mma_entries or {}, mma_defaults or {}),
+        "splitk_gemm": Table(splitk or {}, {}),
+    }
+
+
+O1 = mma(8, 1, 2, "double", 2, "none")
+PLAIN = mma(4, 1, 2, "batch", 1, "none")
+TABLES = tables({("o", 1): O1, ("o", 8): None, ("o", 16): PLAIN}, {"plain": PLAIN, "dual": None})
+
+
+@pytest.mark.parametrize(
+    "layer, m, expected",
+    [
+        (O, 1, ("mma_gemv", O1)),
+        (O, 5, ("cublas", ())),  # borrows ("o", 8), which is None: not this engine, and no engine after it
+        (O, 9, ("mma_gemv", PLAIN)),  # borrows ("o", 16)
+        (O, 32, ("mma_gemv", PLAIN)),  # no row in its class: the plain default
+        (ROUTER, 8, ("cublas", ())),  # the dual default is None
+        (O, 33, ("cublas", ())),  # past the GEMVs, and splitk_gemm's table is empty
+        (O, 256, ("cublas", ())),
+    ],
+)
+def test_route_walks_the_engines_in_precedence_order(layer, m, expected):
+    engine, cfg = route(layer, m, TABLES)
+    assert (engine.name, tuple(cfg)) == expected
+
+
+def test_an_earlier_engine_takes_precedence_and_none_passes_on():
+    half = TmaGemvConfig(1, 12, "half", "none")
+    zcfg = CompressedGemvConfig(8, 1, 2, "batch", 1, "none")
+    t = tables(
+        {("o", 32): PLAIN},
+        {"plain": PLAIN},
+        tma={("o", 32): half, ("o", 16): None, ("pooler", 32): half},
+        compressed={("pooler", 8): zcfg, ("pooler", 32): None},
+    )
+    assert route(O, 17, t)[0].name == "tma_gemv"  # borrows ("o", 32) of tma_gemv
+    assert route(O, 16, t)[0].name == "mma_gemv"  # None in tma_gemv: mma_gemv's default
+    assert route(POOLER, 5, t) == (COMPRESSED_GEMV, zcfg)  # borrows ("pooler", 8)
+    assert route(POOLER, 32, t) == (TMA_GEMV, half)  # None in compressed_gemv
+    # a layer compress() refused skips the compressed engine: its next engine serves
+    assert route(POOLER, 8, t, ("compressed_gemv",)) == (MMA_GEMV, PLAIN)
+
+
+def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
+    cfg = registry.BY_NAME["splitk_gemm"].Config(64, 64, 128, 16, 4, 3, "tma", "atomic")
+    t = tables(splitk={("router", 64): cfg, ("router", 256): cfg})
+    assert route(ROUTER, 33, t) == (registry.BY_NAME["splitk_gemm"], cfg)
+    assert route(ROUTER, 100, t)[1] == cfg  # no row at 128: 256's
+    assert route(ROUTER, 257, t)[0].name == "cublas"
+
+
+def test_the_registry_is_the_only_list_of_engines():
+    names = [engine.name for engine in registry.ENGINES]
+    assert names == ["compressed_gemv", "tma_gemv", "mma_gemv", "splitk_gemm"]
+    assert set(registry.BY_NAME) == set(names) | {"cublas"}
+    for engine in registry.ENGINES:
+        assert (REPO_ROOT / "tables" / engine.table_file).is_file(), engine.table_file
+        assert set(engine.values) | set(engine.modes) <= set(engine.fields)
+        assert engine.summary.startswith(engine.name)
+    tables_on_disk = {path.name for path in (REPO_ROOT / "tables").glob("*.yaml")} - {"problem.yaml"}
+    assert tables_on_disk == {engine.table_file for engine in registry.ENGINES}  # no table without an engine
+
+
+def test_a_table_naming_an_unknown_field_or_mode_fails(tmp_path):
+    with pytest.raises(ValueError, match="unknown field 'nw'"):
+        MMA_GEMV.make_config({"nw": 4})
+    with pytest.raises(ValueError, match="missing field 'reduce'"):
+        MMA_GEMV.make_config(dict(warps=4, splits=1, unroll=1, pipeline="batch", row_blocks=1))
+    with pytest.raises(ValueError, match="pipeline must be one of batch"):
+        MMA_GEMV.make_config(dict(warps=4, splits=1, unroll=1, pipeline=1, row_blocks=1, reduce="none"))
+    assert "pipeline=triple is not one of batch" in MMA_GEMV.config_error(mma(4, 1, 1, "triple", 1, "none"), O, 1)
+
+
+def test_mma_gemv_rule_names_the_field():
+    err = MMA_GEMV.config_error
+    assert "splits=3 is not one of" in err(mma(4, 3, 2, "batch", 1, "semaphore"), O, 1)
+    assert "splits=32 does not divide the 16 32-wide K blocks" in err(mma(4, 32, 2, "batch", 1, "semaphore"), O._replace(k=512), 1)
+    assert "row_blocks=4 does not divide" in err(mma(4, 1, 2, "batch", 4, "none"), O._replace(n=32), 1)
+    assert "data registers" in err(mma(4, 1, 8, "double", 1, "none"), ROUTER, 32)
+    assert err(mma(16, 8, 1, "batch_l2", 1, "semaphore"), ROUTER, 32) is None
+    assert "reduce=cluster needs 2 <= splits <= 16" in err(mma(16, 32, 1, "batch", 1, "cluster"), ROUTER, 8)
+    assert "none exactly when splits = 1" in err(mma(16, 1, 1, "batch", 1, "cluster"), ROUTER, 8)
+    assert "none exactly when splits = 1" in err(mma(16, 4, 1, "batch", 1, "none"), ROUTER, 8)
+    assert err(mma(16, 16, 1, "batch", 1, "cluster"), ROUTER, 8) is None
+    assert "serves 1 <= m <= 32, not m=33" in err(PLAIN, O, 33)
+
+
+def test_the_atomic_reduction_is_the_routers_and_needs_a_split():
+    err = MMA_GEMV.config_error
+    assert err(mma(16, 8, 1, "double", 1, "atomic"), ROUTER, 32) is None
+    assert err(mma(16, 32, 1, "batch", 1, "atomic"), ROUTER, 1) is None  # past the 16 CTAs a cluster may hold
+    assert "router (dual) only" in err(mma(16, 8, 1, "double", 1, "atomic"), O, 32)
+    assert "reduce=atomic is not one of" in COMPRESSED_GEMV.config_error(
+        CompressedGemvConfig(4, 4, 1, "batch", 1, "atomic"), POOLER, 8
+    )
+    # 16 warps' tiles at row_blocks 4, NB 4 fill 128 KB: a cluster inbox of 15 more would not fit
+    assert "shared memory" in tiles_smem_error(16, 16, 4, True, 32)
+    assert tiles_smem_error(16, 16, 4, False, 32) is None
+
+
+def test_tma_gemv_rule_names_the_field():
+    err = TMA_GEMV.config_error
+    q = PROBLEM.layers["qkv_gate"]
+    assert "stages=5 is not one of" in err(TmaGemvConfig(1, 5, "full", "none"), O, 1)
+    assert "splits=17 must be 1..16" in err(TmaGemvConfig(17, 4, "full", "semaphore"), O, 8)
+    assert "divisible by 64" in err(TmaGemvConfig(1, 4, "full", "none"), O._replace(n=1000), 1)
+    assert "shared memory" in err(TmaGemvConfig(4, 12, "full", "semaphore"), ROUTER, 32)  # 12 x 20 KB
+    assert err(TmaGemvConfig(4, 8, "full", "semaphore"), ROUTER, 32) is None
+    assert "workspace" in err(TmaGemvConfig(64, 4, "full", "semaphore"), PROBLEM.layers["unpooler"], 32)
+    assert "reduce=cluster_gather needs 2 <= splits" in err(TmaGemvConfig(32, 8, "full", "cluster_gather"), q, 32)
+    assert err(TmaGemvConfig(16, 8, "full", "cluster_scatter"), q, 32) is None
+    assert err(TmaGemvConfig(1, 12, "half", "none"), q, 32) is None  # 12 x 16 KB
+    assert "shared memory" in err(TmaGemvConfig(1, 16, "half", "none"), q, 32)  # 16 x 16 KB
+    assert err(TmaGemvConfig(1, 16, "half", "none"), q, 16) is None  # 16 x 12 KB
+    assert "splits must be 1" in err(TmaGemvConfig(2, 8, "half", "semaphore"), q, 16)
+    assert "not the router" in err(TmaGemvConfig(1, 8, "half", "none"), ROUTER, 16)
+    assert "divisible by 128" in err(TmaGemvConfig(1, 8, "half", "none"), q._replace(k=192), 16)
+
+
+def test_compressed_gemv_rule_names_the_field():
+    err = COMPRESSED_GEMV.config_error
+    q = PROBLEM.layers["qkv_gate"]
+    assert "never compressed" in err(CompressedGemvConfig(4, 1, 1, "batch", 1, "none"), ROUTER, 8)
+    assert "groups=3 is not one of" in err(CompressedGemvConfig(4, 1, 3, "batch", 1, "none"), q, 8)
+    assert "64-wide K groups" in err(CompressedGemvConfig(4, 32, 1, "batch", 1, "semaphore"), O, 8)
+    assert "data registers" in err(CompressedGemvConfig(4, 1, 4, "double", 2, "none"), q, 32)
+    assert err(CompressedGemvConfig(16, 1, 2, "double", 1, "none"), q, 8) is None
+    assert err(CompressedGemvConfig(4, 4, 1, "batch", 1, "cluster"), q, 32) is None
+
+
+def test_launch_values_parse_positionally_or_by_name():
+    cfg = TMA_GEMV.parse_values(["1", "14", "half", "none"])
+    assert cfg == TmaGemvConfig(1, 14, "half", "none")
+    assert TMA_GEMV.parse_values(["stages=14", "splits=1", "tile=half", "reduce=none"]) == cfg
+    with pytest.raises(ValueError, match="stages must be an integer"):
+        TMA_GEMV.parse_values(["1", "many", "half", "none"])
+    assert TMA_GEMV.describe(cfg) == "splits=1 stages=14 tile=half reduce=none"
+
+
+def test_every_route_of_the_built_tables_has_its_kernel_and_fits_its_m():
+    """For m = 1 .. plan_max_m on every layer, with and without the compressed engine: the route's config passes
+    its rule at that m, and a CUDA route's kernel is in the list the build compiles."""
+    t = {name: table.as_registry() for name, table in load_tables(PROBLEM).items()}
+    kernels = set(registry.variants(PROBLEM.layers.values(), t))
+    seen = 0
+    for layer, m, _, engine, cfg in registry.routes(PROBLEM.layers.values(), t):
+        assert engine.config_error(cfg, layer, m) is None, (layer.name, m, engine.name, cfg)
+        variant = engine.variant(cfg, layer, m)
+        assert variant is None or variant in kernels
+        seen += 1
+    assert seen == sum(len(registry.skip_sets(layer)) for layer in PROBLEM.layers.values()) * registry.plan_max_m(t)
+
+
+def _host_program_output(tmp_path, name, source, gencode=()):
+    """stdout of a host-only C++ program (`source`, which includes the kernels' headers) built with nvcc and run:
+    how these tests read the CUDA side's own arithmetic."""
+    program = tmp_path / f"{name}.cu"
+    program.write_text(source)
+    subprocess.run(["nvcc", "-std=c++17", *gencode, str(program), "-o", str(tmp_path / name)], check=True)
+    return subprocess.run([str(tmp_path / name)], capture_output=True, text=True, check=True).stdout
+
+
+SRC = REPO_ROOT / "kernels_src"
+M_OF_NB = {1: 8, 2: 16, 4: 32}
+
+
+@needs_nvcc
+def test_python_and_cuda_agree_on_which_mma_configs_exist(tmp_path):
+    out = _host_program_output(
+        tmp_path,
+        "rule",
+        f'#include "{SRC}/mma_gemv.cuh"\n#include <cstdio>\n'
+        "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
+        f" for (int p = 0; p < {len(PIPELINES)}; ++p) for (int d = 0; d < 2; ++d)"
+        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n',
+    )
+    cpp = {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
+    for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(len(PIPELINES)), (0, 1)):
+        layer = ROUTER if d else POOLER
+        error = MMA_GEMV.config_error(mma(4, 1, u, PIPELINES[p], r, "none"), layer, M_OF_NB[nb])
+        assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
+
+
+@needs_nvcc
+def test_the_atomic_reductions_tickets_fit_the_semaphore_array(tmp_path):
+    """The atomic reduction keeps its tickets and flags past the semaphore counters in the one array runtime.py
+    allocates: the CUDA layout (common.cuh) and engine.py's SEMAPHORES agree, and the regions do not overlap."""
+    out = _host_program_output(
+        tmp_path,
+        "tickets",
+        f'#include "{SRC}/common.cuh"\n#include <cstdio>\n'
+        'int main() { printf("%d %d %d %d %d\\n", okc::kTicketAt, okc::kTicketGroups, okc::kTicketSplits,'
+        " okc::kFlagAt, okc::kSemaphoreInts); }\n",
+    )
+    ticket_at, groups, splits, flag_at, total = map(int, out.split())
+    assert SEMAPHORES == total and groups == 256
+    assert splits == len([s for s in MMA_GEMV.values["splits"] if s >= 2]) == 5
+    assert flag_at == ticket_at + splits * groups and total == flag_at + splits * groups
+    assert max(layer.n for layer in PROBLEM.layers.values()) // 16 <= ticket_at
+
+
+@needs_nvcc
+def test_python_and_cuda_agree_on_the_tma_ring_and_the_cluster_inbox(tmp_path):
+    """One list of ring depths; the shared memory of every (NB, stages, dual, tile, reduce, splits) as the header
+    computes it equals tma_gemv.py's, and a config is refused exactly when it exceeds the limit."""
+    out = _host_program_output(
+        tmp_path,
+        "tma_rule",
+        f'#include "{SRC}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
+        ' printf("limit %d\\n", (int)okc::kSmemOptInLimit);\n'
+        ' for (int st : okc::TmaRingDepths::values) printf("depth %d\\n", st);\n'
+        " for (int s : {1, 2, 3, 8, 16}) for (int nb : {1, 2, 4}) for (int st : okc::TmaRingDepths::values)\n"
+        "  for (int d = 0; d < 2; ++d) for (int h = 0; h < 2; ++h) for (int c = 0; c <= 2; ++c)\n"
+        '   printf("%d %d %d %d %d %d %d\\n", s, nb, st, d, h, c, okc::tma_smem_bytes(nb, st, d, h) +'
+        " okc::tma_inbox_bytes(nb, s, c));\n}\n",
+    )
+    rows = [line.split() for line in out.splitlines()]
+    assert int(rows[0][1]) == SMEM_LIMIT
+    assert tuple(int(r[1]) for r in rows if r[0] == "depth") == STAGES
+    refused = checked = 0
+    reduces = {0: "semaphore", 1: "cluster_gather", 2: "cluster_scatter"}
+    for row in rows:
+        if row[0] in ("limit", "depth"):
+            continue
+        s, nb, stages, dual, half, c, smem = map(int, row)
+        reduce = "none" if s == 1 and c == 0 else reduces[c]
+        if (s == 1) != (reduce == "none") or (half and (s > 1 or dual)):
+            continue  # not a config the engine admits for other reasons
+        cfg = TmaGemvConfig(s, stages, "half" if half else "full", reduce)
+        assert smem_bytes(cfg, nb, bool(dual)) == smem, row
+        layer = ROUTER if dual else PROBLEM.layers["qkv_gate"]
+        error = TMA_GEMV.config_error(cfg, layer, M_OF_NB[nb])
+        assert (error is None) == (smem <= SMEM_LIMIT), (row, error)
+        refused += smem > SMEM_LIMIT
+        checked += 1
+    assert refused > 0 and checked > 100  # the limit binds somewhere, or this test would prove nothing
+
+
+@needs_nvcc
+def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
+    """tma_gemv.cuh's tma_owned_from / tma_owner, compiled: for every splits a cluster may have, the ranks' thread
+    ranges tile 0..127, each rank owns at least one thread, tma_owner names the range a thread is in, and the largest
+    share fits the inbox tma_inbox_bytes sizes (ceil(128 / S) threads)."""
+    out = _host_program_output(
+        tmp_path,
+        "owners",
+        f'#include "{SRC}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
+        " for (int s = 2; s <= 16; ++s) {\n"
+        '  printf("s %d %d", s, okc::tma_inbox_bytes(1, s, 2));\n'
+        '  for (int r = 0; r <= s; ++r) printf(" %d", okc::tma_owned_from(r, s));\n'
+        '  for (int t = 0; t < 128; ++t) printf(" %d", okc::tma_owner(t, s));\n'
+        '  printf("\\n");\n }\n}\n',
+    )
+    lines = out.splitlines()
+    assert len(lines) == 15
+    for line in lines:
+        values = list(map(int, line.split()[1:]))
+        s, inbox_bytes = values[0], values[1]
+        starts, owners = values[2 : 3 + s], values[3 + s :]
+        assert starts[0] == 0 and starts[-1] == 128 and len(owners) == 128
+        shares = [b - a for a, b in zip(starts, starts[1:])]
+        assert min(shares) >= 1
+        assert all(starts[owners[t]] <= t < starts[owners[t] + 1] for t in range(128)), s
+        assert inbox_bytes == (s - 1) * max(shares) * 4 * 4, s  # NB = 1: 4 floats per thread
+
+
+@needs_nvcc
+def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
+    """zgemv_fits() against compressed_gemv.py's rule, and the exception pass's tile index against the map the
+    epilogue uses."""
+    lines = _host_program_output(
+        tmp_path,
+        "zrule",
+        f'#include "{SRC}/compressed_gemv.cuh"\n#include <cstdio>\n'
+        "template <int NB> int bad_indices() { int bad = 0; for (int idx = 0; idx < 4 * NB * 4 * 32; ++idx) {"
+        " int r = 0, i = 0, t = 0; okc::tile_coords<NB>(idx, r, i, t); bad += okc::ztile_index<NB>(r, i, t) != idx; }"
+        " return bad; }\n"
+        'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>());'
+        " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 2; ++p)"
+        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, p)); }\n',
+    ).splitlines()
+    assert lines[0] == "bad 0"
+    for line in lines[1:]:
+        ug, nb, r, p, fits = map(int, line.split())
+        cfg = CompressedGemvConfig(4, 1, ug, ("batch", "double")[p], r, "none")
+        error = COMPRESSED_GEMV.config_error(cfg, POOLER, M_OF_NB[nb])
+        assert (error is None) == bool(fits), (ug, nb, r, p, error)
+
+
+def test_wgmma_serialisation_is_read_from_ptxas_info():
+    from generator.compile import serialized_wgmma
+
+    report = (
+        "ptxas info    : Used 101 registers\n"
+        "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non"
+        " wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage"
+        " in the function '_ZN3okc15tma_gemv_kernelILi4E'\n"
+    )
+    assert serialized_wgmma(report) == [
+        (
+            "C7515",
+            "due to non wgmma instructions defining accumulator registers of a wgmma between start and end of the"
+            " pipeline stage",
+            "_ZN3okc15tma_gemv_kernelILi4E",
+        )
+    ]
+    assert serialized_wgmma("ptxas info    : Used 101 registers\n") == []
+
+
+def test_compile_fails_on_a_serialised_wgmma_or_a_spill(tmp_path):
+    """`compile` reads ptxas's report: a clean kernel passes; a spill or a wgmma serialisation (reported only as
+    info) fails with one line naming it. A stand-in nvcc prints the report."""
+    clean = (
+        "ptxas info    : Compiling entry function '_Z6kernelv' for 'sm_90a'\n"
+        "ptxas info    : Function properties for _Z6kernelv\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 90 registers, used 1 barriers, 16 bytes smem\n"
+    )
+    serialised = clean + (
+        "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due to"
+        " non wgmma instructions defining input registers of a wgmma between start and end of the pipeline stage"
+        " in the function '_Z6kernelv'\n"
+    )
+    spilled = clean.replace("0 bytes spill stores", "8 bytes spill stores")
+    results = {}
+    for name, report in (("clean", clean), ("serialised", serialised), ("spilled", spilled)):
+        (tmp_path / f"{name}.txt").write_text(report)
+        nvcc = tmp_path / f"nvcc_{name}"
+        nvcc.write_text(f"#!/bin/sh\ncat {tmp_path / (name + '.txt')} >&2\n")
+        nvcc.chmod(0o755)
+        results[name] = CliRunner().invoke(main, ["compile", "--nvcc", str(nvcc)])
+    assert results["clean"].exit_code == 0, results["clean"].output
+    assert results["serialised"].exit_code == 1
+    assert "wgmmas serialised by ptxas (C7513: due to non wgmma instructions defining input" in results["serialised"].output
+    assert results["spilled"].exit_code == 1 and "spill registers" in results["spilled"].output
+
+
+def test_a_missing_nvcc_is_one_line(tmp_path):
+    result = CliRunner().invoke(main, ["compile", "--nvcc", str(tmp_path / "missing")])
+    assert result.exit_code == 2 and result.output.strip().count("\n") == 0
+    assert "no such compiler" in result.output
+
+
+@needs_nvcc
+def test_the_kernels_the_tables_reach_compile_for_sm90a_without_spills():
+    """`compile` builds exactly the build's kernel list (one launch-table case each), with 0 spills."""
+    t = {name: table.as_registry() for name, table in load_tables(PROBLEM).items()}
+    wanted = registry.variants(PROBLEM.layers.values(), t)
+    result = CliRunner().invoke(main, ["compile"])
+    assert result.exit_code == 0, result.output
+    assert f"compiling {len(wanted)} kernels" in result.output
+    assert "0 spilling" in result.output
+    templates = {(v.engine, v.template) for v in wanted}  # kernels that differ in run-time arguments only share one
+    assert re.search(rf"^{len(templates)} kernels, max \d+ registers, 0 spilling$", result.output, re.M)
+
+
+def test_column_blocks():
+    assert [column_blocks(m) for m in (1, 8, 9, 16, 17, 32)] == [1, 1, 2, 2, 4, 4]
+    assert Layer("unpooler", 8192, 4096, "bfloat16", 1024, 8).n_for(8) == 1024
