@@ -9,7 +9,9 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _is_checkout(path: Path) -> bool:
-    return (path / "templates" / "submission.py.j2").is_file() and (path / "kernels_src" / "sources.yaml").is_file()
+    return (path / "templates" / "submission.py.j2").is_file() and (
+        path / "kernels_src" / "sources.yaml"
+    ).is_file()
 
 
 def find_root(start: Path | None = None) -> Path:

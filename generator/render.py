@@ -153,7 +153,9 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     try:
         raw = _environment(root).get_template(TEMPLATE).render(**context)
     except jinja2.TemplateNotFound:
-        raise BuildError(display_path(root / "templates" / TEMPLATE, root), None, "template not found") from None
+        raise BuildError(
+            display_path(root / "templates" / TEMPLATE, root), None, "template not found"
+        ) from None
     except jinja2.TemplateError as exc:
         raise _template_error(exc, root) from None
     for line, message in undefined_names(raw):

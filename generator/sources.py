@@ -216,12 +216,16 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
         "kernels_src/sources.yaml",
         {"cuda", "binding", "python"},
     )
-    cuda_files, binding_files, python_files = (_file_list(manifest, key) for key in ("cuda", "binding", "python"))
+    cuda_files, binding_files, python_files = (
+        _file_list(manifest, key) for key in ("cuda", "binding", "python")
+    )
     lines = {key: [item.line for item in manifest[key].value] for key in ("cuda", "binding", "python")}
     for key, files in (("cuda", cuda_files), ("binding", binding_files), ("python", python_files)):
         for name, line in zip(files, lines[key]):
             if not (src_dir / name).is_file():
-                raise BuildError(display_path(manifest_path, root), line, f"{name}: no such file in kernels_src/")
+                raise BuildError(
+                    display_path(manifest_path, root), line, f"{name}: no such file in kernels_src/"
+                )
     cuda = assemble_c_sources(cuda_files, src_dir, root)
     binding = assemble_c_sources(binding_files, src_dir, root)
     modules = []
@@ -231,4 +235,6 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
         earlier, later = set(python_files[:index]), set(python_files[index + 1 :])
         modules.append(inline_python(_read(path, shown), shown, earlier, later))
     inputs = [manifest_path] + [src_dir / f for f in cuda_files + binding_files + python_files]
-    return Sources(cuda, tuple(cuda_files), binding, tuple(binding_files), tuple(modules), tuple(dict.fromkeys(inputs)))
+    return Sources(
+        cuda, tuple(cuda_files), binding, tuple(binding_files), tuple(modules), tuple(dict.fromkeys(inputs))
+    )

@@ -63,10 +63,14 @@ def _config(engine, value: Located, what: str):
     if value.value is None:
         return None
     if not isinstance(value.value, dict):
-        raise value.fail(f"{what}: expected a mapping {{{', '.join(engine.fields)}}} or null, got {plain(value)!r}")
+        raise value.fail(
+            f"{what}: expected a mapping {{{', '.join(engine.fields)}}} or null, got {plain(value)!r}"
+        )
     for name, (name_loc, _) in value.value.items():
         if name not in engine.fields:
-            raise name_loc.fail(f"{what}: unknown field {name!r} (the {engine.name} fields: {', '.join(engine.fields)})")
+            raise name_loc.fail(
+                f"{what}: unknown field {name!r} (the {engine.name} fields: {', '.join(engine.fields)})"
+            )
     try:
         return engine.make_config(plain(value))
     except ValueError as exc:
@@ -104,7 +108,9 @@ def parse_table(engine, doc: Located, problem: Problem) -> Table:
     for layer_name, (layer_loc, per_m) in entries.value.items():
         layer = problem.layers.get(layer_name)
         if layer is None:
-            raise layer_loc.fail(f"unknown layer {layer_name!r} (tables/problem.yaml has {sorted(problem.layers)})")
+            raise layer_loc.fail(
+                f"unknown layer {layer_name!r} (tables/problem.yaml has {sorted(problem.layers)})"
+            )
         if not isinstance(per_m.value, dict):
             raise per_m.fail(f"{layer_name}: expected a mapping m -> entry")
         for m, (m_loc, value) in per_m.value.items():

@@ -135,7 +135,9 @@ def compress(w: torch.Tensor, name: str = "weight", patches_per_group: int = PAT
     9.74 against 10.46); the other values are for such measurements.
     Raises CompressionError (one line, naming `name`) when the matrix cannot be served by the format."""
     if not 0 <= patches_per_group <= PATCHES_PER_GROUP:
-        raise CompressionError(f"{name}: patches_per_group must be 0..{PATCHES_PER_GROUP}, got {patches_per_group}")
+        raise CompressionError(
+            f"{name}: patches_per_group must be 0..{PATCHES_PER_GROUP}, got {patches_per_group}"
+        )
     if w.dtype != torch.bfloat16 or w.dim() != 2:
         raise CompressionError(f"{name}: expected a 2-D bfloat16 matrix, got {w.dtype} {tuple(w.shape)}")
     n, k = w.shape

@@ -29,7 +29,12 @@ class CompressedGemvConfig(NamedTuple):
 class CompressedGemv(Engine):
     name = "compressed_gemv"
     Config = CompressedGemvConfig
-    values = {"warps": (1, 2, 4, 8, 16), "splits": (1, 2, 4, 8, 16, 32), "groups": (1, 2, 4), "row_blocks": (1, 2, 4)}
+    values = {
+        "warps": (1, 2, 4, 8, 16),
+        "splits": (1, 2, 4, 8, 16, 32),
+        "groups": (1, 2, 4),
+        "row_blocks": (1, 2, 4),
+    }
     modes = {"pipeline": PIPELINES, "reduce": REDUCTIONS}
     m_min, m_max = 1, 32
     sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
@@ -53,14 +58,18 @@ class CompressedGemv(Engine):
         n, k = layer.n_for(m), layer.k
         if n % 16 or k % 64:
             return f"the compressed_gemv engine needs N % 16 == 0 and K % 64 == 0, got N={n} K={k}"
-        error = split_error(cfg.splits, cfg.reduce, k // 64, f"64-wide K groups of K={k}", n, cfg.row_blocks, m)
+        error = split_error(
+            cfg.splits, cfg.reduce, k // 64, f"64-wide K groups of K={k}", n, cfg.row_blocks, m
+        )
         if error:
             return error
         error = tiles_smem_error(cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m)
         if error:
             return error
         nb, r, double = column_blocks(m), cfg.row_blocks, cfg.pipeline == "double"
-        regs = (2 if double else 1) * (cfg.groups * (12 * r + 8 * nb) + r) + 4 * r * nb  # + a header word a trip
+        regs = (2 if double else 1) * (
+            cfg.groups * (12 * r + 8 * nb) + r
+        ) + 4 * r * nb  # + a header word a trip
         budget = DOUBLE_DATA_REGS if double else BATCH_DATA_REGS
         if regs > budget:
             return (
@@ -73,7 +82,9 @@ class CompressedGemv(Engine):
         return ("compressed",)
 
     def build_operand(self, operand, parts, layer):
-        return compress(parts[0], layer.name)  # CompressionError: prepare() keeps the layer on its bf16 engines
+        return compress(
+            parts[0], layer.name
+        )  # CompressionError: prepare() keeps the layer on its bf16 engines
 
     def variant(self, cfg, layer, m):
         template = (cfg.groups, column_blocks(m), cfg.row_blocks, mode_index(self, cfg, "pipeline"))
@@ -98,7 +109,9 @@ class CompressedGemv(Engine):
                             if (layer.k // 64) // splits < warps * groups:
                                 continue
                             for reduce in ("none",) if splits == 1 else REDUCTIONS[1:]:
-                                cfg = CompressedGemvConfig(warps, splits, groups, pipeline, row_blocks, reduce)
+                                cfg = CompressedGemvConfig(
+                                    warps, splits, groups, pipeline, row_blocks, reduce
+                                )
                                 if self.config_error(cfg, layer, m) is None:
                                     out.append(cfg)
         return out

@@ -36,6 +36,9 @@ def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
     """out = x . W[:n]^T by cuBLAS, for any m; the router through its hi+lo concatenation."""
     if layer.dual:
         w_t = hi_lo[:n].t()
+        if w_t.device.type != "cuda":  # bf16 x bf16 -> fp32 GEMMs are CUDA's (the harness's CPU checks)
+            w_t = w_t.float()
+            return lambda x: torch.cat([x, x], dim=1).float() @ w_t
         return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=torch.float32)
     w_t = parts[0][:n].t()
     return lambda x: torch.mm(x, w_t)

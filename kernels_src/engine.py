@@ -69,7 +69,8 @@ def column_blocks(m: int) -> int:
 class Engine:
     """The interface every engine implements; see the module docstring. Subclasses set the class attributes and
     override what applies: `rule` (admissibility beyond the fields' values), `operands` / `build_operand` (what
-    prepare() makes once per layer), `variant` (CUDA engines), `plan` (the launch) and `candidates` (sweep)."""
+    prepare() makes once per layer), `variant` (CUDA engines), `plan` (the launch) and `candidates` (sweep).
+    """
 
     name = ""
     Config: type = tuple
@@ -111,10 +112,14 @@ class Engine:
         missing, unknown or of the wrong type. Values are checked by config_error."""
         unknown = [name for name in fields if name not in self.fields]
         if unknown:
-            raise ValueError(f"unknown field {unknown[0]!r} (the {self.name} fields: {', '.join(self.fields)})")
+            raise ValueError(
+                f"unknown field {unknown[0]!r} (the {self.name} fields: {', '.join(self.fields)})"
+            )
         missing = [name for name in self.fields if name not in fields]
         if missing:
-            raise ValueError(f"missing field {missing[0]!r} (the {self.name} fields: {', '.join(self.fields)})")
+            raise ValueError(
+                f"missing field {missing[0]!r} (the {self.name} fields: {', '.join(self.fields)})"
+            )
         for name in self.fields:
             want = str if name in self.modes else int
             value = fields[name]

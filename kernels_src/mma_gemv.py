@@ -4,7 +4,15 @@ Design and the measurements behind each field: docs/mma-gemv.md."""
 
 from typing import NamedTuple
 
-from kernels_src.engine import SEMAPHORES, SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant, column_blocks, mode_index
+from kernels_src.engine import (
+    SEMAPHORES,
+    SMEM_LIMIT,
+    WORKSPACE_FLOATS,
+    Engine,
+    Variant,
+    column_blocks,
+    mode_index,
+)
 from kernels_src.packing import pack_mma_a
 
 # The software-pipelining styles, in mma_gemv.cuh's numbering (its pipe_* functions say what each does).
@@ -65,7 +73,8 @@ def tiles_smem_error(warps: int, splits: int, row_blocks: int, cluster: bool, m:
 
 def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
     """What the two mma.sync GEMVs share about K splits: splits divide the K units; reduce none exactly when
-    splits = 1; a cluster fits Hopper; the workspace and the counters hold what a semaphore reduction needs."""
+    splits = 1; a cluster fits Hopper; the workspace and the counters hold what a semaphore reduction needs.
+    """
     if units % splits:
         return f"splits={splits} does not divide the {units} {unit_name}"
     if (splits == 1) != (reduce == "none"):
@@ -84,7 +93,12 @@ def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, ro
 class MmaGemv(Engine):
     name = "mma_gemv"
     Config = MmaGemvConfig
-    values = {"warps": (1, 2, 4, 8, 16), "splits": (1, 2, 4, 8, 16, 32), "unroll": (1, 2, 4, 8), "row_blocks": (1, 2, 4)}
+    values = {
+        "warps": (1, 2, 4, 8, 16),
+        "splits": (1, 2, 4, 8, 16, 32),
+        "unroll": (1, 2, 4, 8),
+        "row_blocks": (1, 2, 4),
+    }
     modes = {"pipeline": PIPELINES, "reduce": REDUCTIONS}
     m_min, m_max = 1, 32
     sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
@@ -110,7 +124,9 @@ class MmaGemv(Engine):
         n, k = layer.n_for(m), layer.k
         if n % 16 or k % 32:
             return f"the mma_gemv engine needs N % 16 == 0 and K % 32 == 0, got N={n} K={k}"
-        error = split_error(cfg.splits, cfg.reduce, k // 32, f"32-wide K blocks of K={k}", n, cfg.row_blocks, m)
+        error = split_error(
+            cfg.splits, cfg.reduce, k // 32, f"32-wide K blocks of K={k}", n, cfg.row_blocks, m
+        )
         if error:
             return error
         if cfg.reduce == "atomic":

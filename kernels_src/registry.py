@@ -12,7 +12,7 @@ from kernels_src.compressed_gemv import COMPRESSED_GEMV
 from kernels_src.cublas import CUBLAS
 from kernels_src.engine import PLAN_MAX_M
 from kernels_src.mma_gemv import MMA_GEMV
-from kernels_src.splitk_engine import SPLITK_GEMM
+from kernels_src.splitk_gemm import SPLITK_GEMM
 from kernels_src.tma_gemv import TMA_GEMV
 
 # Precedence: the compressed GEMV streams the fewest bytes; the TMA GEMV leads where its table says so; the
@@ -34,7 +34,8 @@ class Table(NamedTuple):
 
 def make_tables(raw: dict) -> dict:
     """The submission's TABLES literal ({engine: {"entries": {(layer, m): {field: value} | None}, "defaults":
-    {kind: {field: value} | None}}}) as Table objects of Configs, one per engine (empty where none is given)."""
+    {kind: {field: value} | None}}}) as Table objects of Configs, one per engine (empty where none is given).
+    """
     tables = {}
     for engine in ENGINES:
         given = raw.get(engine.name, {})

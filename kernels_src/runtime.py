@@ -3,7 +3,8 @@
 prepare() does everything slow once: it splits the router's fp32 weights into bf16 hi + lo, routes every
 (layer, m) for m = 1 .. PLAN_MAX_M (kernels_src/registry.py), builds what those engines read (packed fragments,
 tiles, 12-bit streams), compiles the CUDA kernels the tables can reach, and makes one launch per (layer, m):
-a callable x -> out holding every pointer and constant it needs. kernel_fn() is one list lookup and that call."""
+a callable x -> out holding every pointer and constant it needs. kernel_fn() is one list lookup and that call.
+"""
 
 import torch
 from torch.utils.cpp_extension import load_inline
@@ -32,12 +33,18 @@ def prepare(weights):
     state = {"parts": {}, "operands": {}, "refused": {}, "plans": {}, "top_m": plan_max_m(tables)}
     for layer in layers:
         w = weights[layer.name].contiguous()
+        if tuple(w.shape) != (layer.n, layer.k):
+            raise ValueError(
+                f"prepare: {layer.name} is {list(w.shape)}, this file was built for [{layer.n}, {layer.k}]"
+            )
         state["parts"][layer.name] = split_hi_lo(w) if layer.dual else (w,)
         state["operands"][layer.name] = {}
+    cuda = device.type == "cuda"
+    if not cuda:  # no kernels off the GPU: every shape on the fallback (the harness's CPU checks)
+        tables = make_tables({})
     routed = state["routes"] = {}  # layer -> [(engine, cfg) for m = 0 .. top_m]
     for layer in layers:
         routed[layer.name] = layer_routes(state, layer, tables)
-    cuda = device.type == "cuda"
     state["buffers"] = {
         "workspace": torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device),
         "semaphores": torch.zeros(SEMAPHORES, dtype=torch.int32, device=device),
@@ -53,8 +60,6 @@ def prepare(weights):
         plans = [(-1, None)]  # m = 0: no plan (kernel_fn falls back)
         for m in range(1, state["top_m"] + 1):
             engine, cfg = routed[layer.name][m]
-            if not cuda:
-                engine, cfg = BY_NAME["cublas"], BY_NAME["cublas"].Config()
             key = (layer.name, engine.name, cfg, layer.n_for(m), engine.variant(cfg, layer, m))
             if key not in made:
                 made[key] = (layer.n_for(m), engine.plan(cfg, layer, m, PlanContext(state, layer)), m)
@@ -67,7 +72,9 @@ def prepare(weights):
     for layer in layers:
         for m in WARMUP_M:
             x = torch.randn(m, layer.k, device=device).to(torch.bfloat16)
-            kernel_fn({"x": x, "config": {"m": m, "n": layer.n_for(m), "k": layer.k, "layer": layer.name}}, state)
+            kernel_fn(
+                {"x": x, "config": {"m": m, "n": layer.n_for(m), "k": layer.k, "layer": layer.name}}, state
+            )
     if cuda:
         torch.cuda.synchronize()
     return state
@@ -160,7 +167,9 @@ class PlanContext:
         kernels do not take (another dtype, not contiguous, not 16-byte aligned) goes to cuBLAS."""
         kernels = self.state["kernels"]
         if variant not in kernels:
-            raise RuntimeError(f"the extension has no kernel {variant}: the build's kernel list missed a route")
+            raise RuntimeError(
+                f"the extension has no kernel {variant}: the build's kernel list missed a route"
+            )
         n, ext = layer.n_for(m), self.state["extension"]
         pointers = tuple(p.data_ptr() for p in pointers) + (0,) * (4 - len(pointers))
         scalars = tuple(scalars) + (0,) * (3 - len(scalars))
@@ -201,7 +210,9 @@ def launch_table(kernels) -> str:
         template = ", ".join(_cpp(a) for a in v.template)
         runtime = "".join(", " + _cpp(a) for a in v.runtime)
         names = ", ".join(f"{f}={_cpp(a)}" for f, a in zip(engine.template_fields, v.template))
-        lines.append(f"        case {number}: return {engine.launcher}<{template}>(call{runtime});  // {names}")
+        lines.append(
+            f"        case {number}: return {engine.launcher}<{template}>(call{runtime});  // {names}"
+        )
     lines += ["    }", '    return "no such kernel in this build";', "}", ""]
     return "\n".join(lines)
 

@@ -64,6 +64,8 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from kernels_src.engine import Engine
+
 
 class SplitKGemmConfig(NamedTuple):
     block_n: int  # weight rows per program (64, 128, 256)
@@ -89,8 +91,8 @@ SPLITK_WARPS = (4, 8)
 SPLITK_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)
 SPLITK_SMEM_LIMIT = 227 * 1024  # shared memory per block on Hopper
 SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
-# The atomic epilogue's adds return their old values into registers Triton cannot drop: with dual or pointer
-# loads ptxas (sm_90a) spills at 128 accumulator registers per thread, so those stop at 64.
+# Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
+# and with dual or pointer loads ptxas (sm_90a) spills at 128 accumulator registers per thread: those stop at 64.
 SPLITK_ATOMIC_ACC_REGS = 64
 _SPLITK_INT32 = 2**31
 
@@ -143,7 +145,9 @@ def splitk_gemm_config_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | 
         want = "'none'" if cfg.splits == 1 else "'semaphore' or 'atomic'"
         return f"reduce={cfg.reduce!r} at splits={cfg.splits}: splits == 1 takes 'none', splits > 1 {want}"
     if m * max(k, n) >= _SPLITK_INT32:
-        return f"m={m} at n={n}, k={k} overflows the kernel's 32-bit offsets"
+        return f"m={m} at n={n}, k={k} overflows the kernel's 32-bit offsets (x, out)"
+    if n * k >= _SPLITK_INT32:
+        return f"n={n} at k={k} overflows the kernel's 32-bit offsets (the weights)"
     acc_regs = cfg.block_n * cfg.block_m // (32 * cfg.warps)
     if acc_regs > SPLITK_ACC_REGS:
         return (
@@ -376,3 +380,94 @@ def splitk_gemm(
         num_stages=cfg.stages,
     )
     return out
+
+
+# ---- The engine (kernels_src/engine.py): rule, operands, launch, sweep candidates.
+
+
+class SplitKGemm(Engine):
+    name = "splitk_gemm"
+    Config = SplitKGemmConfig
+    values = {
+        "block_n": SPLITK_BLOCK_N,
+        "block_m": SPLITK_BLOCK_M,
+        "block_k": SPLITK_BLOCK_K,
+        "warps": SPLITK_WARPS,
+        "stages": SPLITK_STAGES,
+    }
+    modes = {"loads": LOADS, "reduce": REDUCE}
+    m_min, m_max = 33, None
+    sweep_m = (64, 128, 256)  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
+    summary = (
+        "splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens"
+        " per program, wgmma), TMA descriptors for x and the weights (the weights' built once in prepare()), K"
+        " split over `splits` programs and reduced in the same launch: by a self-resetting semaphore (partials"
+        " to the workspace, the last program sums them in order) or by fp32 atomic adds into a zeroed accumulator"
+        " that the last program writes out and re-zeroes. The router: hi and lo into one fp32 accumulator."
+    )
+
+    def rule(self, cfg, layer, m):
+        return splitk_gemm_config_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
+
+    def operands(self, cfg, layer):
+        return (f"descriptors_{cfg.block_n}x{cfg.block_k}",) if cfg.loads == "tma" else ()
+
+    def build_operand(self, operand, parts, layer):
+        block_n, block_k = map(int, operand.split("_")[1].split("x"))
+        cfg = SplitKGemmConfig(block_n, 64, block_k, 1, 4, 3, "tma", "none")  # only the block shape matters
+        return weight_descriptors(parts, cfg)
+
+    def plan(self, cfg, layer, m, ctx):
+        parts, n, fallback = ctx.parts, layer.n_for(m), ctx.fallback(m)
+        descriptors = ctx.operands[self.operands(cfg, layer)[0]] if cfg.loads == "tma" else ()
+        b = ctx.buffers
+        workspace, counters, accumulator = b["workspace"], b["counters"], b["accumulator"]
+        out_dtype, device = (torch.float32 if layer.dual else torch.bfloat16), workspace.device
+
+        def call(x):
+            if x.dtype is not torch.bfloat16 or not x.is_contiguous() or x.data_ptr() % 16:
+                return fallback(x)
+            out = torch.empty((x.shape[0], n), dtype=out_dtype, device=device)
+            return splitk_gemm(x, parts, out, workspace, counters, accumulator, cfg, descriptors)
+
+        return call
+
+    def precompile(self, cfg, layer) -> None:
+        """Compile cfg's kernel for `layer` into Triton's on-disk cache (the sweep does this in several processes
+        at once, so that the timing process finds every kernel compiled)."""
+        compile_config(cfg, layer.dual)
+
+    def candidates(self, layer, m):
+        out = []
+        for block_n in (64, 128):
+            for block_m in (64, 128):
+                for block_k in (64, 128):
+                    for splits in (1, 2, 4, 8, 16):
+                        for stages in (3, 4):
+                            for reduce in ("none",) if splits == 1 else ("semaphore", "atomic"):
+                                cfg = SplitKGemmConfig(
+                                    block_n, block_m, block_k, splits, 4, stages, "tma", reduce
+                                )
+                                if self.config_error(cfg, layer, m) is None:
+                                    out.append(cfg)
+        return out
+
+
+def compile_config(cfg, dual: bool, device="cuda") -> None:
+    """(SplitKGemm.precompile's work.) Compile cfg's kernel (dual or not) into Triton's cache by one launch on small tensors: what it is keyed on
+    (the constexprs, the warps and stages, the arguments' dtypes and 16-divisibility) is what a real launch has,
+    and M and splits are never specialised. The sweep runs this in several processes at once."""
+    m, k = 40, cfg.block_k * cfg.splits
+    padded = -(-m // cfg.block_m) * cfg.block_m  # the token tiles' rows
+    x = torch.randn(m, k, device=device).to(torch.bfloat16)
+    weights = tuple(
+        torch.randn(cfg.block_n, k, device=device).to(torch.bfloat16) for _ in range(2 if dual else 1)
+    )
+    out = torch.empty(m, cfg.block_n, dtype=torch.float32 if dual else torch.bfloat16, device=device)
+    counters = torch.zeros(COUNTERS, dtype=torch.int32, device=device)
+    accumulator = torch.zeros(padded * cfg.block_n, dtype=torch.float32, device=device)
+    workspace = torch.empty(padded * cfg.block_n * cfg.splits, dtype=torch.float32, device=device)
+    splitk_gemm(x, weights, out, workspace, counters, accumulator, cfg)
+
+
+SPLITK_GEMM = SplitKGemm()

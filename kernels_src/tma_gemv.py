@@ -11,7 +11,15 @@ TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
 HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup (tma_gemv.cuh, kTmaConsumers)
-STAGES = (2, 4, 6, 8, 12, 14, 16)  # ring depths compiled in (tma_gemv.cuh, TmaRingDepths; a test keeps them equal)
+STAGES = (
+    2,
+    4,
+    6,
+    8,
+    12,
+    14,
+    16,
+)  # ring depths compiled in (tma_gemv.cuh, TmaRingDepths; a test keeps them equal)
 TILES = ("full", "half")
 REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 CLUSTER_MAX = 16
@@ -75,7 +83,10 @@ class TmaGemv(Engine):
         smem = smem_bytes(cfg, nb, dual)
         if smem > SMEM_LIMIT:
             return f"stages={cfg.stages}, reduce={cfg.reduce} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
-        if cfg.reduce == "semaphore" and (n // TILE_ROWS) * cfg.splits * TILE_ROWS * 8 * nb > WORKSPACE_FLOATS:
+        if (
+            cfg.reduce == "semaphore"
+            and (n // TILE_ROWS) * cfg.splits * TILE_ROWS * 8 * nb > WORKSPACE_FLOATS
+        ):
             return f"splits={cfg.splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
         return None
 

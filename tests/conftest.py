@@ -1,9 +1,14 @@
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from generator import REPO_ROOT
+
+# Extensions the tests build (tests/test_binding.py) go to a folder of their own, not the user's torch cache.
+os.environ.setdefault("TORCH_EXTENSIONS_DIR", tempfile.mkdtemp(prefix="okc_test_extensions_"))
 
 
 @pytest.fixture

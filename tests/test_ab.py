@@ -9,6 +9,12 @@ from click.testing import CliRunner
 
 from generator.cli import main
 from generator.judge.ab import AbRow, format_ab, parse_env_switch, round_orders, summarize
+from generator.judge.launches import parse_launch
+from generator.problem import load_problem
+from standin import StandInModule
+
+LAUNCH = "o:8:mma_gemv:4,1,1,batch,1,none"
+SPEC = "o:8:mma_gemv:warps=4,splits=1,unroll=1,pipeline=batch,row_blocks=1,reduce=none"
 
 
 def test_every_round_runs_every_launch_once_and_positions_rotate():
@@ -74,25 +80,29 @@ def test_run_ab_puts_the_environment_back_as_it_was(monkeypatch):
     CPU stand-in; the timing primitives are replaced by stand-ins that only count.)"""
     import generator.judge.timing as timing
     from generator.judge.ab import run_ab
-    from generator.judge.launches import parse_launch
-    from generator.problem import load_problem
 
     monkeypatch.setattr(timing, "L2Flusher", lambda: None)
     monkeypatch.setattr(timing, "settle", lambda flush: None)
     monkeypatch.setattr(timing, "time_cold_us", lambda call, flush, reps: (call(), 1.0)[1])
     problem = load_problem().shrunk(8)
-    launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)
+    launch = parse_launch(LAUNCH, problem)
     monkeypatch.setenv("OKC_AB_TEST", "before")
     timed, wrong = run_ab(
-        StandInModule(), problem, [launch], 2, 1, env=("OKC_AB_TEST", ("during", "again")), device="cpu"
+        StandInModule(problem),
+        problem,
+        [launch],
+        2,
+        1,
+        env=("OKC_AB_TEST", ("during", "again")),
+        device="cpu",
     )
     assert [label for label, _ in timed] == [
-        "o:8:gemv:4,1,1,0,1,0 OKC_AB_TEST=during",
-        "o:8:gemv:4,1,1,0,1,0 OKC_AB_TEST=again",
+        f"{SPEC} OKC_AB_TEST=during",
+        f"{SPEC} OKC_AB_TEST=again",
     ] and wrong == []
     assert os.environ["OKC_AB_TEST"] == "before"
     monkeypatch.delenv("OKC_AB_TEST")
-    run_ab(StandInModule(), problem, [launch], 1, 1, env=("OKC_AB_TEST", ("during",)), device="cpu")
+    run_ab(StandInModule(problem), problem, [launch], 1, 1, env=("OKC_AB_TEST", ("during",)), device="cpu")
     assert "OKC_AB_TEST" not in os.environ
 
 
@@ -109,10 +119,10 @@ def test_the_table_names_each_launch_with_its_time_and_ratio():
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["qkv_gate:32:tma:1,13,3"], "STAGES=13"),
-        (["qkv_gate:32:tma:1,12,3", "--rounds", "0"], "--rounds and --reps must be at least 1"),
-        (["qkv_gate:32:tma:1,12,3"], "ab needs a CUDA GPU"),
-        (["qkv_gate:32:tma:1,12,3", "--env", "OKC_TMA_ROLLED"], "expected NAME=V1,V2"),
+        (["qkv_gate:32:tma_gemv:1,13,half,none"], "stages=13"),
+        (["qkv_gate:32:tma_gemv:1,12,half,none", "--rounds", "0"], "--rounds and --reps must be at least 1"),
+        (["qkv_gate:32:tma_gemv:1,12,half,none"], "ab needs a CUDA GPU"),
+        (["qkv_gate:32:tma_gemv:1,12,half,none", "--env", "OKC_TMA_ROLLED"], "expected NAME=V1,V2"),
     ],
 )
 def test_the_command_refuses_in_one_line(monkeypatch, args, says):
@@ -122,52 +132,14 @@ def test_the_command_refuses_in_one_line(monkeypatch, args, says):
     assert says in result.output and len(result.output.strip().splitlines()) == 1
 
 
-class StandInModule:
-    """What checked_calls uses of a submission, on the CPU: prepare(), the mma packing (identity here) and one
-    engine, computing x . W^T in float32 and returning bf16, as the real GEMV does. `flaw`: how it goes wrong.
-    """
-
-    def __init__(self, flaw=None):
-        self.flaw = flaw
-
-    def prepare(self, weights):
-        return {name: (w,) for name, w in weights.items()}
-
-    def pack_mma_a(self, part):
-        return part
-
-    def _gemv(self, x, layer, n, cfg, state):
-        w = state["packed:" + layer][0][:n]
-        out = (x.float() @ w.float().t()).to(torch.bfloat16)
-        if self.flaw == "off by one row" or (
-            self.flaw == "under OKC_AB_FLAW=1" and os.environ.get("OKC_AB_FLAW") == "1"
-        ):
-            out[:, 1:] = out[:, :-1].clone()
-        if self.flaw == "leaves a row unwritten":
-            written = torch.empty_like(out)  # poisoned: NaN until written
-            written[:, :-1] = out[:, :-1]
-            out = written
-        return out
-
-
-class StandInWithCublas(StandInModule):
-    """The stand-in and the file's cuBLAS fallback, whose signature has no config."""
-
-    def _cublas(self, x, layer, n, state):
-        w = state[layer][0][:n]
-        return (x.float() @ w.float().t()).to(torch.bfloat16)
-
-
 def test_cublas_is_a_launch_timed_beside_the_gemvs():
     """`layer:m:cublas` runs the file's fallback on the same x and weights, and is checked like the rest."""
     from generator.judge.ab import checked_calls
-    from generator.judge.launches import parse_launch
-    from generator.problem import load_problem
 
     problem = load_problem().shrunk(8)
-    launches = [parse_launch(text, problem) for text in ("o:8:gemv:4,1,1,0,1,0", "o:8:cublas")]
-    ok, wrong = checked_calls(StandInWithCublas(), problem, launches, device="cpu")
-    assert [spec for spec, _ in ok] == ["o:8:gemv:4,1,1,0,1,0", "o:8:cublas"] and wrong == []
+    launches = [parse_launch(text, problem) for text in (LAUNCH, "o:8:cublas")]
+    ok, wrong = checked_calls(StandInModule(problem), problem, launches, device="cpu")
+    assert [spec for spec, _ in ok] == [SPEC, "o:8:cublas"] and wrong == []
 
 
 @pytest.mark.parametrize(
@@ -175,35 +147,31 @@ def test_cublas_is_a_launch_timed_beside_the_gemvs():
 )
 def test_each_launch_is_checked_against_float64_before_it_is_timed(flaw, says):
     from generator.judge.ab import checked_calls
-    from generator.judge.launches import parse_launch
-    from generator.problem import load_problem
 
     problem = load_problem().shrunk(8)  # o: N = 1024, K = 128
-    launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)
-    ok, wrong = checked_calls(StandInModule(flaw), problem, [launch], device="cpu")
+    launch = parse_launch(LAUNCH, problem)
+    ok, wrong = checked_calls(StandInModule(problem, flaw), problem, [launch], device="cpu")
     if says is None:
-        assert [spec for spec, _ in ok] == ["o:8:gemv:4,1,1,0,1,0"] and wrong == []
+        assert [spec for spec, _ in ok] == [SPEC] and wrong == []
     else:
         assert ok == [] and len(wrong) == 1
-        assert wrong[0].startswith("o:8:gemv:4,1,1,0,1,0: wrong (") and says in wrong[0]
+        assert wrong[0].startswith(f"{SPEC}: wrong (") and says in wrong[0]
 
 
 def test_under_an_env_switch_each_value_is_checked_with_the_variable_set(monkeypatch):
     """The stand-in goes wrong only while OKC_AB_FLAW=1, as a branch's kernel variant would: that value alone is
     reported, each label names its value, and each checked call sets the variable itself when run."""
     from generator.judge.ab import checked_calls
-    from generator.judge.launches import parse_launch
-    from generator.problem import load_problem
 
     monkeypatch.setenv("OKC_AB_FLAW", "0")  # the test's changes are undone after it
     problem = load_problem().shrunk(8)
-    launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)
+    launch = parse_launch(LAUNCH, problem)
     switch = ("OKC_AB_FLAW", ("0", "1", "0"))
     ok, wrong = checked_calls(
-        StandInModule("under OKC_AB_FLAW=1"), problem, [launch], device="cpu", env=switch
+        StandInModule(problem, "under OKC_AB_FLAW=1"), problem, [launch], device="cpu", env=switch
     )
-    assert [label for label, _ in ok] == ["o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=0"] * 2
-    assert len(wrong) == 1 and wrong[0].startswith("o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=1: wrong (")
+    assert [label for label, _ in ok] == [f"{SPEC} OKC_AB_FLAW=0"] * 2
+    assert len(wrong) == 1 and wrong[0].startswith(f"{SPEC} OKC_AB_FLAW=1: wrong (")
     os.environ["OKC_AB_FLAW"] = "1"
     ok[0][1]()
     assert os.environ["OKC_AB_FLAW"] == "0"
@@ -213,24 +181,19 @@ def test_time_wrong_times_a_wrong_variant_too_and_still_reports_it(monkeypatch):
     """A timing-only probe: with time_wrong the variant that fails the check is timed as well, its label marked,
     in its place among the others; it is still listed as wrong. Without it, it is left out (as above)."""
     from generator.judge.ab import checked_calls
-    from generator.judge.launches import parse_launch
-    from generator.problem import load_problem
 
     monkeypatch.setenv("OKC_AB_FLAW", "0")
     problem = load_problem().shrunk(8)
-    launch = parse_launch("o:8:gemv:4,1,1,0,1,0", problem)
+    launch = parse_launch(LAUNCH, problem)
     ok, wrong = checked_calls(
-        StandInModule("under OKC_AB_FLAW=1"),
+        StandInModule(problem, "under OKC_AB_FLAW=1"),
         problem,
         [launch],
         device="cpu",
         env=("OKC_AB_FLAW", ("0", "1")),
         time_wrong=True,
     )
-    assert [label for label, _ in ok] == [
-        "o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=0",
-        "o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=1 (wrong)",
-    ]
-    assert len(wrong) == 1 and wrong[0].startswith("o:8:gemv:4,1,1,0,1,0 OKC_AB_FLAW=1: wrong (")
+    assert [label for label, _ in ok] == [f"{SPEC} OKC_AB_FLAW=0", f"{SPEC} OKC_AB_FLAW=1 (wrong)"]
+    assert len(wrong) == 1 and wrong[0].startswith(f"{SPEC} OKC_AB_FLAW=1: wrong (")
     rows = summarize([(label, [1.0]) for label, _ in ok], per_launch=True)
     assert [row.ratio for row in rows] == [1.0, 1.0]  # the wrong row keeps its launch's baseline

@@ -17,20 +17,21 @@ from generator.judge.bench import (
 from generator.judge.sweep import (
     SweepPoint,
     best_by_field,
-    candidate_configs,
-    candidate_tma_configs,
     configs_to_time,
     format_best_by_field,
     header_of,
     pick_best,
     pick_defaults,
+    sweep_m,
     table_yaml,
     updated_table,
 )
 from generator.problem import load_problem
-from generator.tables import TABLES, load_tables, parse_table
+from generator.tables import load_table, parse_table
 from generator.yamlio import load_located
-from kernels_src import dispatch
+from kernels_src import registry
+from kernels_src.mma_gemv import MMA_GEMV, MmaGemvConfig
+from kernels_src.tma_gemv import TMA_GEMV, TmaGemvConfig
 
 
 def _result(scale=1.0):
@@ -102,42 +103,54 @@ def test_plot_writes_a_png(tmp_path):
     assert (tmp_path / "bench.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_sweep_candidates_are_all_admissible():
+def test_every_engines_candidates_are_admissible_and_cover_its_modes():
     problem = load_problem()
-    for layer in problem.layers.values():
-        for m in (1, 8, 16, 32):
-            configs = candidate_configs(layer, m)
-            assert configs
-            assert all(
-                dispatch.gemv_config_error(c, m, layer.dual, layer.n_for(m), layer.k) is None for c in configs
-            )
-            # the atomic split (C = 2) is the router's alone, and the sweep does try it there
-            assert any(c[5] == dispatch.GEMV_ATOMIC_C for c in configs) == layer.dual
+    for engine in registry.ENGINES:
+        for layer in problem.layers.values():
+            for m in sweep_m(engine, problem):
+                configs = engine.candidates(layer, m)
+                assert all(engine.config_error(c, layer, m) is None for c in configs), (
+                    engine.name,
+                    layer.name,
+                )
+                if engine.name == "compressed_gemv" and layer.dual:
+                    assert configs == []  # the router is never compressed
+                    continue
+                assert configs, (engine.name, layer.name, m)
+    router, o = problem.layers["router"], problem.layers["o"]
+    # the atomic reduction is the router's alone, and the mma_gemv sweep does try it there
+    assert any(c.reduce == "atomic" for c in MMA_GEMV.candidates(router, 32))
+    assert not any(c.reduce == "atomic" for c in MMA_GEMV.candidates(o, 32))
+    assert TmaGemvConfig(4, 12, "full", "semaphore") not in TMA_GEMV.candidates(router, 32)  # 12 x 20 KB
+    assert sweep_m(registry.BY_NAME["splitk_gemm"], problem) == (64, 128, 256)
 
 
-def test_a_sweep_times_the_chosen_styles_and_always_the_current_entry():
+def test_a_sweep_times_the_chosen_values_and_always_the_current_entry():
     problem = load_problem()
-    everything = candidate_configs(problem.layers["qkv_gate"], 16)
-    current = (16, 1, 1, 1, 2, 0)
+    everything = MMA_GEMV.candidates(problem.layers["qkv_gate"], 16)
+    current = MmaGemvConfig(16, 1, 1, "double", 2, "none")
     assert current in everything
-    hinted = configs_to_time(everything, {2, 3}, current)  # the current entry is style 1
+    hinted = configs_to_time(everything, {"pipeline": {"batch_l2", "double_l2"}}, current)
     assert hinted[0] == current and len(set(hinted)) == len(hinted)
-    assert {cfg[3] for cfg in hinted[1:]} == {2, 3}
-    assert set(hinted[1:]) == {cfg for cfg in everything if cfg[3] in (2, 3)}
-    assert configs_to_time(everything, {1}, current) == [cfg for cfg in everything if cfg[3] == 1]
-    assert configs_to_time(everything, {2}, None) == [cfg for cfg in everything if cfg[3] == 2]
+    assert {cfg.pipeline for cfg in hinted[1:]} == {"batch_l2", "double_l2"}
+    assert configs_to_time(everything, {"pipeline": {"double"}}, current) == [
+        c for c in everything if c.pipeline == "double"
+    ]
+    assert configs_to_time(everything, {"warps": {"8"}, "unroll": {"2"}}, None) == [
+        c for c in everything if c.warps == 8 and c.unroll == 2
+    ]
     assert configs_to_time(everything, None, current) == everything
-    assert configs_to_time(everything, None, None) == everything
     # an entry the candidate rules no longer produce is still timed (and dropped only if it fails or loses)
-    stale = (16, 1, 1, 1, 8, 0)
+    stale = MmaGemvConfig(16, 1, 1, "double", 8, "none")
     assert stale not in everything
     assert configs_to_time(everything, None, stale) == [stale] + everything
 
 
 def test_the_current_entry_stays_unless_a_challenger_wins_by_min_gain():
-    current, challenger = (16, 4, 1, 1, 1, 1), (16, 8, 1, 0, 1, 1)
-    # call 3 of session 17: 9.504 against 9.536 us, a 0.3 % margin (call 2, on another H200, ranked a third
-    # config 4 % ahead of the entry, and call 3 4 % behind it)
+    current, challenger = MmaGemvConfig(16, 4, 1, "double", 1, "cluster"), MmaGemvConfig(
+        16, 8, 1, "batch", 1, "cluster"
+    )
+    # two H200s ranked these 4 % apart in opposite directions; here 9.504 against 9.536 us is a 0.3 % margin
     assert pick_best({challenger: 9.504, current: 9.536}, current) == current
     assert pick_best({challenger: 9.0, current: 9.536}, current) == challenger  # 5.6 %: a real win
     assert pick_best({challenger: 9.504, current: 9.536}, None) == challenger  # no entry: the fastest
@@ -146,146 +159,164 @@ def test_the_current_entry_stays_unless_a_challenger_wins_by_min_gain():
 
 
 def test_a_table_entry_changes_only_on_a_min_gain_win_either_way():
-    entry = (8, 1, 4, 0, 2, 0)
-    kept = SweepPoint("o", 8, entry, 9.54, 9.66, 145, [], current=entry)
-    assert kept.choice == entry  # not 2 % under cuBLAS this run, but nothing beat it by 2 % either
-    near = SweepPoint("o", 8, entry, 9.60, 9.50, 145, [], current=entry)
-    assert near.choice == entry  # cuBLAS 1 % faster this run: within the noise of one machine against another
-    lost = SweepPoint("o", 8, entry, 10.0, 9.50, 145, [], current=entry)
-    assert lost.choice is None  # cuBLAS 5 % faster: the shape goes back to it
-    won = SweepPoint("o", 8, (8, 1, 4, 2, 2, 0), 9.0, 9.66, 145, [], current=entry)
-    assert won.choice == (8, 1, 4, 2, 2, 0)
-    new = SweepPoint("o", 8, entry, 9.54, 9.66, 145, [])  # no entry before: a GEMV must beat cuBLAS by 2 %
-    assert new.choice is None
-    assert SweepPoint("o", 8, None, float("inf"), 9.66, 0, [], current=entry).choice is None  # nothing ran
+    entry = MmaGemvConfig(8, 1, 4, "batch", 2, "none")
+    other = MmaGemvConfig(8, 1, 4, "batch_l2", 2, "none")
+    point = lambda best, us, base, current=entry: SweepPoint(
+        "o", 8, best, us, base, 145, [], current=current
+    )  # noqa
+    assert (
+        point(entry, 9.54, 9.66).choice == entry
+    )  # not 2 % under cuBLAS this run, but nothing beat it by 2 %
+    assert point(entry, 9.60, 9.50).choice == entry  # cuBLAS 1 % faster: within one machine against another
+    assert point(entry, 10.0, 9.50).choice is None  # cuBLAS 5 % faster: the shape goes back to it
+    assert point(other, 9.0, 9.66).choice == other
+    assert point(entry, 9.54, 9.66, None).choice is None  # no entry before: it must beat cuBLAS by 2 %
+    assert point(None, float("inf"), 9.66).choice is None  # nothing ran
 
 
-def test_styles_on_the_tma_engine_is_refused_in_one_line_on_any_machine():
+def test_wrong_sweep_calls_are_refused_in_one_line_on_any_machine():
     from click.testing import CliRunner
 
     from generator.cli import main
 
-    result = CliRunner().invoke(main, ["sweep", "--engine", "tma", "--styles", "1"])
-    assert result.exit_code == 2
-    assert result.output.strip().splitlines() == [
-        "error: --styles picks pipelining styles (P) of the gemv and z engines; the tma engine has none"
-    ]
+    for args, says in [
+        (
+            ["--engine", "tma_gemv", "--where", "pipeline=double"],
+            "--where 'pipeline=double': expected FIELD=V1,V2",
+        ),
+        (
+            ["--engine", "tma_gemv", "--best-by", "pipeline"],
+            "--best-by pipeline: the tma_gemv engine's fields",
+        ),
+        (["--engine", "gemv"], "--engine gemv: one of compressed_gemv, tma_gemv, mma_gemv, splitk_gemm"),
+        (["--engine", "splitk_gemm", "--m", "8"], "the splitk_gemm engine does not serve m=8"),
+    ]:
+        result = CliRunner().invoke(main, ["sweep", *args])
+        assert result.exit_code == 2, result.output
+        assert len(result.output.strip().splitlines()) == 1 and says in result.output, result.output
 
 
 def test_best_by_field_keeps_each_values_fastest_config():
-    timings = {(1, 12, 3): 15.3, (1, 14, 3): 15.0, (2, 12, 2): 15.6, (3, 8, 2): 15.4, (16, 8, 1): 15.8}
-    assert best_by_field(timings, 2) == {1: ((16, 8, 1), 15.8), 2: ((3, 8, 2), 15.4), 3: ((1, 14, 3), 15.0)}
-    assert list(best_by_field(timings, 0)) == [1, 2, 3, 16]  # by value
-    assert best_by_field({}, 2) == {}
-    point = SweepPoint("qkv_gate", 32, (1, 14, 3), 15.0, 18.0, 5, [], 0, timings)
-    empty = SweepPoint("o", 32, None, float("inf"), 9.9, 0, [])
-    assert format_best_by_field([point, empty], "C", 2) == [
-        "qkv_gate   32  C=1 (16, 8, 1) 15.80  C=2 (3, 8, 2) 15.40  C=3 (1, 14, 3) 15.00",
+    cfgs = [TmaGemvConfig(1, 12, "half", "none"), TmaGemvConfig(1, 14, "half", "none")]
+    cfgs += [TmaGemvConfig(3, 8, "full", "cluster_scatter"), TmaGemvConfig(16, 8, "full", "cluster_gather")]
+    timings = dict(zip(cfgs, (15.3, 15.0, 15.4, 15.8)))
+    best = best_by_field(timings, "reduce")
+    assert best == {
+        "cluster_gather": (cfgs[3], 15.8),
+        "cluster_scatter": (cfgs[2], 15.4),
+        "none": (cfgs[1], 15.0),
+    }
+    assert best_by_field({}, "reduce") == {}
+    point = SweepPoint("qkv_gate", 32, cfgs[1], 15.0, 18.0, 5, [], 0, timings)
+    lines = format_best_by_field(
+        [point, SweepPoint("o", 32, None, float("inf"), 9.9, 0, [])], "tile", TMA_GEMV.describe
+    )
+    assert lines == [
+        "qkv_gate   32  tile=full: splits=3 stages=8 tile=full reduce=cluster_scatter 15.40"
+        "  tile=half: splits=1 stages=14 tile=half reduce=none 15.00",
         "o          32  nothing timed",
     ]
 
 
-def test_best_by_an_unknown_field_is_refused_in_one_line_on_any_machine():
-    from click.testing import CliRunner
-
-    from generator.cli import main
-
-    result = CliRunner().invoke(main, ["sweep", "--engine", "tma", "--best-by", "P"])
-    assert result.exit_code == 2
-    assert result.output.strip().splitlines() == [
-        "error: --best-by P: the tma engine's config fields are S, STAGES, C"
-    ]
-
-
 def test_sweep_point_json_ranks_every_timing():
-    timings = {(4, 1, 1, 0, 1, 0): 12.0, (8, 1, 4, 0, 2, 0): 9.4}
-    point = SweepPoint("o", 8, (8, 1, 4, 0, 2, 0), 9.3, 9.6, 3, [(16, 2, 1, 0, 1, 1)], 0, timings)
+    a, b = MmaGemvConfig(4, 1, 1, "batch", 1, "none"), MmaGemvConfig(8, 1, 4, "batch", 2, "none")
+    point = SweepPoint(
+        "o", 8, b, 9.3, 9.6, 3, [MmaGemvConfig(16, 2, 1, "batch", 1, "cluster")], 0, {a: 12.0, b: 9.4}
+    )
     js = point.to_json()
-    assert js["timings"] == [[[8, 1, 4, 0, 2, 0], 9.4], [[4, 1, 1, 0, 1, 0], 12.0]]
-    assert js["wrong"] == [[16, 2, 1, 0, 1, 1]] and point.wrong == 1
-    assert js["best"] == (8, 1, 4, 0, 2, 0) and js["cublas_us"] == 9.6
+    assert js["timings"] == [[[8, 1, 4, "batch", 2, "none"], 9.4], [[4, 1, 1, "batch", 1, "none"], 12.0]]
+    assert js["wrong"] == [[16, 2, 1, "batch", 1, "cluster"]] and point.wrong == 1
+    assert js["best"] == [8, 1, 4, "batch", 2, "none"] and js["cublas_us"] == 9.6
 
 
-def test_sweep_writes_a_ctable_the_build_accepts(tmp_path):
+def test_sweep_writes_a_table_the_build_accepts(tmp_path):
     problem = load_problem()
+    o1, o8 = MmaGemvConfig(8, 1, 1, "batch", 1, "none"), MmaGemvConfig(8, 1, 2, "double", 2, "none")
+    r8 = MmaGemvConfig(16, 8, 1, "double", 1, "semaphore")
     points = [
-        SweepPoint("o", 1, (8, 1, 1, 0, 1, 0), 9.0, 10.0, 100, []),
-        SweepPoint("o", 8, (8, 1, 2, 1, 2, 0), 9.9, 10.0, 100, []),  # under 2% faster: stays cuBLAS
-        SweepPoint("router", 8, (16, 8, 1, 1, 1, 0), 9.0, 19.0, 100, []),
+        SweepPoint("o", 1, o1, 9.0, 10.0, 100, [], engine="mma_gemv"),
+        SweepPoint("o", 8, o8, 9.9, 10.0, 100, [], engine="mma_gemv"),  # under 2 % faster: stays cuBLAS
+        SweepPoint("router", 8, r8, 9.0, 19.0, 100, [], engine="mma_gemv"),
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
-    kept = {("pooler", 1): "    1: [8, 1, 4, 1, 1, 0]  # kept from an earlier sweep"}
-    text = table_yaml(
-        header_of((REPO_ROOT / "tables" / "ctable.yaml").read_text()),
-        pick_defaults(choices, problem),
-        points,
-        problem,
-        kept,
-    )
-    path = tmp_path / "ctable.yaml"
-    path.write_text(text)
-    table = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
-    assert table.entries == {
-        ("o", 1): (8, 1, 1, 0, 1, 0),
-        ("o", 8): None,
-        ("router", 8): (16, 8, 1, 1, 1, 0),
-        ("pooler", 1): (8, 1, 4, 1, 1, 0),
+    kept = {
+        (
+            "pooler",
+            1,
+        ): "    1: {warps: 8, splits: 1, unroll: 4, pipeline: double, row_blocks: 1, reduce: none}  # kept"
     }
-    assert "# kept from an earlier sweep" in text
-    # a default must run at every m of its kind: (8, 1, 2, 1, 2, 0) alone would not fit m = 32
-    assert table.defaults == {"plain": (8, 1, 1, 0, 1, 0), "dual": (16, 8, 1, 1, 1, 0)}
-    lone = pick_defaults({("o", 1): (8, 1, 2, 1, 2, 0)}, problem)
-    assert lone["plain"] is None
-    assert text.startswith("# Written by `python -m generator sweep`")
+    header = header_of((REPO_ROOT / "tables" / "mma_gemv.yaml").read_text())
+    text = table_yaml(header, pick_defaults(MMA_GEMV, choices, problem), points, problem, kept)
+    path = tmp_path / "mma_gemv.yaml"
+    path.write_text(text)
+    table = parse_table(MMA_GEMV, load_located(path, "mma_gemv.yaml"), problem)
+    assert table.entries == {
+        ("o", 1): o1,
+        ("o", 8): None,
+        ("router", 8): r8,
+        ("pooler", 1): MmaGemvConfig(8, 1, 4, "double", 1, "none"),
+    }
+    assert "# kept" in text and "1: {warps: 8, splits: 1, unroll: 1, pipeline: batch" in text
+    assert "# mma_gemv 9.00 us vs cuBLAS 10.00 us" in text
+    # a default must run at every class maximum of its kind: o8 alone (row_blocks 2, double) would not fit m = 32
+    assert table.defaults == {"plain": o1, "dual": r8}
+    assert (
+        pick_defaults(MMA_GEMV, {("o", 1): MmaGemvConfig(8, 1, 8, "double", 2, "none")}, problem)["plain"]
+        is None
+    )
+    assert text.startswith("# mma_gemv: the mma.sync tensor-core GEMV")
 
 
 def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     problem = load_problem()
-    text = (REPO_ROOT / "tables" / "ctable.yaml").read_text()
-    current = load_tables(problem)["CTABLE"]
-    point = SweepPoint("router", 8, (16, 8, 1, 1, 1, 1), 8.0, 19.0, 10, [])
-    path = tmp_path / "ctable.yaml"
+    text = (REPO_ROOT / "tables" / "mma_gemv.yaml").read_text()
+    current = load_table(MMA_GEMV, problem)
+    cfg = MmaGemvConfig(16, 8, 1, "double", 1, "cluster")
+    point = SweepPoint("router", 8, cfg, 8.0, 19.0, 10, [], engine="mma_gemv")
+    path = tmp_path / "mma_gemv.yaml"
     path.write_text(updated_table(text, current, [point], [("router", 8)], problem))
-    assert "8: [16, 8, 1, 1, 1, 1]  # gemv 8.00 us vs cuBLAS 19.00 us" in path.read_text()
-    updated = parse_table(TABLES[0], load_located(path, "ctable.yaml"), problem)
-    assert updated.entries == current.entries | {("router", 8): (16, 8, 1, 1, 1, 1)}
+    written = path.read_text()
+    assert (
+        "8: {warps: 16, splits: 8, unroll: 1, pipeline: double, row_blocks: 1, reduce: cluster}  # mma_gemv 8.00"
+        in written
+    )
+    updated = parse_table(MMA_GEMV, load_located(path, "mma_gemv.yaml"), problem)
+    assert updated.entries == current.entries | {("router", 8): cfg}
 
 
-def test_tma_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
+def test_a_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
     problem = load_problem()
-    beats = SweepPoint("qkv_gate", 32, (3, 8, 1), 16.8, 18.0, 40, [], engine="tma", incumbent_us=17.6)
-    loses = SweepPoint("qkv_gate", 1, (4, 6, 0), 16.3, 17.7, 40, [], engine="tma", incumbent_us=14.6)
-    near = SweepPoint("pooler", 32, (2, 6, 0), 23.5, 24.6, 40, [], engine="tma", incumbent_us=23.8)  # < 2%
-    assert beats.choice == (3, 8, 1) and loses.choice is None and near.choice is None
-    assert beats.note == "tma 16.80 us vs gemv 17.60 us"
-    spec = next(t for t in TABLES if t.name == "TTABLE")
-    current = parse_table(spec, load_located(REPO_ROOT / "tables" / "ttable.yaml", "ttable.yaml"), problem)
+    beats = SweepPoint("qkv_gate", 32, TmaGemvConfig(3, 8, "full", "cluster_gather"), 16.8, 18.0, 40, [],
+                       engine="tma_gemv", incumbent="mma_gemv", incumbent_us=17.6)  # fmt: skip
+    loses = SweepPoint("qkv_gate", 1, TmaGemvConfig(4, 6, "full", "semaphore"), 16.3, 17.7, 40, [],
+                       engine="tma_gemv", incumbent="mma_gemv", incumbent_us=14.6)  # fmt: skip
+    near = SweepPoint(
+        "pooler",
+        32,
+        TmaGemvConfig(2, 6, "full", "semaphore"),
+        23.5,
+        24.6,
+        40,
+        [],
+        engine="tma_gemv",
+        incumbent="mma_gemv",
+        incumbent_us=23.8,
+    )  # fmt: skip  (< 2 %)
+    assert beats.choice == beats.best and loses.choice is None and near.choice is None
+    assert beats.note == "tma_gemv 16.80 us vs mma_gemv 17.60 us"
+    current = load_table(TMA_GEMV, problem)
     text = updated_table(
-        (REPO_ROOT / "tables" / "ttable.yaml").read_text(),
+        (REPO_ROOT / "tables" / "tma_gemv.yaml").read_text(),
         current,
         [beats, loses, near],
         [("qkv_gate", 32), ("qkv_gate", 1), ("pooler", 32)],
         problem,
     )
-    assert "defaults" not in text  # TTABLE has none: a shape without an entry is CTABLE's
-    path = tmp_path / "ttable.yaml"
+    assert "defaults" not in text  # tma_gemv has none: a shape without an entry is the next engine's
+    path = tmp_path / "tma_gemv.yaml"
     path.write_text(text)
-    table = parse_table(spec, load_located(path, "ttable.yaml"), problem)
-    assert table.entries[("qkv_gate", 32)] == (3, 8, 1)
+    table = parse_table(TMA_GEMV, load_located(path, "tma_gemv.yaml"), problem)
+    assert table.entries[("qkv_gate", 32)] == beats.best
     assert table.entries[("qkv_gate", 1)] is None and table.entries[("pooler", 32)] is None
     js = beats.to_json()
-    assert js["engine"] == "tma" and js["incumbent_us"] == 17.6
-
-
-def test_tma_candidates_are_all_admissible():
-    problem = load_problem()
-    for layer in problem.layers.values():
-        for m in (1, 8, 16, 32):
-            cands = candidate_tma_configs(layer, m)
-            assert cands, (layer.name, m)
-            assert all(
-                dispatch.tma_config_error(c, m, layer.dual, layer.n_for(m), layer.k) is None for c in cands
-            )
-    router = problem.layers["router"]
-    assert (4, 12, 0) not in candidate_tma_configs(router, 32)  # 12 x 20 KB rings do not fit
-    assert (1, 8, 1) not in candidate_tma_configs(router, 32)  # a one-CTA "cluster" has nothing to reduce
+    assert js["engine"] == "tma_gemv" and js["incumbent"] == "mma_gemv" and js["incumbent_us"] == 17.6

@@ -109,11 +109,24 @@ def test_the_file_reads_top_down(built):
     for index, node in enumerate(tree.body):
         for name in ("LAYERS", "TABLES", "prepare", "kernel_fn", "ENGINES", "CUDA_SRC", "BINDING_SRC"):
             target = getattr(node, "name", None) or next(
-                (t.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)), None
+                (
+                    t.id
+                    for t in getattr(node, "targets", [getattr(node, "target", None)])
+                    if isinstance(t, ast.Name)
+                ),
+                None,
             )
             if target == name:
                 order[name] = index
-    assert sorted(order, key=order.get) == ["LAYERS", "TABLES", "prepare", "kernel_fn", "ENGINES", "CUDA_SRC", "BINDING_SRC"]
+    assert sorted(order, key=order.get) == [
+        "LAYERS",
+        "TABLES",
+        "prepare",
+        "kernel_fn",
+        "ENGINES",
+        "CUDA_SRC",
+        "BINDING_SRC",
+    ]
     assert ast.get_docstring(tree).startswith("Dense projections of Muse Spark Open")
 
 
@@ -356,13 +369,19 @@ def test_error_line_numbers_point_at_the_entry(repo_copy):
     path.write_text(KNOWN_MMA_GEMV)
     _edit(path, "unroll: 1, pipeline: double", "unroll: 3, pipeline: double")
     result = _build(repo_copy)
-    assert f"tables/mma_gemv.yaml:{_line_of(path, 'unroll: 3')}: mma_gemv[qkv_gate, 8]: unroll=3" in result.output
+    assert (
+        f"tables/mma_gemv.yaml:{_line_of(path, 'unroll: 3')}: mma_gemv[qkv_gate, 8]: unroll=3"
+        in result.output
+    )
 
 
 def test_a_missing_template_is_one_line(repo_copy):
     (repo_copy / "templates" / "submission.py.j2").unlink()
     result = _build(repo_copy)
-    assert result.exit_code == 2 and result.output.strip() == "error: templates/submission.py.j2: template not found"
+    assert (
+        result.exit_code == 2
+        and result.output.strip() == "error: templates/submission.py.j2: template not found"
+    )
 
 
 def test_an_unwritable_out_is_one_line(repo_copy, tmp_path):
@@ -385,7 +404,9 @@ def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     )
     assert run("build").returncode == 0 and out.exists()
     assert run("build", "--check").returncode == 0
-    _edit(repo_copy / "tables" / "mma_gemv.yaml", "unroll: 2, pipeline: double", "unroll: 1, pipeline: double")
+    _edit(
+        repo_copy / "tables" / "mma_gemv.yaml", "unroll: 2, pipeline: double", "unroll: 1, pipeline: double"
+    )
     stale = run("build", "--check")
     assert stale.returncode == 1 and "stale" in stale.stderr
     _edit(repo_copy / "kernels_src" / "registry.py", "def route(", "def route((")
@@ -408,7 +429,9 @@ def test_version():
 
 def test_dispatch_on_a_file_without_the_tables_is_one_line(tmp_path):
     file = tmp_path / "sub.py"
-    file.write_text("# okc: problem=muse_bf16_proj\ndef prepare(w):\n    return w\n\n\ndef kernel_fn(d, s):\n    return d\n")
+    file.write_text(
+        "# okc: problem=muse_bf16_proj\ndef prepare(w):\n    return w\n\n\ndef kernel_fn(d, s):\n    return d\n"
+    )
     result = CliRunner().invoke(main, ["dispatch", str(file)])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert "not a file `python -m generator build` made?" in result.output

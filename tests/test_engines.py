@@ -104,13 +104,17 @@ def test_a_table_naming_an_unknown_field_or_mode_fails(tmp_path):
         MMA_GEMV.make_config(dict(warps=4, splits=1, unroll=1, pipeline="batch", row_blocks=1))
     with pytest.raises(ValueError, match="pipeline must be one of batch"):
         MMA_GEMV.make_config(dict(warps=4, splits=1, unroll=1, pipeline=1, row_blocks=1, reduce="none"))
-    assert "pipeline=triple is not one of batch" in MMA_GEMV.config_error(mma(4, 1, 1, "triple", 1, "none"), O, 1)
+    assert "pipeline=triple is not one of batch" in MMA_GEMV.config_error(
+        mma(4, 1, 1, "triple", 1, "none"), O, 1
+    )
 
 
 def test_mma_gemv_rule_names_the_field():
     err = MMA_GEMV.config_error
     assert "splits=3 is not one of" in err(mma(4, 3, 2, "batch", 1, "semaphore"), O, 1)
-    assert "splits=32 does not divide the 16 32-wide K blocks" in err(mma(4, 32, 2, "batch", 1, "semaphore"), O._replace(k=512), 1)
+    assert "splits=32 does not divide the 16 32-wide K blocks" in err(
+        mma(4, 32, 2, "batch", 1, "semaphore"), O._replace(k=512), 1
+    )
     assert "row_blocks=4 does not divide" in err(mma(4, 1, 2, "batch", 4, "none"), O._replace(n=32), 1)
     assert "data registers" in err(mma(4, 1, 8, "double", 1, "none"), ROUTER, 32)
     assert err(mma(16, 8, 1, "batch_l2", 1, "semaphore"), ROUTER, 32) is None
@@ -143,7 +147,9 @@ def test_tma_gemv_rule_names_the_field():
     assert "shared memory" in err(TmaGemvConfig(4, 12, "full", "semaphore"), ROUTER, 32)  # 12 x 20 KB
     assert err(TmaGemvConfig(4, 8, "full", "semaphore"), ROUTER, 32) is None
     assert "workspace" in err(TmaGemvConfig(64, 4, "full", "semaphore"), PROBLEM.layers["unpooler"], 32)
-    assert "reduce=cluster_gather needs 2 <= splits" in err(TmaGemvConfig(32, 8, "full", "cluster_gather"), q, 32)
+    assert "reduce=cluster_gather needs 2 <= splits" in err(
+        TmaGemvConfig(32, 8, "full", "cluster_gather"), q, 32
+    )
     assert err(TmaGemvConfig(16, 8, "full", "cluster_scatter"), q, 32) is None
     assert err(TmaGemvConfig(1, 12, "half", "none"), q, 32) is None  # 12 x 16 KB
     assert "shared memory" in err(TmaGemvConfig(1, 16, "half", "none"), q, 32)  # 16 x 16 KB
@@ -184,7 +190,9 @@ def test_every_route_of_the_built_tables_has_its_kernel_and_fits_its_m():
         variant = engine.variant(cfg, layer, m)
         assert variant is None or variant in kernels
         seen += 1
-    assert seen == sum(len(registry.skip_sets(layer)) for layer in PROBLEM.layers.values()) * registry.plan_max_m(t)
+    assert seen == sum(
+        len(registry.skip_sets(layer)) for layer in PROBLEM.layers.values()
+    ) * registry.plan_max_m(t)
 
 
 def _host_program_output(tmp_path, name, source, gencode=()):
@@ -211,7 +219,9 @@ def test_python_and_cuda_agree_on_which_mma_configs_exist(tmp_path):
         ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n',
     )
     cpp = {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
-    for u, nb, r, p, d in itertools.product((1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(len(PIPELINES)), (0, 1)):
+    for u, nb, r, p, d in itertools.product(
+        (1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(len(PIPELINES)), (0, 1)
+    ):
         layer = ROUTER if d else POOLER
         error = MMA_GEMV.config_error(mma(4, 1, u, PIPELINES[p], r, "none"), layer, M_OF_NB[nb])
         assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
@@ -220,7 +230,8 @@ def test_python_and_cuda_agree_on_which_mma_configs_exist(tmp_path):
 @needs_nvcc
 def test_the_atomic_reductions_tickets_fit_the_semaphore_array(tmp_path):
     """The atomic reduction keeps its tickets and flags past the semaphore counters in the one array runtime.py
-    allocates: the CUDA layout (common.cuh) and engine.py's SEMAPHORES agree, and the regions do not overlap."""
+    allocates: the CUDA layout (common.cuh) and engine.py's SEMAPHORES agree, and the regions do not overlap.
+    """
     out = _host_program_output(
         tmp_path,
         "tickets",
@@ -367,7 +378,10 @@ def test_compile_fails_on_a_serialised_wgmma_or_a_spill(tmp_path):
         results[name] = CliRunner().invoke(main, ["compile", "--nvcc", str(nvcc)])
     assert results["clean"].exit_code == 0, results["clean"].output
     assert results["serialised"].exit_code == 1
-    assert "wgmmas serialised by ptxas (C7513: due to non wgmma instructions defining input" in results["serialised"].output
+    assert (
+        "wgmmas serialised by ptxas (C7513: due to non wgmma instructions defining input"
+        in results["serialised"].output
+    )
     assert results["spilled"].exit_code == 1 and "spill registers" in results["spilled"].output
 
 
@@ -386,7 +400,9 @@ def test_the_kernels_the_tables_reach_compile_for_sm90a_without_spills():
     assert result.exit_code == 0, result.output
     assert f"compiling {len(wanted)} kernels" in result.output
     assert "0 spilling" in result.output
-    templates = {(v.engine, v.template) for v in wanted}  # kernels that differ in run-time arguments only share one
+    templates = {
+        (v.engine, v.template) for v in wanted
+    }  # kernels that differ in run-time arguments only share one
     assert re.search(rf"^{len(templates)} kernels, max \d+ registers, 0 spilling$", result.output, re.M)
 
 

@@ -1,6 +1,6 @@
 """`generator profile`: launch specs checked like table entries, the ncu command lines, and the two readings of
-ncu's exports (details page, SASS source page), on excerpts of a real report (notes/session13, call 3: the TMA
-GEMV at Z = 0 and Z = 1 on branch ztma, qkv_gate m = 1, S = 1). A stand-in ncu runs the command end to end."""
+ncu's exports (details page, SASS source page), on excerpts of a real report (the TMA GEMV on qkv_gate m = 1,
+bf16 tiles and an experimental compressed-tile variant). A stand-in ncu runs the command end to end."""
 
 from pathlib import Path
 
@@ -21,10 +21,18 @@ def problem():
 
 
 def test_launch_specs_parse_for_every_engine(problem):
-    assert parse_launch("qkv_gate:32:tma:3,8,2", problem) == Launch("qkv_gate", 32, "tma", (3, 8, 2))
-    assert parse_launch("pooler:1:z:8,1,4,0,1,0", problem) == Launch("pooler", 1, "z", (8, 1, 4, 0, 1, 0))
-    gemv = parse_launch("router:32:gemv:16,4,1,0,1,1", problem)
-    assert gemv.spec == "router:32:gemv:16,4,1,0,1,1"
+    tma = parse_launch("qkv_gate:32:tma_gemv:3,8,full,cluster_scatter", problem)
+    assert tma == Launch("qkv_gate", 32, "tma_gemv", (3, 8, "full", "cluster_scatter"))
+    assert tma.spec == "qkv_gate:32:tma_gemv:splits=3,stages=8,tile=full,reduce=cluster_scatter"
+    assert parse_launch(tma.spec, problem) == tma  # the named form parses back
+    z = parse_launch("pooler:1:compressed_gemv:8,1,4,batch,1,none", problem)
+    assert z.config == (8, 1, 4, "batch", 1, "none")
+    mma = parse_launch(
+        "router:32:mma_gemv:warps=16,splits=4,unroll=1,pipeline=batch,row_blocks=1,reduce=cluster", problem
+    )
+    assert mma.config == (16, 4, 1, "batch", 1, "cluster")
+    splitk = parse_launch("router:128:splitk_gemm:64,64,128,16,4,3,tma,atomic", problem)
+    assert splitk.config == (64, 64, 128, 16, 4, 3, "tma", "atomic")
     # cuBLAS, the fallback a null entry runs: no config, at any m (a GEMV's m range does not apply)
     cublas = parse_launch("o:32:cublas", problem)
     assert cublas == Launch("o", 32, "cublas", ()) and cublas.spec == "o:32:cublas"
@@ -34,16 +42,18 @@ def test_launch_specs_parse_for_every_engine(problem):
 @pytest.mark.parametrize(
     "text, says",
     [
-        ("qkv_gate:32:tma", "expected layer:m:engine:config"),
-        ("attn:32:tma:3,8,2", "unknown layer 'attn'"),
+        ("qkv_gate:32", "expected layer:m:engine:values"),
+        ("attn:32:tma_gemv:3,8,full,semaphore", "unknown layer 'attn'"),
         ("qkv_gate:32:cuda:1", "unknown engine 'cuda'"),
-        ("qkv_gate:32:cublas:1", "the cublas engine takes 0 config fields, got 1"),
-        ("qkv_gate:0:cublas", "m must be at least 1"),
-        ("qkv_gate:32:tma:", "takes 3 config fields, got 0"),
-        ("qkv_gate:x:tma:3,8,2", "must be integers"),
-        ("qkv_gate:32:tma:3,8", "takes 3 config fields, got 2"),
-        ("qkv_gate:32:tma:3,5,2", "STAGES=5"),
-        ("router:32:z:8,1,4,0,1,0", "router"),
+        ("qkv_gate:32:cublas:1", "the cublas engine has 0 fields, got more values"),
+        ("qkv_gate:0:cublas", "serves 1 <= m, not m=0"),
+        ("qkv_gate:32:tma_gemv:", "missing field 'splits'"),
+        ("qkv_gate:x:tma_gemv:3,8,full,semaphore", "m must be an integer"),
+        ("qkv_gate:32:tma_gemv:3,8", "missing field 'tile'"),
+        ("qkv_gate:32:tma_gemv:3,5,full,semaphore", "stages=5"),
+        ("qkv_gate:32:tma_gemv:3,eight,full,semaphore", "stages must be an integer"),
+        ("qkv_gate:32:tma_gemv:3,8,full,semaphore,x=1", "unknown field 'x'"),
+        ("router:32:compressed_gemv:8,1,4,batch,1,none", "router"),
     ],
 )
 def test_bad_launch_specs_say_what_is_wrong_in_one_line(problem, text, says):
@@ -53,7 +63,10 @@ def test_bad_launch_specs_say_what_is_wrong_in_one_line(problem, text, says):
 
 
 def test_ncu_commands_profile_only_the_marked_launches_and_export_both_pages(problem):
-    launches = [parse_launch("o:1:gemv:8,1,1,0,1,0", problem), parse_launch("qkv_gate:32:tma:3,8,2", problem)]
+    launches = [
+        parse_launch("o:1:mma_gemv:8,1,1,batch,1,none", problem),
+        parse_launch("qkv_gate:32:tma_gemv:3,8,full,cluster_scatter", problem),
+    ]
     run, details, source = ncu_commands(
         "ncu", Path("out/profile"), "python3", Path("dist/submission.py"), launches, "full"
     )
@@ -65,8 +78,12 @@ def test_ncu_commands_profile_only_the_marked_launches_and_export_both_pages(pro
     assert run[run.index("--clock-control") + 1] == "none"  # leave the clocks alone
     assert run[run.index("-o") + 1] == "out/profile"
     assert run[-6:] == [
-        "python3", "-m", "generator.judge.profile", "dist/submission.py", "o:1:gemv:8,1,1,0,1,0", "qkv_gate:32:tma:3,8,2"
-    ]  # fmt: skip
+        "python3",
+        "-m",
+        "generator.judge.profile",
+        "dist/submission.py",
+        *(l.spec for l in launches),
+    ]
     assert details == ["ncu", "-i", "out/profile.ncu-rep", "--page", "details"]
     assert source[:5] == ["ncu", "-i", "out/profile.ncu-rep", "--page", "source"] and "sass" in source
 
@@ -122,7 +139,15 @@ def _stand_in_ncu(tmp_path: Path) -> Path:
 def test_profile_command_writes_the_exports_and_prints_the_summaries(tmp_path):
     out = tmp_path / "profile"
     result = CliRunner().invoke(
-        main, ["profile", "qkv_gate:1:tma:1,8,0", "--ncu", str(_stand_in_ncu(tmp_path)), "--out", str(out)]
+        main,
+        [
+            "profile",
+            "qkv_gate:1:tma_gemv:1,8,full,none",
+            "--ncu",
+            str(_stand_in_ncu(tmp_path)),
+            "--out",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.output
     assert {p.name for p in out.iterdir()} >= {"details.txt", "source.csv", "sass.txt"}
@@ -133,18 +158,19 @@ def test_profile_command_writes_the_exports_and_prints_the_summaries(tmp_path):
 
 def test_profile_command_fails_in_one_line(tmp_path):
     bad = CliRunner().invoke(
-        main, ["profile", "qkv_gate:32:tma:3,5,2", "--ncu", str(_stand_in_ncu(tmp_path))]
+        main, ["profile", "qkv_gate:32:tma_gemv:3,5,full,semaphore", "--ncu", str(_stand_in_ncu(tmp_path))]
     )
-    assert bad.exit_code == 2 and "STAGES=5" in bad.output
+    assert bad.exit_code == 2 and "stages=5" in bad.output
     missing = CliRunner().invoke(
-        main, ["profile", "qkv_gate:32:tma:3,8,2", "--ncu", str(tmp_path / "no_ncu")]
+        main, ["profile", "qkv_gate:32:tma_gemv:3,8,full,semaphore", "--ncu", str(tmp_path / "no_ncu")]
     )
     assert missing.exit_code == 2 and "is not on PATH" in missing.output
     failing = tmp_path / "ncu_fails"
     failing.write_text("#!/bin/sh\necho '==ERROR== Failed to initialize the profiler' >&2\nexit 1\n")
     failing.chmod(0o755)
     broke = CliRunner().invoke(
-        main, ["profile", "qkv_gate:32:tma:3,8,2", "--ncu", str(failing), "--out", str(tmp_path)]
+        main,
+        ["profile", "qkv_gate:32:tma_gemv:3,8,full,semaphore", "--ncu", str(failing), "--out", str(tmp_path)],
     )
     assert broke.exit_code == 2 and "Failed to initialize the profiler" in broke.output
     assert len(broke.output.strip().splitlines()) == 1

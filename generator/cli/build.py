@@ -22,7 +22,9 @@ ROOT_OPTION = click.option(
 
 
 @main.command()
-@click.option("--check", is_flag=True, help="Exit 1 with a diff summary if the file differs from a fresh build.")
+@click.option(
+    "--check", is_flag=True, help="Exit 1 with a diff summary if the file differs from a fresh build."
+)
 @ROOT_OPTION
 @click.option(
     "--out",
@@ -138,7 +140,9 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     click.echo(f"compiling {len(kernels)} kernels with {nvcc} for sm_90a ...", err=True)
     start = time.perf_counter()
     try:
-        code, messages, found, sass = compile_cuda(sources.cuda + launch_table(kernels), nvcc=nvcc, cuobjdump=cuobjdump)
+        code, messages, found, sass = compile_cuda(
+            sources.cuda + launch_table(kernels), nvcc=nvcc, cuobjdump=cuobjdump
+        )
     except OSError as exc:
         fail(f"{nvcc}: {exc.strerror or exc}")
     click.echo(f"compiled in {time.perf_counter() - start:.0f} s", err=True)
@@ -199,7 +203,9 @@ def _print_loops(sass: str, name_part: str) -> None:
         if loop is None:
             click.echo(f"{'-':>11} {'-':>5} {'-':>7} {'-':>5}  {names[mangled]} (no MMA loop)")
         else:
-            click.echo(f"{loop.instructions:>11} {loop.mma:>5} {loop.per_mma:>7.1f} {loop.r2ur:>5}  {names[mangled]}")
+            click.echo(
+                f"{loop.instructions:>11} {loop.mma:>5} {loop.per_mma:>7.1f} {loop.r2ur:>5}  {names[mangled]}"
+            )
 
 
 def _print_waits(sass: str, name_part: str) -> None:
@@ -209,6 +215,8 @@ def _print_waits(sass: str, name_part: str) -> None:
     functions = split_controlled(sass)
     names, matching = _kernels_named(functions, name_part)
     for mangled in matching:
-        click.echo(f"\n{names[mangled]}  (address, then loads -> the scoreboard they release, or what it waits for)")
+        click.echo(
+            f"\n{names[mangled]}  (address, then loads -> the scoreboard they release, or what it waits for)"
+        )
         for line in scoreboard_waits(functions[mangled]):
             click.echo(line)

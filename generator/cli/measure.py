@@ -82,7 +82,9 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
             rows, prepare_s, error = verify_distribution(
                 module, problem, distribution, seed, device, not no_graphs, progress=lambda _: bar.update()
             )
-        click.echo(f"[{distribution}] prepare() took {prepare_s:.1f} s" + (f": FAIL {error}" if error else ""))
+        click.echo(
+            f"[{distribution}] prepare() took {prepare_s:.1f} s" + (f": FAIL {error}" if error else "")
+        )
         failed |= bool(error)
         results.extend(rows)
     click.echo(format_report(results, distributions))
@@ -95,7 +97,9 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
 @click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable).")
 @click.option("--reps", default=100, show_default=True, help="Cold replays per measurement (median).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every figure here.")
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every figure here."
+)
 @click.option(
     "--compare",
     "compare_path",
@@ -103,7 +107,9 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
     help="An earlier --json output: print per-shape deltas (default: docs/bench.json, the landed file's last bench,"
     " when it exists).",
 )
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG here.")
+@click.option(
+    "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG here."
+)
 def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path) -> None:
     """Time FILE on the benchmark shapes (cold and warm) against cuBLAS and the memory floor, on the GPU."""
     import json
@@ -191,7 +197,8 @@ def ab(launches, file: Path, rounds: int, reps: int, env_text: str | None, time_
 @click.option("--ncu", default="ncu", show_default=True, help="The Nsight Compute command line.")
 def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None:
     """Nsight Compute on launches given as layer:m:engine:values (e.g. qkv_gate:32:tma_gemv:1,14,half,none), on the
-    H200: per kernel its time, DRAM throughput and issue rate, and each SASS instruction's count and stalls."""
+    H200: per kernel its time, DRAM throughput and issue rate, and each SASS instruction's count and stalls.
+    """
     import shutil
     import subprocess
 
@@ -208,13 +215,19 @@ def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None
     problem = load_problem_or_fail()
     parsed = parse_launches(launches, problem)
     if shutil.which(ncu) is None:
-        fail(f"{ncu} (Nsight Compute) is not on PATH: profile runs where the GPU is (see README, On the H200)")
+        fail(
+            f"{ncu} (Nsight Compute) is not on PATH: profile runs where the GPU is (see README, On the H200)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     run_profile, export_details, export_source = ncu_commands(
         ncu, out / "profile", sys.executable, file, parsed, section_set
     )
     exports = {}
-    for name, command in (("run", run_profile), ("details.txt", export_details), ("source.csv", export_source)):
+    for name, command in (
+        ("run", run_profile),
+        ("details.txt", export_details),
+        ("source.csv", export_source),
+    ):
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             tail = (result.stdout + result.stderr).strip().splitlines()[-1:] or ["(no output)"]

@@ -8,7 +8,15 @@ from pathlib import Path
 import click
 
 from generator import REPO_ROOT
-from generator.cli.app import FILE_ARGUMENT, fail, load_file, load_problem_or_fail, main, require_gpu, shape_filter
+from generator.cli.app import (
+    FILE_ARGUMENT,
+    fail,
+    load_file,
+    load_problem_or_fail,
+    main,
+    require_gpu,
+    shape_filter,
+)
 from generator.errors import BuildError
 
 
@@ -33,8 +41,12 @@ def parse_where(texts, engine) -> dict:
     " the shape without it (the engines after it, cuBLAS last) by >= 2 %.",
 )
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
-@click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable; default: the engine's table rows).")
-@click.option("--reps", default=30, show_default=True, help="Cold replays per candidate in the coarse pass (median).")
+@click.option(
+    "--m", "ms", multiple=True, type=int, help="Only these m (repeatable; default: the engine's table rows)."
+)
+@click.option(
+    "--reps", default=30, show_default=True, help="Cold replays per candidate in the coarse pass (median)."
+)
 @click.option(
     "--where",
     "where_texts",
@@ -61,7 +73,9 @@ def parse_where(texts, engine) -> dict:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Where to write the tuned table (then rebuild)  [default: tables/<engine>.yaml].",
 )
-def sweep(file: Path, engine: str, layers, ms, reps: int, where_texts, best_by, json_path, write_path) -> None:
+def sweep(
+    file: Path, engine: str, layers, ms, reps: int, where_texts, best_by, json_path, write_path
+) -> None:
     """Tune an engine's table on the GPU: time every admissible configuration per shape, keep the fastest correct
     one where it wins."""
     import json

@@ -36,7 +36,9 @@ def parse_launch(text: str, problem: Problem) -> Launch:
     if len(parts) == 3:
         parts.append("")
     if len(parts) != 4:
-        raise ValueError(f"{text!r}: expected layer:m:engine:values or layer:m:cublas, e.g. qkv_gate:32:tma_gemv:1,14,half,none")
+        raise ValueError(
+            f"{text!r}: expected layer:m:engine:values or layer:m:cublas, e.g. qkv_gate:32:tma_gemv:1,14,half,none"
+        )
     layer_name, m_text, engine_name, values = parts
     if layer_name not in problem.layers:
         raise ValueError(f"{text!r}: unknown layer {layer_name!r} (one of {', '.join(problem.layers)})")
@@ -63,17 +65,22 @@ def module_config(module: ModuleType, engine: str, config: tuple):
     return engine, engine.Config(*config)
 
 
-def launch_calls(module: ModuleType, problem: Problem, launches: list[Launch], seed: int = 1, device: str = "cuda"):
+def launch_calls(
+    module: ModuleType, problem: Problem, launches: list[Launch], seed: int = 1, device: str = "cuda"
+):
     """For each launch: (call, x, n), a no-argument call on fresh x (N(0, 1), never zeros) against the `normal`
     weights, prepared by the file, its engine's operands built and its kernel compiled into the extension beside
-    the file's own; and those weights, for a reference. device: cuda, or cpu for a stand-in module in the tests."""
+    the file's own; and those weights, for a reference. device: cuda, or cpu for a stand-in module in the tests.
+    """
     import torch
 
     from generator.judge.weights import make_weights, make_x
 
     weights = make_weights(problem, "normal", 0, device)
     state = module.prepare({name: w.clone() for name, w in weights.items()})
-    plans = make_plans(module, state, [(launch.layer, launch.m, launch.engine, launch.config) for launch in launches])
+    plans = make_plans(
+        module, state, [(launch.layer, launch.m, launch.engine, launch.config) for launch in launches]
+    )
     gen = torch.Generator(device=device).manual_seed(seed)
     calls = []
     for launch, plan in zip(launches, plans):
@@ -85,7 +92,8 @@ def launch_calls(module: ModuleType, problem: Problem, launches: list[Launch], s
 
 def make_plans(module: ModuleType, state: dict, wanted) -> list:
     """A launch (x -> out) for each (layer, m, engine, config) on a prepared state: the operands built, and every
-    CUDA kernel they need compiled into one extension with the file's own (compress() refusing a layer raises)."""
+    CUDA kernel they need compiled into one extension with the file's own (compress() refusing a layer raises).
+    """
     layers = {layer.name: layer for layer in module.problem()[0]}
     chosen = []
     for layer_name, m, engine_name, config in wanted:

@@ -10,27 +10,27 @@ from types import ModuleType
 from generator.contract import contract_violations
 
 REQUIRED = ("prepare", "kernel_fn")
-# The name kernels_src/runtime.py gives load_inline for the CUDA extension (a test keeps the two in step).
-EXTENSION_NAME = "okc_muse_proj"
 
 
 class SubmissionLoadError(Exception):
     pass
 
 
-def stale_build_lock(name: str = EXTENSION_NAME) -> Path | None:
-    """torch's JIT build lock for the extension, if one exists now. Every load_inline takes it, even to load a
+def stale_build_lock() -> Path | None:
+    """torch's JIT build lock of one of the submission's extensions (kernels_src/runtime.py names them
+    EXTENSION_NAME + a digest of their kernel list), if one exists now. Every load_inline takes it, even to load a
     cached build, and a process killed by SIGTERM or SIGKILL while holding it (Python runs no `finally` then)
-    leaves the file behind: every later load waits on it forever, silently. The likely cause, not yet confirmed
-    there, of the hangs on the H200 in session 5 (notes/README.md): after a probe was ended by `timeout`, verify,
-    the GPU tests and bench all hung. (torch's _get_build_directory creates the directory if it is missing.)
-    """
+    leaves the file behind: every later load waits on it forever, silently (docs/method.md: bound device commands
+    with `timeout -s INT`)."""
     try:
         from torch.utils.cpp_extension import _get_build_directory
     except ImportError:  # a torch without it: nothing to check
         return None
-    path = Path(_get_build_directory(name, verbose=False)) / "lock"
-    return path if path.exists() else None
+    from kernels_src.runtime import EXTENSION_NAME
+
+    probe = Path(_get_build_directory(EXTENSION_NAME, verbose=False))  # torch creates the folder if missing
+    locks = sorted(probe.parent.glob(f"{EXTENSION_NAME}*/lock"))
+    return locks[0] if locks else None
 
 
 def load_submission(path: str | Path, module_name: str = "okc_submission_under_test") -> ModuleType:

@@ -1,6 +1,7 @@
 """Compile many Triton kernels at once: an engine whose configs compile on their first launch (Triton's JIT, keyed
 on constexprs) can have hundreds of candidates, ~1-2 s of compiling each. Worker processes, each loading the
-submission file, fill Triton's on-disk cache in parallel; the timing process then loads every kernel from it."""
+submission file, fill Triton's on-disk cache in parallel; the timing process then loads every kernel from it.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def _compile_chunk(job) -> int:
 
 def precompile(file: Path, engine_name: str, items, workers: int | None = None) -> int:
     """Compile each (config, layer) of engine `engine_name` into Triton's cache, in `workers` processes (default:
-    the CPUs less two, at most 16). One (config, weight kind) is compiled once. Returns how many were compiled."""
+    the CPUs less two, at most 16). One (config, weight kind) is compiled once. Returns how many were compiled.
+    """
     unique = list(dict.fromkeys((tuple(config), layer) for config, layer in items))
     if not unique:
         return 0

@@ -10,7 +10,9 @@ from types import ModuleType
 
 from generator.problem import Problem
 
-MIN_GAIN = 0.02  # a table entry changes only on a >= 2 % win either way: two H200s rank close configs differently
+MIN_GAIN = (
+    0.02  # a table entry changes only on a >= 2 % win either way: two H200s rank close configs differently
+)
 FINALISTS = 4  # the fastest few of the coarse pass are timed again with more replays before one is chosen
 
 
@@ -59,7 +61,8 @@ def format_best_by_field(points, name: str, describe) -> list[str]:
     lines = []
     for p in points:
         cells = "  ".join(
-            f"{name}={value}: {describe(cfg)} {us:.2f}" for value, (cfg, us) in best_by_field(p.timings, name).items()
+            f"{name}={value}: {describe(cfg)} {us:.2f}"
+            for value, (cfg, us) in best_by_field(p.timings, name).items()
         )
         lines.append(f"{p.layer:<9} {p.m:>3}  {cells or 'nothing timed'}")
     return lines
@@ -101,7 +104,8 @@ class SweepPoint:
     @property
     def choice(self):
         """The table entry: the best config, or None when the baseline is as fast. Either way a change must win by
-        MIN_GAIN: a new config must beat the baseline by it, and the baseline must beat the current entry by it."""
+        MIN_GAIN: a new config must beat the baseline by it, and the baseline must beat the current entry by it.
+        """
         if self.best is None:
             return None
         if self.current is not None and self.best == self.current:
@@ -132,11 +136,17 @@ def pick_defaults(engine, choices: dict, problem: Problem) -> dict:
     defaults = {}
     for kind in ("plain", "dual"):
         layers = [layer for layer in problem.layers.values() if layer.dual == (kind == "dual")]
-        chosen = [cfg for (name, _), cfg in sorted(choices.items()) if cfg is not None and problem.layers[name] in layers]
+        chosen = [
+            cfg
+            for (name, _), cfg in sorted(choices.items())
+            if cfg is not None and problem.layers[name] in layers
+        ]
         safe = [
             cfg
             for cfg, _ in Counter(chosen).most_common()
-            if all(engine.config_error(cfg, layer, m) is None for layer in layers for m in engine.class_maxima())
+            if all(
+                engine.config_error(cfg, layer, m) is None for layer in layers for m in engine.class_maxima()
+            )
         ]
         defaults[kind] = safe[0] if safe else None
     return defaults
@@ -147,9 +157,12 @@ def flow(cfg) -> str:
     return "null" if cfg is None else "{" + ", ".join(f"{k}: {v}" for k, v in cfg._asdict().items()) + "}"
 
 
-def table_yaml(header: str, defaults: dict | None, points: list, problem: Problem, kept: dict | None = None) -> str:
+def table_yaml(
+    header: str, defaults: dict | None, points: list, problem: Problem, kept: dict | None = None
+) -> str:
     """A table's YAML text: the existing header comments, defaults (None: no defaults block), then one line per
-    (layer, m): the sweep's points, and `kept` ((layer, m) -> the existing line) for shapes this sweep did not time."""
+    (layer, m): the sweep's points, and `kept` ((layer, m) -> the existing line) for shapes this sweep did not time.
+    """
     rows = {key: line.strip() for key, line in (kept or {}).items()}
     for p in points:
         rows[(p.layer, p.m)] = f"{p.m}: {flow(p.choice)}  # {p.note}"
@@ -168,7 +181,8 @@ def table_yaml(header: str, defaults: dict | None, points: list, problem: Proble
 
 def updated_table(text: str, current, points: list, shapes, problem: Problem) -> str:
     """The table's new YAML: swept shapes get their new entries, the others keep their current lines, and a table
-    with defaults has them re-picked from the whole table. `current` is the parsed `text` (generator.tables.Table)."""
+    with defaults has them re-picked from the whole table. `current` is the parsed `text` (generator.tables.Table).
+    """
     lines = text.splitlines()
     kept = {key: lines[line - 1] for key, line in current.lines.items() if key not in set(shapes)}
     defaults = None
@@ -232,7 +246,9 @@ def run_sweep(
             log(f"{refused} (the {engine_name} sweep skips {layer_name})")
             continue
         todo[(layer_name, m)] = (cfgs, current, module.route(layer, m, tables, (engine_name,)))
-    if file is not None and hasattr(engine, "precompile"):  # a JIT-compiled engine: fill its cache in parallel
+    if file is not None and hasattr(
+        engine, "precompile"
+    ):  # a JIT-compiled engine: fill its cache in parallel
         from generator.judge.precompile import precompile
 
         first_of_kind = {}  # one layer per weight kind: the kernels do not depend on the layer otherwise
@@ -246,7 +262,9 @@ def run_sweep(
     wanted += [(name, m, inc.name, tuple(cfg)) for (name, m), (_, _, (inc, cfg)) in todo.items()]
     plans = dict(zip(wanted, make_plans(module, state, wanted)))
     flush = L2Flusher()
-    settle(flush)  # else the first configs timed (the current entry first) run in the fast state after prepare()
+    settle(
+        flush
+    )  # else the first configs timed (the current entry first) run in the fast state after prepare()
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 3)
     points, failed = [], []
@@ -273,9 +291,16 @@ def run_sweep(
         finalists = sorted(timed, key=timed.get)[:FINALISTS]
         if current in timed and current not in finalists:
             finalists.append(current)  # a challenger must beat the current entry in the long timing too
-        final = {cfg: time_cold_us(lambda cfg=cfg: plans[(layer_name, m, engine_name, tuple(cfg))](x), flush, 4 * reps) for cfg in finalists}
+        final = {
+            cfg: time_cold_us(
+                lambda cfg=cfg: plans[(layer_name, m, engine_name, tuple(cfg))](x), flush, 4 * reps
+            )
+            for cfg in finalists
+        }
         best = pick_best(final, current)
-        cublas_us = min(time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values())
+        cublas_us = min(
+            time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
+        )
         incumbent_us = float("inf")
         if incumbent.name != "cublas":
             inc_plan = plans[(layer_name, m, incumbent.name, tuple(inc_cfg))]

@@ -77,7 +77,8 @@ def settle(flush: L2Flusher, seconds: float = 1.0) -> None:
     alike read ~0.3 us lower there than for the rest of a run (notes/session30/call2: first floor sample 4.48 us,
     then 4.62-4.96 with a median of 4.78; o m = 16 8.96 us, then 9.09-9.41). A floor taken before this settles is
     compared with shapes timed after it and inflates every x floor ratio (o's by ~3 %); in ab and sweep the first
-    launches timed would run faster than the rest. Every harness calls this once, before its first cold timing."""
+    launches timed would run faster than the rest. Every harness calls this once, before its first cold timing.
+    """
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         launch_floor_us(flush, reps=50)
