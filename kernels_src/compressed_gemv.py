@@ -94,7 +94,8 @@ class CompressedGemv(Engine):
         z = ctx.operands["compressed"]  # row blocks outermost in every part: the unpooler's slice is a prefix
         t = z["table_words"]
         pointers = (z["stream"], z["patches"], z["exceptions"], z["row_starts"])
-        scalars = (t[0] | t[1] << 32, t[2] | t[3] << 32, z["exceptions"].shape[1])
+        words = [(lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in (t[:2], t[2:])]  # as signed int64
+        scalars = (*words, z["exceptions"].shape[1])
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
 
     def candidates(self, layer, m):
