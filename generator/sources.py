@@ -27,6 +27,7 @@ _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 @dataclass(frozen=True)
 class PythonModule:
     path: str  # as shown, e.g. kernels_src/runtime.py
+    defines: tuple  # (name, line) of everything its top level binds: the submission's one namespace
     summary: str  # first line of its docstring
     imports: tuple[str, ...]  # whitelisted import statements, hoisted to the header
     body: str  # everything else, verbatim; dropped lines left blank so body line i is source line first_line + i
@@ -197,7 +198,36 @@ def inline_python(text: str, shown: str, earlier: set[str], later: set[str] = fr
     kept = ["" if number in drop else line for number, line in enumerate(lines)]
     first = next((i for i, line in enumerate(kept) if line.strip()), len(kept))
     body = "\n".join(kept[first:]).rstrip("\n") + "\n"
-    return PythonModule(shown, summary, tuple(imports), body, first + 1)
+    return PythonModule(shown, _top_level_names(tree), summary, tuple(imports), body, first + 1)
+
+
+def _top_level_names(tree: ast.Module) -> tuple:
+    """(name, line) of each function, class and variable a module's top level binds (imports excluded)."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append((node.name, node.lineno))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                found += [(n.id, node.lineno) for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return tuple(found)
+
+
+def check_one_namespace(modules) -> None:
+    """Every module is inlined into the submission's one namespace: a name two modules both define would leave
+    the first module's functions reading the second one's value (they look globals up when they run)."""
+    owner: dict[str, str] = {}
+    for module in modules:
+        for name, line in module.defines:
+            if name in owner and owner[name] != module.path:
+                raise BuildError(
+                    module.path,
+                    line,
+                    f"{name} is also defined by {owner[name]}: the modules share one namespace in the submission,"
+                    " so give it a name of its own (or import it from there)",
+                )
+            owner.setdefault(name, module.path)
 
 
 def _file_list(manifest: dict, key: str) -> list[str]:
@@ -234,6 +264,7 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
         shown = display_path(path, root)
         earlier, later = set(python_files[:index]), set(python_files[index + 1 :])
         modules.append(inline_python(_read(path, shown), shown, earlier, later))
+    check_one_namespace(modules)
     inputs = [manifest_path] + [src_dir / f for f in cuda_files + binding_files + python_files]
     return Sources(
         cuda, tuple(cuda_files), binding, tuple(binding_files), tuple(modules), tuple(dict.fromkeys(inputs))

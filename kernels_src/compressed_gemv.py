@@ -9,12 +9,12 @@ from kernels_src.compress import compress
 from kernels_src.engine import Engine, Variant, column_blocks, mode_index
 from kernels_src.mma_gemv import split_error, tiles_smem_error
 
-PIPELINES = ("batch", "double")  # compressed_gemv.cuh's P = 0, 1: as mma_gemv's batch and double
-REDUCTIONS = ("none", "semaphore", "cluster")
+COMPRESSED_PIPELINES = ("batch", "double")  # compressed_gemv.cuh's P = 0, 1: as mma_gemv's batch and double
+COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
 # Data-register budgets (compressed_gemv.cuh, zgemv_fits): batch 104, under mma_gemv's 112 because the decode needs
 # temporaries (at 106 one configuration spilled 48 bytes); double the plain kernel's 100.
-BATCH_DATA_REGS = 104
-DOUBLE_DATA_REGS = 100
+COMPRESSED_BATCH_DATA_REGS = 104
+COMPRESSED_DOUBLE_DATA_REGS = 100
 
 
 class CompressedGemvConfig(NamedTuple):
@@ -35,7 +35,7 @@ class CompressedGemv(Engine):
         "groups": (1, 2, 4),
         "row_blocks": (1, 2, 4),
     }
-    modes = {"pipeline": PIPELINES, "reduce": REDUCTIONS}
+    modes = {"pipeline": COMPRESSED_PIPELINES, "reduce": COMPRESSED_REDUCTIONS}
     m_min, m_max = 1, 32
     sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
     launcher = "okc::launch_compressed_gemv"
@@ -70,7 +70,7 @@ class CompressedGemv(Engine):
         regs = (2 if double else 1) * (
             cfg.groups * (12 * r + 8 * nb) + r
         ) + 4 * r * nb  # + a header word a trip
-        budget = DOUBLE_DATA_REGS if double else BATCH_DATA_REGS
+        budget = COMPRESSED_DOUBLE_DATA_REGS if double else COMPRESSED_BATCH_DATA_REGS
         if regs > budget:
             return (
                 f"groups={cfg.groups}, pipeline={cfg.pipeline}, row_blocks={r} at m={m} holds {regs} data registers"
@@ -94,7 +94,9 @@ class CompressedGemv(Engine):
         z = ctx.operands["compressed"]  # row blocks outermost in every part: the unpooler's slice is a prefix
         t = z["table_words"]
         pointers = (z["stream"], z["patches"], z["exceptions"], z["row_starts"])
-        words = [(lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in (t[:2], t[2:])]  # as signed int64
+        words = [
+            (lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in (t[:2], t[2:])
+        ]  # as signed int64
         scalars = (*words, z["exceptions"].shape[1])
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
 
@@ -103,13 +105,13 @@ class CompressedGemv(Engine):
         for warps in (4, 8, 16):
             for splits in self.values["splits"]:
                 for groups in self.values["groups"]:
-                    for pipeline in PIPELINES:
+                    for pipeline in COMPRESSED_PIPELINES:
                         for row_blocks in self.values["row_blocks"]:
                             if splits > 1 and layer.n_for(m) // 16 // row_blocks * splits > 2048:
                                 continue
                             if (layer.k // 64) // splits < warps * groups:
                                 continue
-                            for reduce in ("none",) if splits == 1 else REDUCTIONS[1:]:
+                            for reduce in ("none",) if splits == 1 else COMPRESSED_REDUCTIONS[1:]:
                                 cfg = CompressedGemvConfig(
                                     warps, splits, groups, pipeline, row_blocks, reduce
                                 )

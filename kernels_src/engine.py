@@ -19,6 +19,8 @@ WORKSPACE_FLOATS = 8 * 1024 * 1024
 # Self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions
 # (0..4095), then the atomic reduction's tickets and flags (common.cuh, kSemaphoreInts; a test keeps them equal).
 SEMAPHORES = 6656
+# Hopper's largest thread-block cluster (past the portable 8, on request): the cluster reductions' splits limit.
+CLUSTER_MAX = 16
 # prepare() plans every m from 1 to this (or to the largest m a table lists); a larger m goes to cuBLAS.
 PLAN_MAX_M = 256
 DTYPE_BYTES = {"bfloat16": 2, "float32": 4}

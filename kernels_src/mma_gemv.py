@@ -5,6 +5,7 @@ Design and the measurements behind each field: docs/mma-gemv.md."""
 from typing import NamedTuple
 
 from kernels_src.engine import (
+    CLUSTER_MAX,
     SEMAPHORES,
     SMEM_LIMIT,
     WORKSPACE_FLOATS,
@@ -16,21 +17,20 @@ from kernels_src.engine import (
 from kernels_src.packing import pack_mma_a
 
 # The software-pipelining styles, in mma_gemv.cuh's numbering (its pipe_* functions say what each does).
-PIPELINES = ("batch", "double", "batch_l2", "double_l2", "double_w", "double_w_l2")
-REDUCTIONS = ("none", "semaphore", "cluster", "atomic")
+MMA_PIPELINES = ("batch", "double", "batch_l2", "double_l2", "double_w", "double_w_l2")
+MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic")
 TICKET_GROUPS = 256  # row groups an atomic launch may have (common.cuh, kTicketGroups)
-CLUSTER_MAX = 16  # Hopper's largest (non-portable) thread-block cluster
 # Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments (112), or two
 # live sets (100), under the 128 registers of a 512-thread CTA without spilling.
-BATCH_DATA_REGS = 112
-DOUBLE_DATA_REGS = 100
+MMA_BATCH_DATA_REGS = 112
+MMA_DOUBLE_DATA_REGS = 100
 
 
 class MmaGemvConfig(NamedTuple):
     warps: int  # warps per CTA; they split the CTA's K range and reduce through shared memory
     splits: int  # CTAs that split K
     unroll: int  # 32-wide K blocks each warp has in flight per loop trip
-    pipeline: str  # software-pipelining style, one of PIPELINES
+    pipeline: str  # software-pipelining style, one of MMA_PIPELINES
     row_blocks: int  # 16-row blocks per CTA: each x fragment serves all of them
     reduce: str  # how splits > 1 meet: none (splits = 1), semaphore, cluster, atomic (fp32 output only)
 
@@ -51,7 +51,7 @@ def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
         return f"unroll={cfg.unroll}, pipeline={cfg.pipeline} at NB=4: the x-single-buffered styles take unroll 1"
     one_set = cfg.pipeline in ("batch", "batch_l2")
     roomy = one_set or (cfg.pipeline in ("double", "double_l2") and nb <= 2 and not dual)
-    budget = BATCH_DATA_REGS if roomy else DOUBLE_DATA_REGS
+    budget = MMA_BATCH_DATA_REGS if roomy else MMA_DOUBLE_DATA_REGS
     regs = data_registers(cfg, nb, dual)
     if regs > budget:
         return (
@@ -99,7 +99,7 @@ class MmaGemv(Engine):
         "unroll": (1, 2, 4, 8),
         "row_blocks": (1, 2, 4),
     }
-    modes = {"pipeline": PIPELINES, "reduce": REDUCTIONS}
+    modes = {"pipeline": MMA_PIPELINES, "reduce": MMA_REDUCTIONS}
     m_min, m_max = 1, 32
     sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
     has_defaults = True
@@ -167,7 +167,7 @@ class MmaGemv(Engine):
             for warps in (4, 8, 16)  # 1 and 2 warps never won a sweep
             for splits in self.values["splits"]
             for unroll in self.values["unroll"]
-            for pipeline in PIPELINES
+            for pipeline in MMA_PIPELINES
             for row_blocks in self.values["row_blocks"]
         ]
         for warps, splits, unroll, pipeline, row_blocks in shapes:
@@ -175,7 +175,7 @@ class MmaGemv(Engine):
                 continue  # beyond ~15 CTAs per SM more splits only add partial-tile traffic
             if (layer.k // 32) // splits < warps * unroll:
                 continue  # some warps would have no trip
-            for reduce in ("none",) if splits == 1 else REDUCTIONS[1:]:
+            for reduce in ("none",) if splits == 1 else MMA_REDUCTIONS[1:]:
                 cfg = MmaGemvConfig(warps, splits, unroll, pipeline, row_blocks, reduce)
                 if self.config_error(cfg, layer, m) is None:
                     out.append(cfg)

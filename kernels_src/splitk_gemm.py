@@ -64,7 +64,10 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels_src.engine import Engine
+from kernels_src.engine import (
+    WORKSPACE_FLOATS,
+    Engine,
+)  # the fp32 workspace the caller passes (semaphore partials)
 
 
 class SplitKGemmConfig(NamedTuple):
@@ -80,7 +83,6 @@ class SplitKGemmConfig(NamedTuple):
 
 LOADS = ("tma", "pointers")
 REDUCE = ("none", "semaphore", "atomic")
-WORKSPACE_FLOATS = 8 * 1024 * 1024  # the fp32 workspace the caller passes (semaphore partials), shared
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
 # The fp32 accumulator of reduce="atomic", passed by the caller, zeroed once; every launch leaves it zero.
 ACCUMULATOR_FLOATS = 256 * 8192

@@ -4,14 +4,14 @@ Design and the measurements behind each field: docs/tma-gemv.md."""
 
 from typing import NamedTuple
 
-from kernels_src.engine import SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant, column_blocks
+from kernels_src.engine import CLUSTER_MAX, SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant, column_blocks
 from kernels_src.packing import pack_tma_bulk, pack_tma_half_bulk
 
 TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
 HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup (tma_gemv.cuh, kTmaConsumers)
-STAGES = (
+TMA_STAGES = (
     2,
     4,
     6,
@@ -20,9 +20,8 @@ STAGES = (
     14,
     16,
 )  # ring depths compiled in (tma_gemv.cuh, TmaRingDepths; a test keeps them equal)
-TILES = ("full", "half")
-REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
-CLUSTER_MAX = 16
+TMA_TILES = ("full", "half")
+TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 
 
 class TmaGemvConfig(NamedTuple):
@@ -47,8 +46,8 @@ def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
 class TmaGemv(Engine):
     name = "tma_gemv"
     Config = TmaGemvConfig
-    values = {"stages": STAGES}
-    modes = {"tile": TILES, "reduce": REDUCTIONS}
+    values = {"stages": TMA_STAGES}
+    modes = {"tile": TMA_TILES, "reduce": TMA_REDUCTIONS}
     m_min, m_max = 1, 32
     sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
     launcher = "okc::launch_tma_gemv"
@@ -111,9 +110,9 @@ class TmaGemv(Engine):
         # of them per SM overlap); a 2-slot ring was never faster
         out = []
         for splits in (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32):
-            for stages in STAGES[1:]:
-                for tile in TILES:
-                    for reduce in ("none",) if splits == 1 else REDUCTIONS[1:]:
+            for stages in TMA_STAGES[1:]:
+                for tile in TMA_TILES:
+                    for reduce in ("none",) if splits == 1 else TMA_REDUCTIONS[1:]:
                         cfg = TmaGemvConfig(splits, stages, tile, reduce)
                         if self.config_error(cfg, layer, m) is None:
                             out.append(cfg)

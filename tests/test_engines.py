@@ -16,9 +16,9 @@ from generator.tables import load_tables
 from kernels_src import registry
 from kernels_src.compressed_gemv import COMPRESSED_GEMV, CompressedGemvConfig
 from kernels_src.engine import SEMAPHORES, SMEM_LIMIT, Layer, column_blocks
-from kernels_src.mma_gemv import MMA_GEMV, PIPELINES, MmaGemvConfig, tiles_smem_error
+from kernels_src.mma_gemv import MMA_GEMV, MMA_PIPELINES, MmaGemvConfig, tiles_smem_error
 from kernels_src.registry import Table, route
-from kernels_src.tma_gemv import STAGES, TMA_GEMV, TmaGemvConfig, smem_bytes
+from kernels_src.tma_gemv import TMA_STAGES, TMA_GEMV, TmaGemvConfig, smem_bytes
 
 PROBLEM = load_problem()
 O, POOLER, ROUTER = PROBLEM.layers["o"], PROBLEM.layers["pooler"], PROBLEM.layers["router"]
@@ -215,15 +215,15 @@ def test_python_and_cuda_agree_on_which_mma_configs_exist(tmp_path):
         "rule",
         f'#include "{SRC}/mma_gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
-        f" for (int p = 0; p < {len(PIPELINES)}; ++p) for (int d = 0; d < 2; ++d)"
+        f" for (int p = 0; p < {len(MMA_PIPELINES)}; ++p) for (int d = 0; d < 2; ++d)"
         ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n',
     )
     cpp = {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
     for u, nb, r, p, d in itertools.product(
-        (1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(len(PIPELINES)), (0, 1)
+        (1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(len(MMA_PIPELINES)), (0, 1)
     ):
         layer = ROUTER if d else POOLER
-        error = MMA_GEMV.config_error(mma(4, 1, u, PIPELINES[p], r, "none"), layer, M_OF_NB[nb])
+        error = MMA_GEMV.config_error(mma(4, 1, u, MMA_PIPELINES[p], r, "none"), layer, M_OF_NB[nb])
         assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
 
 
@@ -263,7 +263,7 @@ def test_python_and_cuda_agree_on_the_tma_ring_and_the_cluster_inbox(tmp_path):
     )
     rows = [line.split() for line in out.splitlines()]
     assert int(rows[0][1]) == SMEM_LIMIT
-    assert tuple(int(r[1]) for r in rows if r[0] == "depth") == STAGES
+    assert tuple(int(r[1]) for r in rows if r[0] == "depth") == TMA_STAGES
     refused = checked = 0
     reduces = {0: "semaphore", 1: "cluster_gather", 2: "cluster_scatter"}
     for row in rows:
