@@ -11,9 +11,9 @@ const char* okc_launch_tma_gemv(const void* x, const void* w, const void* w2, vo
 const char* okc_tma_config_error(int NB, int STAGES, bool dual, int S, int cluster);
 int okc_ticket_groups();   // row groups a C = 2 gemv launch may have (common.cuh, kTicketGroups)
 int okc_semaphore_ints();  // the semaphore array's length that C = 2's tickets and flags need
-const char* okc_launch_zgemv(const void* x, const void* w, const void* patches, const void* exceptions,
-                             const int* row_starts, void* out,
-                             float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int capr,
+const char* okc_launch_zgemv(const void* x, const void* w, const void* patches, const void* overflow,
+                             const int* overflow_starts, void* out,
+                             float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int n_overflow,
                              int NW, int S, int UG, int NB, int R, int P, bool cluster, long long stream);
 
 // Every entry point returns "" once its kernel is launched, else one line saying why not; runtime.py raises that
@@ -128,9 +128,9 @@ std::string tma_gemv(torch::Tensor x, torch::Tensor w, torch::Tensor w2, torch::
     return "";
 }
 
-// out[M, N] = x[M, K] . W[:N]^T through the compressed GEMV (zgemv.cuh); zs, patches, exceptions, row_starts and
+// out[M, N] = x[M, K] . W[:N]^T through the compressed GEMV (zgemv.cuh); zs, patches, overflow, overflow_starts and
 // the table words t0..t3 are kernels_src/compress.py's output.
-std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor patches, torch::Tensor exceptions, torch::Tensor row_starts,
+std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor patches, torch::Tensor overflow, torch::Tensor overflow_starts,
                   torch::Tensor out, torch::Tensor ws, torch::Tensor sem, int64_t N, int64_t K, int64_t NW, int64_t S,
                   int64_t UG, int64_t NB, int64_t R, bool cluster, int64_t P, int64_t t0, int64_t t1, int64_t t2,
                   int64_t t3, int64_t stream) {
@@ -138,8 +138,8 @@ std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor patches, torc
     if (!(bad = check_tensor("zgemv", x, "x", at::kBFloat16)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", zs, "compressed stream", at::kByte)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", patches, "patches", at::kInt)).empty()) return bad;
-    if (!(bad = check_tensor("zgemv", exceptions, "exceptions", at::kInt)).empty()) return bad;
-    if (!(bad = check_tensor("zgemv", row_starts, "row_starts", at::kInt)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", overflow, "overflow", at::kInt)).empty()) return bad;
+    if (!(bad = check_tensor("zgemv", overflow_starts, "overflow_starts", at::kInt)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", out, "out", at::kBFloat16)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", ws, "ws", at::kFloat)).empty()) return bad;
     if (!(bad = check_tensor("zgemv", sem, "sem", at::kInt)).empty()) return bad;
@@ -150,10 +150,9 @@ std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor patches, torc
     OKC_REQUIRE(zs.numel() * 8 >= N * K * 12, "zgemv: the stream holds fewer than N*K 12-bit weights");
     OKC_REQUIRE(patches.dim() == 3 && patches.size(0) >= N / 16 && patches.size(1) == K / 64 && patches.size(2) == 4,
                 "zgemv: patches must be [>= N/16, K/64, 4], got ", patches.sizes());
-    OKC_REQUIRE(exceptions.dim() == 3 && exceptions.size(0) >= N / 16 && exceptions.size(2) == 2,
-                "zgemv: exceptions must be [>= N/16, capr, 2], got ", exceptions.sizes());
-    OKC_REQUIRE(row_starts.dim() == 2 && row_starts.size(0) >= N / 16 && row_starts.size(1) == 17,
-                "zgemv: row_starts must be [>= N/16, 17], got ", row_starts.sizes());
+    OKC_REQUIRE(overflow.dim() == 1, "zgemv: overflow must be 1-D, got ", overflow.sizes());
+    OKC_REQUIRE(overflow_starts.dim() == 1 && overflow_starts.size(0) >= (N / 16) * (K / 64) + 1,
+                "zgemv: overflow_starts must be [>= N/16 * K/64 + 1], got ", overflow_starts.sizes());
     OKC_REQUIRE(out.dim() == 2 && out.size(0) == M && out.size(1) == N, "zgemv: out must be [", M, ", ", N, "]");
     OKC_REQUIRE(R >= 1 && (N / 16) % R == 0, "zgemv: R=", R, " must divide the ", N / 16, " row blocks of N=", N);
     OKC_REQUIRE(NW >= 1 && NW <= 16, "zgemv: NW must be 1..16, got ", NW);
@@ -162,10 +161,10 @@ std::string zgemv(torch::Tensor x, torch::Tensor zs, torch::Tensor patches, torc
     OKC_REQUIRE(S == 1 || ws.numel() >= (N / 16) * S * NB * 128, "zgemv: workspace too small for S=", S);
     OKC_REQUIRE(S == 1 || sem.numel() >= N / (16 * R), "zgemv: need one semaphore per CTA row group (",
                 N / (16 * R), ")");
-    const char* err = okc_launch_zgemv(x.data_ptr(), zs.data_ptr(), patches.data_ptr(), exceptions.data_ptr(),
-                                       row_starts.data_ptr<int>(),
+    const char* err = okc_launch_zgemv(x.data_ptr(), zs.data_ptr(), patches.data_ptr(), overflow.data_ptr(),
+                                       overflow_starts.data_ptr<int>(),
                                        out.data_ptr(), ws.data_ptr<float>(), sem.data_ptr<int>(), (int)t0, (int)t1,
-                                       (int)t2, (int)t3, (int)M, (int)N, (int)K, (int)exceptions.size(1), (int)NW,
+                                       (int)t2, (int)t3, (int)M, (int)N, (int)K, (int)overflow.numel(), (int)NW,
                                        (int)S, (int)UG, (int)NB, (int)R, (int)P, cluster, (long long)stream);
     OKC_REQUIRE(err == nullptr, "zgemv (NW=", NW, " S=", S, " UG=", UG, " NB=", NB, " R=", R, " P=", P,
                 " C=", cluster, "): ", err);

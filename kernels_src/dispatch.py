@@ -176,6 +176,13 @@ def tma_config_error(cfg, m, dual, n, k):
     return None
 
 
+def zgemv_overflow_smem(nw, r, groups_per_cta):
+    """Shared memory the compressed GEMV adds for a matrix with overflow entries (zgemv.cuh, zgemv_overflow_bytes):
+    a 2 KB tile per warp and the CTA's R x (groups_per_cta + 1) bucket offsets, 16-byte aligned. Fixed by the
+    config and K, whatever the number of entries; counted for every config, so any matrix can run it."""
+    return nw * 2048 + (r * (groups_per_cta + 1) * 4 + 15) // 16 * 16
+
+
 def zgemv_config_error(cfg, m, dual, n, k):
     """Why (NW, S, UG, P, R, C) cannot run the compressed GEMV at m tokens on an [n, k] weight, or None if it can."""
     if dual and isinstance(cfg, tuple) and len(cfg) == 6 and all(type(v) is int for v in cfg):
@@ -188,7 +195,16 @@ def zgemv_config_error(cfg, m, dual, n, k):
         return error
     nw, s, ug, p, r, c = cfg
     nb = column_blocks(m)
-    regs = (2 if p else 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb  # zgemv_data_regs: + a header word a trip
+    tiles = (nw + (s - 1 if c == 1 else 0)) * r * nb * 4 * 32 * 4
+    overflow = zgemv_overflow_smem(nw, r, k // 64 // s)
+    if tiles + overflow > SMEM_LIMIT:
+        return (
+            f"NW={nw}, R={r}, S={s} at m={m} need {tiles + overflow} bytes of shared memory with the overflow pass's"
+            f" tiles and offsets, over {SMEM_LIMIT}"
+        )
+    regs = (2 if p else 1) * (
+        ug * (12 * r + 8 * nb) + r
+    ) + 4 * r * nb  # zgemv_data_regs: + a header word a trip
     budget = GEMV_DOUBLE_DATA_REGS if p else ZGEMV_BATCH_DATA_REGS
     if regs > budget:
         return f"UG={ug}, P={p}, R={r} at m={m} holds {regs} data registers per thread, over the kernel's {budget}"

@@ -9,8 +9,8 @@ const char* launch_zgemv_variant(const ZGemvArgs& a, int nw, cudaStream_t stream
     if constexpr (!zgemv_fits(UG, NB, R, P)) {
         return "this (UG, NB, R, P) holds too many fragment registers and is not compiled in";
     } else {
-        const size_t smem = zgemv_smem_bytes(nw, R, NB, a.capr, a.cluster ? a.S - 1 : 0);
-        if (smem > kSmemOptInLimit) return "the warps' tiles, exception entries and cluster inbox exceed the 226 KB of shared memory a block may take";
+        const size_t smem = zgemv_smem_bytes(nw, R, NB, a.n_overflow ? a.K / 64 / a.S : 0, a.cluster ? a.S - 1 : 0);
+        if (smem > kSmemOptInLimit) return "the warps' tiles, overflow tiles and offsets and cluster inbox exceed the 226 KB of shared memory a block may take";
         auto kernel = zgemv_kernel<UG, NB, R, P>;
         if (smem > 48 * 1024) {
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -47,23 +47,23 @@ const char* z_by_nb(const ZGemvArgs& a, int nw, int nb, int r, int p, cudaStream
 
 }  // namespace okc
 
-// Called by binding.cpp; every argument has been checked there. table: compress.py's four table words; capr may
-// be 0 (no overflow exceptions: exceptions is then never read).
-const char* okc_launch_zgemv(const void* x, const void* w, const void* patches, const void* exceptions,
-                             const int* row_starts, void* out,
-                             float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int capr,
+// Called by binding.cpp; every argument has been checked there. table: compress.py's four table words;
+// n_overflow (overflow's length) may be 0: overflow and overflow_starts are then never read.
+const char* okc_launch_zgemv(const void* x, const void* w, const void* patches, const void* overflow,
+                             const int* overflow_starts, void* out,
+                             float* ws, int* sem, int t0, int t1, int t2, int t3, int M, int N, int K, int n_overflow,
                              int NW, int S, int UG, int NB, int R, int P, bool cluster, long long stream) {
     okc::ZGemvArgs a{};
     a.x = static_cast<const okc::Frag*>(x);
     a.w = static_cast<const okc::Frag*>(w);
     a.patches = static_cast<const uint32_t*>(patches);
-    a.exceptions = static_cast<const int2*>(exceptions);
-    a.row_starts = row_starts;
+    a.overflow = static_cast<const uint32_t*>(overflow);
+    a.overflow_starts = overflow_starts;
     a.out = static_cast<__nv_bfloat16*>(out);
     a.ws = ws;
     a.sem = sem;
     a.table = make_uint4((uint32_t)t0, (uint32_t)t1, (uint32_t)t2, (uint32_t)t3);
-    a.M = M, a.N = N, a.K = K, a.S = S, a.capr = capr, a.cluster = cluster ? 1 : 0;
+    a.M = M, a.N = N, a.K = K, a.S = S, a.n_overflow = n_overflow, a.cluster = cluster ? 1 : 0;
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     if (P != 0 && P != 1) return "P must be 0 or 1";
     switch (UG) {

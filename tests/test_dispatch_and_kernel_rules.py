@@ -450,3 +450,24 @@ def test_the_atomic_split_is_the_routers_and_needs_a_split():
     # 16 warps' tiles at R = 4, NB = 4 fill 128 KB: a cluster inbox of 15 more would not fit, the adds need none
     assert "cluster inbox" in dispatch._tiles_smem_error((16, 16, 1, 0, 4, 1), 32)
     assert dispatch._tiles_smem_error((16, 16, 1, 0, 4, 2), 32) is None
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_python_and_cuda_agree_on_the_overflow_pass_shared_memory(tmp_path):
+    """dispatch.zgemv_overflow_smem (which zgemv_config_error counts for every config) against zgemv.cuh's
+    zgemv_overflow_bytes, which the launcher adds for a matrix with overflow entries; and it stays bounded: 2 KB a
+    warp plus the CTA's bucket offsets, whatever the number of exceptions."""
+    lines = _host_program_output(
+        tmp_path,
+        "zovf",
+        f'#include "{REPO_ROOT}/kernels_src/zgemv.cuh"\n#include <cstdio>\n'
+        "int main() { for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4}) for (int g : {1, 2, 16, 64, 128})"
+        ' printf("%d %d %d %zu %zu\\n", nw, r, g, okc::zgemv_overflow_bytes(nw, r, g),'
+        " okc::zgemv_smem_bytes(nw, r, 2, g, 3) - okc::zgemv_smem_bytes(nw, r, 2, 0, 3)); }\n",
+    ).splitlines()
+    assert len(lines) == 75
+    for line in lines:
+        nw, r, g, cuda_bytes, added = map(int, line.split())
+        assert cuda_bytes == added == dispatch.zgemv_overflow_smem(nw, r, g), line
+    assert dispatch.zgemv_overflow_smem(16, 4, 128) <= 16 * 2048 + 4 * 129 * 4 + 16

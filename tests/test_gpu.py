@@ -132,28 +132,51 @@ def test_compressed_gemv_is_exact_enough_on_every_layer(submission):
 
 
 def test_planted_overflow_reaches_the_compressed_gemv(submission):
-    """Exceptions the headers cannot carry: row blocks with 6 weights outside the hi-byte table in one K group and
-    2 in another, compressed with 3 patches a group (3 of the 6 overflow) and with none (all overflow). The
-    overflow pass after the main loop must add every one of them, at every column block, batch and
-    double-buffered, one and two row blocks a CTA."""
+    """Exceptions the headers cannot carry, three ways on o: row blocks with 6 weights outside the hi-byte table in
+    one K group and 2 in another, compressed with 3 patches a group (3 of the 6 overflow) and with none (all
+    overflow); an outlier row (2^40 x: ~1000 entries in one row); a 16-row block with 5,000 exceptions (past any
+    fixed capacity). The overflow pass after the main loop must add every entry once: at every column block,
+    batch and double-buffered, one to four row blocks a CTA, one to sixteen warps sharing a row block's entries,
+    K split over 2..16 CTAs (semaphore and cluster: each adds only its own K range)."""
     problem = load_problem()
     layer = problem.layers["o"]
     gen = torch.Generator(device="cuda").manual_seed(11)
-    w = make_weights(problem, "normal", 12, "cuda")["o"]
+    base = make_weights(problem, "normal", 12, "cuda")["o"]
+    planted = base.clone()
     for block, row in ((0, 0), (0, 9), (37, 15), (511, 4)):
         r = 16 * block + row
         for j, col in enumerate((1, 8, 17, 30, 44, 63, 960, 1023)):
-            w[r, col] = (-1) ** j * 3.0 * 2.0 ** (8 + j)  # hi bytes far from the Gaussian's
-    state = submission.prepare({"o": w.clone()})
-    for patches in (3, 0):
+            planted[r, col] = (-1) ** j * 3.0 * 2.0 ** (8 + j)  # hi bytes far from the Gaussian's
+    outlier = base.clone()
+    outlier[4100] = (outlier[4100].float() * 2.0**40).to(torch.bfloat16)
+    cluster = base.clone()
+    cpu_gen = torch.Generator().manual_seed(13)
+    where = torch.randperm(16 * layer.k, generator=cpu_gen)[:5000].to("cuda")
+    exponent = torch.randint(40, 100, (5000,), generator=cpu_gen).float()
+    values = (torch.randn(5000, generator=cpu_gen) * torch.exp2(exponent)).to(torch.bfloat16).to("cuda")
+    block = cluster[16 * 300 : 16 * 301].reshape(-1)
+    block[where] = values
+    cluster[16 * 300 : 16 * 301] = block.reshape(16, layer.k)
+    configs = [
+        (8, 1, 1, 0, 1, 0),
+        (16, 1, 1, 1, 2, 0),
+        (1, 1, 1, 0, 1, 0),
+        (4, 2, 2, 0, 4, 0),
+        (4, 4, 1, 0, 1, 1),
+        (2, 16, 1, 0, 2, 0),
+        (8, 8, 1, 1, 1, 1),
+    ]
+    cases = [(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]
+    for case, (w, patches) in enumerate(cases):
+        state = submission.prepare({"o": w.clone()})
         state["z:o"] = submission.compress(state["o"][0], "o", patches_per_group=patches)
-        assert state["z:o"]["exceptions"].shape[1] > 0, patches  # the overflow is not empty
+        assert state["z:o"]["overflow"].numel() > 0, case  # the overflow is not empty
         for m in (1, 9, 16, 32):
-            for cfg in [(8, 1, 1, 0, 1, 0), (16, 1, 1, 1, 2, 0)]:
+            for cfg in configs:
                 if submission.zgemv_config_error(cfg, m, False, layer.n, layer.k) is not None:
-                    continue  # (16, 1, 1, 1, 2, 0) at m = 32: over the register budget
+                    continue  # e.g. (16, 1, 1, 1, 2, 0) at m = 32: over the register budget
                 result = zgemv_against_float64(submission, "o", m, layer.n, cfg, state, w, gen)
-                assert result.ok, (patches, m, cfg, result.problem)
+                assert result.ok, (case, m, cfg, result.problem)
 
 
 def test_atomic_split_zeroes_adds_and_leaves_its_tickets_ready(submission):
