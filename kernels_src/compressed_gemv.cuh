@@ -12,24 +12,26 @@
 //  * exceptions (weights whose hi byte is not in the table) stream as +0.0 and come back two ways (compress.py):
 //    a K group's first three are patch words in the group's 16-byte header, loaded with the trip's bytes (one
 //    4-byte load a lane covers a trip's headers), whose products a patched group adds with one more mma per patch
-//    after its own (mma_patches), so they cost nothing beside the stream; the rest (the overflow, nearly always
-//    none) are added after the main loop: every CTA copies its row
-//    blocks' overflow entries into shared memory with cp.async before its loop, and after it one thread per (row,
-//    token) adds the exact fp32 products x[t, k] * w of its row's entries whose k lies in this CTA's K range, in
-//    entry order (deterministic), to warp 0's partial tile, kXGather x gathers in flight at a time. Why the
-//    patches: that pass, run for every exception, was most of what this kernel paid over a plain stream of its
-//    bytes on o (session 25, notes/session25/zflow: m = 8, 9.18-9.34 us with it, 8.48-8.64 without; the decode
-//    itself ~0.1 us). A CTA whose row blocks have no overflow (capr = 0) skips the pass and its barriers.
-//    compress() refuses a matrix with more than 512 exceptions in any 16-row block.
+//    after its own (mma_patches), so they cost nothing beside the stream; the rest (the overflow: a flat list
+//    sorted by bucket = (row block, K group), one offset per bucket) are added after the main loop, before the
+//    warps park their accumulators (overflow_pass): the CTA's R x (K groups / S + 1) bucket offsets are staged
+//    in shared memory by cp.async while the main loop runs; after it each warp takes an equal share of the CTA's
+//    entries (per row block; only the buckets of this CTA's K range), scatters each bucket's entries into its
+//    own zeroed 16 x 64 tile in shared memory and multiplies the tile like a stream group (four mmas per column
+//    block, fp32, into the warp's partial: deterministic). A launch whose matrix has no overflow (n_overflow = 0)
+//    stages nothing and skips the pass and its barrier; shared memory never depends on the number of entries.
+//    The patches exist because a pass after the loop, run for every exception, was most of what this kernel
+//    paid over a plain stream of its bytes on o (m = 8: 9.18-9.34 us with it, 8.48-8.64 without; the decode
+//    itself ~0.1 us).
 #pragma once
 #include "common.cuh"
 
 
 namespace okc {
 
-constexpr int kXGather = 4;                         // overflow x loads in flight per thread
 constexpr int kZParts = 3;                          // 16-byte parts per lane per row block and K group
 constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
+constexpr int kZTileBytes = 16 * 64 * 2;            // a warp's overflow tile: one bucket, 16 x 64 bf16
 
 // Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
 // buffered, + 4 R NB accumulators. Budgets (512-thread CTAs, 128 registers): P = 1 the plain kernel's 100;
@@ -46,13 +48,13 @@ struct ZGemvArgs {
     const Frag* x;            // [M, K] bf16, row-major, 16-byte aligned
     const Frag* w;            // compressed stream: [N/16][K/64][3][32 lanes] Frags
     const uint32_t* patches;  // [N/16][K/64][4] group headers: n <= 3, patch words p0, p1, p2
-    const int2* exceptions;   // overflow [N/16][capr]: (k | row_in_block << 16, bf16 bits); bits 0 = padding
-    const int* row_starts;    // [N/16][17]: entries of row i of a block are row_starts[i] .. row_starts[i+1]-1
+    const uint32_t* overflow;  // [n_overflow] entries p | bf16 bits << 16 (p: 256 f + 8 lane + e), by bucket, p
+    const int* overflow_starts;  // [N/16 * K/64 + 1]: bucket b = rb * K/64 + g holds entries [starts[b], starts[b+1])
     __nv_bfloat16* out;       // [M, N]
     float* ws;                // split-K partials: [N/(16R)][S][R*NB*128]
     int* sem;                 // arrival counter per CTA row group; 0 between launches
     uint4 table;              // the 16 hi bytes as four words (compress.py: table_words)
-    int M, N, K, S, capr;
+    int M, N, K, S, n_overflow;  // n_overflow: the entries of the whole matrix (0: no staging, no pass)
     int cluster;
 };
 
@@ -62,7 +64,7 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
     return d;
 }
 
-// Asynchronous global -> shared copies (Ampere+ cp.async, L1-cached): the overflow entries are staged while
+// Asynchronous global -> shared copies (Ampere+ cp.async, L1-cached): the overflow offsets are staged while
 // the main loop streams; cp_async_wait_all() before they are read.
 template <int Bytes>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
@@ -71,13 +73,22 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Shared memory of a zgemv CTA: the warps' partial tiles, then its row blocks' overflow entries and row starts,
-// then (cluster only, zgemv_smem_bytes' `inbox_tiles` = S - 1) rank 0's cluster inbox, 16-byte aligned.
-__host__ __device__ constexpr size_t zgemv_inbox_offset(int nw, int r, int nb, int capr) {
-    return ((size_t)nw * r * nb * 4 * 32 * sizeof(float) + (size_t)r * capr * 8 + (size_t)r * 17 * 4 + 15) & ~(size_t)15;
+// Shared memory of a zgemv CTA: the warps' partial tiles, then (cluster only, `inbox_tiles` = S - 1) rank 0's
+// cluster inbox, then, for a matrix with overflow entries (`overflow_groups` = the K groups of a CTA, K/64 / S;
+// 0: none), one 2 KB overflow tile per warp and the CTA's R x (overflow_groups + 1) staged bucket offsets. All of
+// it is fixed by the config and K, never by the number of exceptions.
+__host__ __device__ constexpr size_t zgemv_inbox_offset(int nw, int r, int nb) {
+    return (size_t)nw * r * nb * 4 * 32 * sizeof(float);
 }
-__host__ __device__ constexpr size_t zgemv_smem_bytes(int nw, int r, int nb, int capr, int inbox_tiles) {
-    return zgemv_inbox_offset(nw, r, nb, capr) + (size_t)inbox_tiles * r * nb * 4 * 32 * sizeof(float);
+__host__ __device__ constexpr size_t zgemv_overflow_offset(int nw, int r, int nb, int inbox_tiles) {
+    return zgemv_inbox_offset(nw, r, nb) + (size_t)inbox_tiles * r * nb * 4 * 32 * sizeof(float);
+}
+__host__ __device__ constexpr size_t zgemv_overflow_bytes(int nw, int r, int overflow_groups) {
+    return overflow_groups ? (size_t)nw * kZTileBytes + (((size_t)r * (overflow_groups + 1) * 4 + 15) & ~(size_t)15)
+                           : 0;
+}
+__host__ __device__ constexpr size_t zgemv_smem_bytes(int nw, int r, int nb, int overflow_groups, int inbox_tiles) {
+    return zgemv_overflow_offset(nw, r, nb, inbox_tiles) + zgemv_overflow_bytes(nw, r, overflow_groups);
 }
 
 // Four hi bytes from four 4-bit codes (the low 16 bits of c).
@@ -189,6 +200,107 @@ __device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG
         }
 }
 
+// An overflow entry (p | bf16 bits << 16) into its slot p of a warp's tile (16-bit slots). PTX, with a memory
+// clobber, so that no compiler reordering mixes these 16-bit stores with the tile's 16-byte loads and stores.
+__device__ __forceinline__ void scatter_entry(Frag* tile, uint32_t entry) {
+    const uint32_t slot = smem_addr(tile) + 2u * (entry & 1023u);
+    asm volatile("st.shared.u16 [%0], %1;" ::"r"(slot), "h"((unsigned short)(entry >> 16)) : "memory");
+}
+
+// A group's x fragments (K blocks 2g, 2g + 1), as load_ztrip loads them.
+template <int NB>
+__device__ __forceinline__ void load_group_x(Frag (&x)[2][NB], const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
+                                             int g) {
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) x[b][nb] = xvalid[nb] ? ld_x(xp[nb] + (2 * g + b) * 4) : zero_frag();
+}
+
+// The first bucket after `gl` (of a CTA row block's ng, offsets st[0..ng] in shared memory) whose entries end
+// past entry e: the bucket that holds e, empty buckets skipped 32 at a time. Warp-uniform; e < st[ng].
+__device__ __forceinline__ int next_bucket(const int* st, int ng, int gl, int e, int lane) {
+#pragma unroll 1
+    for (int base = gl + 1;; base += 32) {
+        const int c = base + lane;
+        const uint32_t found = __ballot_sync(0xFFFFFFFFu, c < ng && st[c + 1] > e);
+        if (found) return base + __ffs(found) - 1;
+    }
+}
+
+// One bucket's overflow tile (16 x 64 bf16 in the stream's fragment order: Frag f * 32 + lane, element e at
+// p = 256 f + 8 lane + e) times the group's x, into acc; each lane zeroes the 64 bytes it read, so the tile is zero
+// again for the next bucket.
+template <int NB>
+__device__ __forceinline__ void mma_overflow_tile(float (&acc)[NB][4], Frag* tile, const Frag (&x)[2][NB], int lane) {
+#pragma unroll
+    for (int f = 0; f < 4; ++f) {
+        const Frag v = tile[f * 32 + lane];
+        tile[f * 32 + lane] = zero_frag();
+        const uint32_t a[4] = {v.r[0], v.r[1], v.r[2], v.r[3]};
+        const int b = f >> 1, y = f & 1;  // K block 2G + b, mma step y
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) mma_bf16_m16n8k16(acc[nb], a, x[b][nb].r[2 * y], x[b][nb].r[2 * y + 1]);
+    }
+}
+
+// The overflow pass of one warp, after the main loop and before park_accumulators (a.n_overflow > 0; every
+// thread has waited for its cp.async and passed a barrier, so the staged offsets are visible). For each of the
+// CTA's row blocks r: its entries in this CTA's K range are [st[0], st[ng]) (st: the staged offsets, bucket
+// g_begin + gl's entries [st[gl], st[gl + 1])); warp w of nw takes the w-th of nw equal shares of them and walks
+// its share in 32-entry chunks (one entry a lane, the next chunk's load in flight), scattering the current
+// bucket's entries into the warp's tile; where a bucket ends, its tile is multiplied (mma_overflow_tile) and
+// the walk goes on with the next non-empty bucket in the same chunk. A bucket split between two warps is
+// multiplied by both, each with its own entries. The products go into acc[r] like the stream's: the warps'
+// partials are summed in a fixed order later, so the result is deterministic.
+template <int NB, int R>
+__device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGemvArgs& a, Frag* tile,
+                                              const int* starts, int ng, int g_begin, const Frag* const (&xp)[NB],
+                                              const bool (&xvalid)[NB], int warp, int lane) {
+    const int nw = blockDim.x >> 5;
+#pragma unroll
+    for (int f = 0; f < 4; ++f) tile[f * 32 + lane] = zero_frag();
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < R; ++r) {  // unrolled: acc[r] stays in registers
+        const int* st = starts + r * (ng + 1);
+        const int first = st[0], len = st[ng] - first;
+        const int e_begin = first + len * warp / nw, e_end = first + len * (warp + 1) / nw;
+        if (e_begin == e_end) continue;  // warp-uniform
+        int gl = next_bucket(st, ng, -1, e_begin, lane);  // the bucket holding e_begin
+        int bend = min(st[gl + 1], e_end);
+        Frag x[2][NB];
+        load_group_x<NB>(x, xp, xvalid, g_begin + gl);
+        int c0 = e_begin, done = e_begin;  // this chunk's first entry; entries before `done` are multiplied
+        uint32_t cur = c0 + lane < e_end ? __ldg(a.overflow + c0 + lane) : 0u;
+        uint32_t nxt = c0 + 32 + lane < e_end ? __ldg(a.overflow + c0 + 32 + lane) : 0u;
+#pragma unroll 1
+        for (;;) {
+            const int e = c0 + lane;
+            if (e >= done && e < bend) scatter_entry(tile, cur);
+            if (bend > c0 + 32) {  // the bucket goes on in the next chunk
+                c0 += 32;
+                cur = nxt;
+                nxt = c0 + 32 + lane < e_end ? __ldg(a.overflow + c0 + 32 + lane) : 0u;
+                continue;
+            }
+            __syncwarp();  // the scatter before the tile's loads
+            mma_overflow_tile<NB>(acc[r], tile, x, lane);
+            __syncwarp();  // the zeroes before the next scatter
+            done = bend;
+            if (done == e_end) break;
+            gl = next_bucket(st, ng, gl, done, lane);
+            bend = min(st[gl + 1], e_end);
+            load_group_x<NB>(x, xp, xvalid, g_begin + gl);
+            if (done == c0 + 32) {  // the bucket ended with the chunk
+                c0 += 32;
+                cur = nxt;
+                nxt = c0 + 32 + lane < e_end ? __ldg(a.overflow + c0 + 32 + lane) : 0u;
+            }
+        }
+    }
+}
+
 // A partial tile (gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
 // (row block r, row i of it, token). tile_coords maps idx to those; ztile_index maps them back (tested on the
 // host for every NB, tests/test_dispatch_and_kernel_rules.py).
@@ -214,7 +326,7 @@ __device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0,
 
 template <int UG, int NB, int R, int P>
 __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
-    extern __shared__ float red[];  // [NW][R * NB * 4][32], overflow entries [R][capr], row starts [R][17], inbox
+    extern __shared__ float red[];  // [NW][R * NB * 4][32], inbox, overflow tiles [NW][2 KB], offsets [R][ng + 1]
     __shared__ __align__(8) uint64_t inbox_full;
     constexpr int kTile = R * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
@@ -224,14 +336,17 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     const int groups = a.K >> 6;
     const int g_per_split = groups / a.S;
     const int g_begin = split * g_per_split, g_end = g_begin + g_per_split;
+    const int inbox_tiles = a.cluster ? a.S - 1 : 0;
 
-    // Stage this CTA's overflow entries (R blocks x capr, padding included) and row starts; nothing waits here.
-    int2* entries = reinterpret_cast<int2*>(red + nw * kTile);
-    int* starts = reinterpret_cast<int*>(entries + R * a.capr);
-    if (a.capr) {
-        for (int e = threadIdx.x; e < R * a.capr; e += blockDim.x)
-            cp_async<8>(entries + e, a.exceptions + (size_t)rb0 * a.capr + e);
-        for (int e = threadIdx.x; e < R * 17; e += blockDim.x) cp_async<4>(starts + e, a.row_starts + rb0 * 17 + e);
+    // Stage this CTA's bucket offsets (R row blocks x its g_per_split groups + 1) for the overflow pass; nothing
+    // waits here. n_overflow is the same for every CTA: the branch is uniform.
+    if (a.n_overflow) {
+        int* starts = reinterpret_cast<int*>(reinterpret_cast<uint8_t*>(red) +
+                                             zgemv_overflow_offset(nw, R, NB, inbox_tiles) + (size_t)nw * kZTileBytes);
+        for (int e = threadIdx.x; e < R * (g_per_split + 1); e += blockDim.x) {
+            const int r = e / (g_per_split + 1), gl = e - r * (g_per_split + 1);
+            cp_async<4>(starts + e, a.overflow_starts + (size_t)(rb0 + r) * groups + g_begin + gl);
+        }
     }
 
     const Frag* xp[NB];
@@ -264,49 +379,27 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
         }
     }
 
+    if (a.n_overflow) {
+        cp_async_wait_all();
+        __syncthreads();  // every thread's staged offsets
+        uint8_t* region = reinterpret_cast<uint8_t*>(red) + zgemv_overflow_offset(nw, R, NB, inbox_tiles);
+        overflow_pass<NB, R>(acc, a, reinterpret_cast<Frag*>(region) + warp * (kZTileBytes / sizeof(Frag)),
+                             reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin,
+                             xp, xvalid, warp, lane);
+    }
+
     park_accumulators<R, NB>(red, acc, warp, lane);
     __syncthreads();
 
-    // Overflow exceptions whose k lies in this CTA's K range: one thread per (row block, row, token) walks its
-    // row's entries in order, kXGather x loads in flight at a time (zeros pad the last batch: 0 * 0 adds nothing, an
-    // inf or NaN weight only ever meets its own x). capr is the same for every CTA: the branch is uniform.
-    if (a.capr) {
-        cp_async_wait_all();
-        __syncthreads();
-        const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(a.x);
-        const int k_begin = g_begin << 6, k_end = g_end << 6;
-        for (int idx = threadIdx.x; idx < R * 16 * a.M; idx += blockDim.x) {
-            const int token = idx % a.M, i = (idx / a.M) & 15, r = idx / (16 * a.M);
-            const int2* row_entries = entries + r * a.capr;
-            const int e_end = starts[r * 17 + i + 1];
-            float v = 0.f;
-            for (int e = starts[r * 17 + i]; e < e_end; e += kXGather) {
-                float xv[kXGather], wv[kXGather];
-#pragma unroll
-                for (int j = 0; j < kXGather; ++j) {
-                    const int2 entry = row_entries[min(e + j, e_end - 1)];
-                    const int k = entry.x & 0xFFFF;
-                    const bool use = e + j < e_end && k >= k_begin && k < k_end;
-                    xv[j] = use ? __bfloat162float(x[(size_t)token * a.K + k]) : 0.f;
-                    wv[j] = use ? __uint_as_float((uint32_t)entry.y << 16) : 0.f;  // bf16 bits -> fp32, exact
-                }
-#pragma unroll
-                for (int j = 0; j < kXGather; ++j) v += xv[j] * wv[j];  // exact products, summed in entry order
-            }
-            red[ztile_index<NB>(r, i, token)] += v;  // warp 0's tile; this element is this thread's alone
-        }
-        __syncthreads();
-    }
-
-    float* inbox = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(red) + zgemv_inbox_offset(nw, R, NB, a.capr));
+    float* inbox = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(red) + zgemv_inbox_offset(nw, R, NB));
     finish_tile(a, red, inbox, &inbox_full, kTile, group, split,
                 [&](int idx, float v) { zwrite_tile_element<NB>(a, rb0, idx, v); });
 }
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
-// call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow exceptions, [3] their row
-// starts; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] capr (overflow entries per row
-// block; 0: none).
+// call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3] their bucket
+// offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries (0:
+// none, and the pass after the loop is skipped).
 template <int UG, int NB, int R, int P>
 const char* launch_compressed_gemv(const Call& c, int warps, int splits, int cluster) {
     static_assert(zgemv_fits(UG, NB, R, P), "compressed_gemv.py's rule admits only configs that fit");
@@ -315,16 +408,16 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
     a.x = static_cast<const Frag*>(c.x);
     a.w = static_cast<const Frag*>(c.operand[0]);
     a.patches = static_cast<const uint32_t*>(c.operand[1]);
-    a.exceptions = static_cast<const int2*>(c.operand[2]);
-    a.row_starts = static_cast<const int*>(c.operand[3]);
+    a.overflow = static_cast<const uint32_t*>(c.operand[2]);
+    a.overflow_starts = static_cast<const int*>(c.operand[3]);
     a.out = static_cast<__nv_bfloat16*>(c.out);
     a.ws = c.ws;
     a.sem = c.sem;
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
-    a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.capr = (int)c.scalar[2], a.cluster = cluster;
-    const size_t smem = zgemv_smem_bytes(warps, R, NB, a.capr, cluster ? splits - 1 : 0);
-    if (smem > kSmemOptInLimit) return "compressed_gemv: tiles, exception entries and cluster inbox exceed 226 KB";
+    a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
+    const size_t smem = zgemv_smem_bytes(warps, R, NB, a.n_overflow ? a.K / 64 / splits : 0, cluster ? splits - 1 : 0);
+    if (smem > kSmemOptInLimit) return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed 226 KB";
     auto kernel = zgemv_kernel<UG, NB, R, P>;
     if (smem > 48 * 1024) {
         const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

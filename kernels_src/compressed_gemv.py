@@ -6,7 +6,7 @@ Design and the measurements behind each field: docs/compressed-gemv.md."""
 from typing import NamedTuple
 
 from kernels_src.compress import compress
-from kernels_src.engine import Engine, Variant, column_blocks, mode_index
+from kernels_src.engine import SMEM_LIMIT, Engine, Variant, column_blocks, mode_index
 from kernels_src.mma_gemv import split_error, tiles_smem_error
 
 COMPRESSED_PIPELINES = ("batch", "double")  # compressed_gemv.cuh's P = 0, 1: as mma_gemv's batch and double
@@ -15,6 +15,14 @@ COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
 # temporaries (at 106 one configuration spilled 48 bytes); double the plain kernel's 100.
 COMPRESSED_BATCH_DATA_REGS = 104
 COMPRESSED_DOUBLE_DATA_REGS = 100
+
+
+def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
+    """Shared memory the overflow pass adds for a matrix with overflow entries (compressed_gemv.cuh,
+    zgemv_overflow_bytes): a 2 KB tile per warp and the CTA's row_blocks x (groups_per_cta + 1) bucket offsets,
+    16-byte aligned. Fixed by the config and K, whatever the number of entries, so every config can run any
+    matrix: it is counted for all of them."""
+    return warps * 2048 + (row_blocks * (groups_per_cta + 1) * 4 + 15) // 16 * 16
 
 
 class CompressedGemvConfig(NamedTuple):
@@ -66,6 +74,18 @@ class CompressedGemv(Engine):
         error = tiles_smem_error(cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m)
         if error:
             return error
+        tiles = (
+            (cfg.warps + (cfg.splits - 1 if cfg.reduce == "cluster" else 0))
+            * cfg.row_blocks
+            * column_blocks(m)
+            * 512
+        )
+        smem = tiles + overflow_smem(cfg.warps, cfg.row_blocks, k // 64 // cfg.splits)
+        if smem > SMEM_LIMIT:
+            return (
+                f"warps={cfg.warps}, row_blocks={cfg.row_blocks}, splits={cfg.splits} at m={m} need {smem} bytes of"
+                f" shared memory with the overflow pass's tiles and offsets, over {SMEM_LIMIT}"
+            )
         nb, r, double = column_blocks(m), cfg.row_blocks, cfg.pipeline == "double"
         regs = (2 if double else 1) * (
             cfg.groups * (12 * r + 8 * nb) + r
@@ -93,11 +113,11 @@ class CompressedGemv(Engine):
     def plan(self, cfg, layer, m, ctx):
         z = ctx.operands["compressed"]  # row blocks outermost in every part: the unpooler's slice is a prefix
         t = z["table_words"]
-        pointers = (z["stream"], z["patches"], z["exceptions"], z["row_starts"])
+        pointers = (z["stream"], z["patches"], z["overflow"], z["overflow_starts"])
         words = [
             (lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in (t[:2], t[2:])
         ]  # as signed int64
-        scalars = (*words, z["exceptions"].shape[1])
+        scalars = (*words, z["overflow"].numel())
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
 
     def candidates(self, layer, m):

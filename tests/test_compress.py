@@ -1,20 +1,32 @@
 """The 12-bit format (kernels_src/compress.py) is lossless: decoding with the kernel's own recipe (an integer model of
-prmt.b32) gives back every weight's 16 bits, on adversarial matrices as well as Gaussian ones."""
+prmt.b32) gives back every weight's 16 bits, on adversarial matrices as well as Gaussian and heavy-tailed ones; the
+CPU model of the kernel's overflow pass adds every entry once, in its CTA's K range, against a float64 product;
+only a matrix whose whole format does not pay is refused."""
+
+import math
 
 import pytest
 import torch
 
 import kernels_src.compress as compress_mod
+from generator.judge.weights import make_weight
+from generator.problem import load_problem
 from kernels_src.compress import (
+    MAX_BITS_PER_WEIGHT,
     PATCHES_PER_GROUP,
     CompressionError,
     _fragments,
     compress,
+    footprint,
+    format_report,
     hi_byte_table,
+    report,
     unfragment,
 )
 from kernels_src.packing import pack_mma_a
-from zdecode_model import apply_patches, decode_stream, decompress, prmt
+from zdecode_model import apply_patches, decode_stream, decompress, overflow_pass_model, prmt, zgemv_model
+
+UNLIMITED = math.inf  # max_bits_per_weight that refuses nothing: losslessness alone
 
 
 def bits_of(w):
@@ -46,8 +58,8 @@ def four_plus_one_exceptions():
     return w, outside
 
 
-def assert_lossless(w):
-    z = compress(w)
+def assert_lossless(w, max_bits=None, **kwargs):
+    z = compress(w, max_bits_per_weight=max_bits, **kwargs)
     back = decompress(z, *w.shape)
     assert torch.equal(bits_of(back), bits_of(w))  # bit for bit: NaN payloads and -0.0 included
     return z
@@ -83,29 +95,30 @@ def test_specials_in_one_block_round_trip():
     assert_lossless(w)
 
 
-def test_every_bf16_bit_pattern_round_trips(monkeypatch):
-    # 65536 patterns have 256 hi bytes, so most are exceptions: lift the usefulness limit to test exactness alone
-    monkeypatch.setattr(compress_mod, "MAX_EXCEPTIONS_PER_BLOCK", 1 << 20)
+def test_every_bf16_bit_pattern_round_trips():
+    # 65536 patterns have 256 hi bytes, so most are exceptions: lift the refusal rule to test exactness alone
     w = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).reshape(256, 256)
-    z = assert_lossless(w)
+    z = assert_lossless(w, UNLIMITED)
     # each hi byte heads 256 patterns; the table's 16 distinct bytes are served by the stream, the rest are not
     assert len(set(z["table"].tolist())) == 16 and z["count"] == 65536 - 16 * 256
 
 
-def test_an_all_exception_block_round_trips(monkeypatch):
-    monkeypatch.setattr(compress_mod, "MAX_EXCEPTIONS_PER_BLOCK", 4096)
+def test_an_all_exception_block_round_trips():
     gen = torch.Generator().manual_seed(2)
     w = (torch.randn(48, 128, generator=gen) * 0.05).to(torch.bfloat16)
     w[16:32] = scattered(16, 128, gen)
-    z = assert_lossless(w)
+    z = assert_lossless(w, UNLIMITED)  # a third of this small matrix is exceptions: ~23 bits a weight
     # most of the middle block (a few of its bytes make the table): 3 patched a K group, the rest overflow
-    assert int(z["patches"][1, :, 0].sum()) == 2 * PATCHES_PER_GROUP and z["exceptions"].shape[1] > 1500
+    assert int(z["patches"][1, :, 0].sum()) == 2 * PATCHES_PER_GROUP and z["overflow"].numel() > 1500
+    starts = z["overflow_starts"]
+    assert int(starts[4] - starts[2]) > 1500  # row block 1's two buckets (bucket b = 2 rb + g)
 
 
 def test_at_most_16_hi_bytes_means_no_exceptions():
     z = assert_lossless(few_hi_bytes(32, 128, torch.Generator().manual_seed(3)))
     assert z["count"] == 0 and int(z["patches"][..., 0].sum()) == 0
-    assert z["exceptions"].shape[1] == 0  # capr = 0: the kernel skips its overflow pass and its barriers
+    assert z["overflow"].numel() == 0  # n_overflow = 0: the kernel stages nothing and skips its overflow pass
+    assert z["overflow_starts"].shape == (2 * 2 + 1,) and int(z["overflow_starts"].abs().sum()) == 0
 
 
 def test_table_is_zero_then_most_frequent():
@@ -126,15 +139,19 @@ def test_decoded_registers_are_the_plain_packing():
     assert torch.equal(regs.reshape(-1), words)
 
 
-def test_too_many_exceptions_is_one_clear_line():
+def test_a_matrix_that_does_not_pay_is_refused_in_one_line():
+    """Half of this matrix is exceptions: ~28 bits a weight, more than bf16's 16."""
     gen = torch.Generator().manual_seed(5)
     w = (torch.randn(32, 1024, generator=gen) * 0.05).to(torch.bfloat16)
     w[16:32] = scattered(16, 1024, gen)
     with pytest.raises(CompressionError) as info:
         compress(w, "pooler")
     message = str(info.value)
+    bits = report(w, "pooler")["bits"]["total"]
+    assert bits > 16
     assert "\n" not in message
-    assert message.startswith("pooler: ") and "rows 16..31" in message and "plain GEMV" in message
+    assert message.startswith(f"pooler: {bits:.2f} bits per weight") and "plain GEMV" in message
+    assert report(w, "pooler")["refused"]
 
 
 @pytest.mark.parametrize(
@@ -164,7 +181,7 @@ def test_a_groups_first_three_exceptions_are_patches_and_the_rest_overflow():
     w, outside = four_plus_one_exceptions()
     z = assert_lossless(w)
     assert z["count"] == 5 and z["patches"][0, :, 0].tolist() == [3, 1]
-    assert z["exceptions"].shape[1] == 1 and int(z["row_starts"][0, 16]) == 1
+    assert z["overflow"].numel() == 1 and z["overflow_starts"].tolist() == [0, 1, 1]  # bucket (0, 0) holds it
     regs = decode_stream(z["stream"], z["table_words"])
     patched = apply_patches(regs, z["patches"])
     assert int((patched != regs).sum()) == 4
@@ -181,26 +198,248 @@ def test_gaussian_weights_leave_the_overflow_nearly_empty():
     gen = torch.Generator().manual_seed(7)
     w = (torch.randn(256, 1024, generator=gen) * 0.02).to(torch.bfloat16)
     z = assert_lossless(w)
-    overflow = int(z["row_starts"][:, 16].sum())
+    overflow = z["overflow"].numel()
     assert z["count"] > 0 and overflow <= 0.01 * z["count"]
 
 
 @pytest.mark.parametrize("limit", [0, 1, 2, 3])
-def test_fewer_patches_a_group_move_the_rest_to_the_overflow_and_stay_lossless(limit, monkeypatch):
+def test_fewer_patches_a_group_move_the_rest_to_the_overflow_and_stay_lossless(limit):
     """patches_per_group (ztable.yaml's per-layer `patches`): a group's header carries its first `limit`
     exceptions, every other one is in the overflow table; lossless at every limit, on a group of 4 + 1 exceptions
     and on scattered weights where most weights are exceptions."""
     w, _ = four_plus_one_exceptions()
     z = compress(w, "w", patches_per_group=limit)
     assert z["patches"][0, :, 0].tolist() == [min(4, limit), min(1, limit)]
-    assert int(z["row_starts"][0, 16]) == 5 - min(4, limit) - min(1, limit)
+    assert z["overflow"].numel() == 5 - min(4, limit) - min(1, limit)
     assert torch.equal(bits_of(decompress(z, 16, 128)), bits_of(w))
-    monkeypatch.setattr(compress_mod, "MAX_EXCEPTIONS_PER_BLOCK", 16 * 256)  # every weight may be one
     s = scattered(32, 256, torch.Generator().manual_seed(9))
-    assert torch.equal(bits_of(decompress(compress(s, "s", patches_per_group=limit), 32, 256)), bits_of(s))
+    z = compress(
+        s, "s", patches_per_group=limit, max_bits_per_weight=UNLIMITED
+    )  # most weights are exceptions
+    assert torch.equal(bits_of(decompress(z, 32, 256)), bits_of(s))
 
 
 def test_a_patch_count_out_of_range_is_one_clear_line():
     w = torch.zeros(16, 64, dtype=torch.bfloat16)
     with pytest.raises(CompressionError, match=r"^o: patches_per_group must be 0\.\.3, got 4$"):
         compress(w, "o", patches_per_group=4)
+
+
+# Bit patterns the format must carry through exactly: NaNs with several payloads and both signs (quiet and
+# signalling), infinities, signed zeros, subnormals, the extremes of the normal range.
+SPECIAL_BITS = [
+    0x7FC0,
+    0x7FC1,
+    0x7FFF,
+    0x7F81,
+    0xFFC0,
+    0xFFFF,
+    0xFF81,  # NaNs
+    0x7F80,
+    0xFF80,  # +-inf
+    0x0000,
+    0x8000,  # +-0
+    0x0001,
+    0x007F,
+    0x8001,
+    0x8040,  # subnormals
+    0x0080,
+    0x7F7F,
+    0xFF7F,  # smallest normal, +-largest finite
+]
+
+
+def bf16_of(bits):
+    return torch.tensor(bits, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+
+
+def assert_model_matches_float64(z, w, m, S, R, NW, n=None, gen=None):
+    """The CPU model of the kernel (main loop + overflow pass) against float64 x . W[:n]^T, on finite weights:
+    bf16 products are exact in float64, so only the sums' rounding may differ."""
+    n = w.shape[0] if n is None else n
+    gen = gen or torch.Generator().manual_seed(m + 100 * S + 10 * R + NW)
+    x = torch.randn(m, w.shape[1], generator=gen).to(torch.bfloat16)
+    trace = []
+    got = zgemv_model(z, x, n, w.shape[1], S=S, R=R, NW=NW, trace=trace)
+    ref = x.to(torch.float64) @ w[:n].to(torch.float64).T
+    scale = x.to(torch.float64).abs() @ w[:n].to(torch.float64).abs().T
+    assert bool(((got - ref).abs() <= 1e-12 * scale + 1e-300).all()), (m, S, R, NW)
+    return trace
+
+
+def test_special_values_round_trip_through_patches_and_overflow():
+    """Every special pattern, spread thinly (each its own patch) and packed 18 to a K group (most of them in the
+    overflow), on top of Gaussian weights."""
+    w = few_hi_bytes(64, 256, torch.Generator().manual_seed(21))  # ~10 frequent hi bytes
+    for i in range(7):  # and 7 more, 64 each: the specials' bytes (at most 18 each) stay out of the table
+        w[48:64, 10 * i : 10 * i + 4] = 2.0 ** (-20 - 2 * i)
+    for i, b in enumerate(SPECIAL_BITS):
+        w[3 + (i % 5), 64 + 7 * i] = bf16_of([b])[0]  # group 1 of row block 0: 18 in one bucket
+        w[17 + i, 131 + i] = bf16_of([b])[0]  # row block 1, group 2: one a row
+        w[32 + (i % 16), 192 + (3 * i) % 64] = bf16_of([b])[0]  # row block 2, group 3
+    z = assert_lossless(w)
+    # hi byte 0x00 (+0, the positive subnormals, the smallest normal) is the table's: the other 14 are exceptions
+    assert z["overflow"].numel() >= 2 * (14 - PATCHES_PER_GROUP)
+    # a block made only of specials, every lo byte of them
+    bits = torch.tensor(SPECIAL_BITS * 57, dtype=torch.int32)[: 16 * 64].reshape(16, 64)
+    assert_lossless(bf16_of(bits.tolist()), UNLIMITED)
+
+
+def test_every_high_byte_in_one_row_block_round_trips():
+    """All 256 sign/exponent bytes, with random lo bytes, in one 16-row block of an otherwise Gaussian matrix."""
+    gen = torch.Generator().manual_seed(22)
+    w = (torch.randn(64, 1024, generator=gen) * 0.03).to(torch.bfloat16)
+    hi = torch.arange(256, dtype=torch.int32).repeat(16 * 1024 // 256)[
+        torch.randperm(16 * 1024, generator=gen)
+    ]
+    lo = torch.randint(0, 256, (16 * 1024,), generator=gen, dtype=torch.int32)
+    w[16:32] = bf16_of(((hi << 8) | lo).reshape(16, 1024).tolist())
+    z = assert_lossless(w, UNLIMITED)
+    assert len(set(((bits_of(w).to(torch.int32) >> 8) & 0xFF)[16:32].flatten().tolist())) == 256
+    assert z["max_block_count"] > 15000
+
+
+def test_an_all_equal_matrix_has_no_exceptions():
+    for value in (0.5, -3.0, 0.0, float("nan")):
+        w = torch.full((32, 128), value, dtype=torch.bfloat16)
+        z = assert_lossless(w)
+        assert z["count"] == 0 and z["overflow"].numel() == 0
+
+
+def test_an_exception_only_matrix_round_trips_and_is_refused(monkeypatch):
+    """A table that serves no weight (every hi byte outside it): every weight is a patch or an overflow entry.
+    Exact all the same; at ~44 bits a weight the format does not pay, so compress() refuses it."""
+    monkeypatch.setattr(compress_mod, "hi_byte_table", lambda bits: torch.zeros(16, dtype=torch.int32))
+    gen = torch.Generator().manual_seed(23)
+    w = (torch.randn(32, 256, generator=gen) + 4.0).to(torch.bfloat16)  # no hi byte 0x00
+    z = assert_lossless(w, UNLIMITED)
+    assert z["count"] == w.numel() and z["overflow"].numel() == w.numel() - 3 * (2 * 4)
+    assert footprint(z)["total"] > 40
+    with pytest.raises(CompressionError, match=r"^o: 4\d\.\d\d bits per weight .*plain GEMV$"):
+        compress(w, "o")
+
+
+def test_a_block_past_any_fixed_capacity_is_served():
+    """5,000 exceptions in one 16-row block (ten times the former per-block limit): a local cluster, so the matrix
+    as a whole still pays and compress() keeps it, exactly; the kernel's model adds them all."""
+    gen = torch.Generator().manual_seed(24)
+    w = (torch.randn(128, 4096, generator=gen) / 64).to(torch.bfloat16)
+    where = torch.randperm(16 * 4096, generator=gen)[:5400]
+    block = w[48:64].reshape(-1)
+    block[where] = scattered(1, 5400, gen)[0]  # ~120 hi bytes, nearly all too rare for the table
+    w[48:64] = block.reshape(16, 4096)
+    z = assert_lossless(w)
+    assert z["max_block_count"] >= 5000 and z["max_block_overflow"] > 4000
+    assert footprint(z)["total"] < 13.5
+    for S, R, NW in ((1, 1, 8), (4, 2, 4), (16, 1, 16)):
+        trace = assert_model_matches_float64(z, w, 9, S, R, NW)
+        assert sum(len(t[4]) for t in trace) == z["overflow"].numel()
+
+
+def test_a_row_of_outliers_is_kept_and_shared_by_the_warps():
+    """An outlier row (2^40 x): most of its weights are exceptions (its commonest bytes take a few table slots),
+    ~3300 past the patches in its row block. The matrix is kept; in the model, each CTA adds only its own K range
+    and its warps take equal shares."""
+    gen = torch.Generator().manual_seed(25)
+    w = (torch.randn(256, 8192, generator=gen) / 64).to(torch.bfloat16)
+    w[37] = (w[37].float() * 2.0**40).to(torch.bfloat16)
+    z = assert_lossless(w)
+    assert z["max_block_overflow"] > 3000 and not report(w)["refused"]
+    for S, R, NW in ((1, 1, 8), (2, 1, 4), (8, 2, 16), (128, 4, 1)):
+        trace = assert_model_matches_float64(z, w, 5, S, R, NW)
+        used = [e for t in trace for e in t[4]]
+        assert sorted(used) == list(range(z["overflow"].numel()))  # every entry exactly once
+        g_per_split = 8192 // 64 // S
+        for (cta_group, split), warp, rb, g, _ in trace:
+            assert split * g_per_split <= g < (split + 1) * g_per_split  # the CTA's own K range only
+            assert cta_group * R <= rb < (cta_group + 1) * R
+        shares = {}
+        for (cta, split), warp, rb, _, got in trace:
+            shares.setdefault((cta, split, rb), {}).setdefault(warp, 0)
+            shares[(cta, split, rb)][warp] += len(got)
+        for (cta, split, rb), per_warp in shares.items():
+            counts = [per_warp.get(wp, 0) for wp in range(NW)]
+            assert max(counts) - min(counts) <= 1, (
+                S,
+                R,
+                NW,
+                counts,
+            )  # equal shares of the row block's entries
+
+
+@pytest.mark.parametrize("m", [1, 8, 17, 32])
+def test_kernel_model_matches_float64_on_heavy_weights(m):
+    """Heavy-tailed weights as the judge makes them (outlier rows and columns, spikes), every token count class, K
+    splits, row blocks per CTA and warp counts; and the unpooler-style prefix of the rows."""
+    gen = torch.Generator().manual_seed(26)
+    w = make_weight(256, 2048, "bfloat16", "heavy", gen, "cpu")
+    z = assert_lossless(w)
+    assert z["overflow"].numel() > 100
+    for S, R, NW in ((1, 1, 8), (2, 2, 4), (4, 4, 16), (32, 1, 2)):
+        assert_model_matches_float64(z, w, m, S, R, NW)
+    assert_model_matches_float64(z, w, m, 2, 1, 8, n=64)  # the first 64 rows: prefixes of every tensor
+
+
+def test_the_overflow_pass_adds_exactly_the_entries_the_main_loop_reads_as_zero():
+    """On a group of 4 + 1 exceptions: the pass's contribution is exactly the one overflow entry's products, and the
+    main loop's part (stream + patches) is the rest of the matrix."""
+    w, outside = four_plus_one_exceptions()
+    z = compress(w)
+    x = torch.randn(3, 128, generator=torch.Generator().manual_seed(27)).to(torch.bfloat16)
+    extra = overflow_pass_model(z, x, 16, 128, S=1, R=1, NW=4)
+    row, col, _ = outside[2]  # (7, 60): in fragment 3, the last of group 0's four in fragment order
+    expected = torch.zeros(3, 16, dtype=torch.float64)
+    expected[:, row] = x.to(torch.float64)[:, col] * w.to(torch.float64)[row, col]
+    assert torch.equal(extra, expected)
+    no_pass = dict(z, overflow=z["overflow"][:0])  # n_overflow = 0: the kernel's main loop alone
+    main = zgemv_model(no_pass, x, 16, 128)
+    w_main = w.to(torch.float64).clone()
+    w_main[row, col] = 0
+    assert torch.allclose(main, x.to(torch.float64) @ w_main.T, rtol=1e-12, atol=0)
+
+
+def test_report_splits_the_bits_per_weight():
+    w, _ = four_plus_one_exceptions()  # 16 x 128: 2 buckets, 5 exceptions, 1 past the headers
+    r = report(w, "o")
+    assert r["name"] == "o" and r["shape"] == (16, 128)
+    assert r["bits"]["payload"] == 12.0
+    assert r["bits"]["headers"] == 8 * (2 * 16 + 16) / 2048  # two 16-byte headers and the table
+    assert r["bits"]["exceptions"] == 8 * (1 * 4 + 3 * 4) / 2048  # one entry, three offsets
+    assert r["bits"]["total"] == sum(r["bits"][p] for p in ("payload", "headers", "exceptions"))
+    assert r["exceptions"] == 5 and r["exception_rate"] == 5 / 2048 and r["overflow"] == 1
+    assert r["max_block_exceptions"] == 5 and r["max_block_overflow"] == 1 and not r["refused"]
+    assert footprint(compress(w)) == r["bits"]
+    lines = format_report([r, report(w, "pooler")]).splitlines()
+    assert len(lines) == 3 and lines[1].split()[:3] == ["o", "16x128", "12.250"]
+
+
+def test_refusal_is_on_the_whole_matrix_bits():
+    """At or over the limit the matrix is refused in one line naming it and its bits per weight; a matrix with a
+    16-row block made only of exceptions (16,384 of them) is not, as the whole still pays."""
+    gen = torch.Generator().manual_seed(28)
+    w = (torch.randn(1024, 1024, generator=gen) * 0.02).to(torch.bfloat16)
+    w[512:528] = scattered(16, 1024, gen)
+    bits = report(w, "o")["bits"]["total"]
+    assert 12.5 < bits < MAX_BITS_PER_WEIGHT
+    compress(w, "o")  # kept
+    with pytest.raises(CompressionError) as info:
+        compress(w, "o", max_bits_per_weight=bits)
+    assert str(info.value).startswith(f"o: {bits:.2f} bits per weight") and "\n" not in str(info.value)
+    compress(w, "o", max_bits_per_weight=bits + 1e-9)
+
+
+@pytest.mark.parametrize("layer", ["qkv_gate", "o", "pooler", "unpooler"])
+def test_heavy_weights_of_every_dense_layer_compress_without_refusal(layer):
+    """The judge's heavy weights (generator/judge/weights.py) at each dense layer's full shape: kept, at ~12.2 bits
+    a weight. But for o, the worst 16-row block holds hundreds to thousands of exceptions (an outlier row), past the 512 a
+    block that the former fixed capacity allowed (it refused those three layers)."""
+    shape = load_problem().layers[layer]
+    w = make_weight(shape.n, shape.k, "bfloat16", "heavy", torch.Generator().manual_seed(8), "cpu")
+    z = compress(w, layer)
+    bits = footprint(z)
+    print(
+        f"{layer} heavy: {bits['total']:.3f} bits per weight, {z['overflow'].numel()} overflow entries,"
+        f" {z['max_block_count']} exceptions in the worst row block"
+    )
+    assert bits["total"] < 12.3
+    assert z["max_block_count"] > (200 if layer == "o" else 512)

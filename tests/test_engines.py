@@ -312,6 +312,28 @@ def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
 
 
 @needs_nvcc
+def test_python_and_cuda_agree_on_the_overflow_pass_shared_memory(tmp_path):
+    """compressed_gemv.py's overflow_smem (which its rule counts for every config) against the header's
+    zgemv_overflow_bytes, which the launcher adds for a matrix with overflow entries; and it stays bounded: 2 KB a
+    warp plus the CTA's bucket offsets, whatever the number of exceptions."""
+    from kernels_src.compressed_gemv import overflow_smem
+
+    lines = _host_program_output(
+        tmp_path,
+        "zovf",
+        f'#include "{SRC}/compressed_gemv.cuh"\n#include <cstdio>\n'
+        "int main() { for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4}) for (int g : {1, 2, 16, 64, 128})"
+        ' printf("%d %d %d %zu %zu\\n", nw, r, g, okc::zgemv_overflow_bytes(nw, r, g),'
+        " okc::zgemv_smem_bytes(nw, r, 2, g, 3) - okc::zgemv_smem_bytes(nw, r, 2, 0, 3)); }\n",
+    ).splitlines()
+    assert len(lines) == 75
+    for line in lines:
+        nw, r, g, cuda_bytes, added = map(int, line.split())
+        assert cuda_bytes == added == overflow_smem(nw, r, g), line
+    assert overflow_smem(16, 4, 128) <= 16 * 2048 + 4 * 129 * 4 + 16
+
+
+@needs_nvcc
 def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
     """zgemv_fits() against compressed_gemv.py's rule, and the exception pass's tile index against the map the
     epilogue uses."""

@@ -110,30 +110,49 @@ def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submissio
 
 
 def test_planted_overflow_reaches_the_compressed_gemv(submission):
-    """Exceptions the headers cannot carry: row blocks with 8 weights outside the hi-byte table, 6 of them in one
-    K group, compressed with 3 patches a group (3 of the 6 overflow) and with none (all overflow). The overflow
-    pass after the main loop must add every one of them, at every column block, batch and double-buffered, one
-    and two row blocks a CTA."""
+    """Exceptions the headers cannot carry, three ways on o: row blocks with 6 weights outside the hi-byte table in
+    one K group and 2 in another, compressed with 3 patches a group (3 of the 6 overflow) and with none (all
+    overflow); an outlier row (2^40 x: ~1000 entries in one row); a 16-row block with 5,000 exceptions (past any
+    fixed capacity). The overflow pass after the main loop must add every entry once: at every column block,
+    batch and double-buffered, one to four row blocks a CTA, one to sixteen warps sharing a row block's entries,
+    K split over 2..16 CTAs (semaphore and cluster: each adds only its own K range)."""
+    layer = PROBLEM.layers["o"]
+    gen = torch.Generator(device="cuda").manual_seed(11)
     weights = make_weights(PROBLEM, "normal", 12, "cuda")
-    w = weights["o"]
+    base = weights["o"]
+    planted = base.clone()
     for block, row in ((0, 0), (0, 9), (37, 15), (511, 4)):
         r = 16 * block + row
         for j, col in enumerate((1, 8, 17, 30, 44, 63, 960, 1023)):
-            w[r, col] = (-1) ** j * 3.0 * 2.0 ** (8 + j)  # hi bytes far from the Gaussian's
-    state = submission.prepare({name: t.clone() for name, t in weights.items()})
-    layer = PROBLEM.layers["o"]
-    gen = torch.Generator(device="cuda").manual_seed(11)
-    cfgs = [(8, 1, 1, "batch", 1, "none"), (16, 1, 1, "double", 2, "none")]
-    wanted = [("o", m, "compressed_gemv", cfg) for m in (1, 9, 16, 32) for cfg in cfgs]
+            planted[r, col] = (-1) ** j * 3.0 * 2.0 ** (8 + j)  # hi bytes far from the Gaussian's
+    outlier = base.clone()
+    outlier[4100] = (outlier[4100].float() * 2.0**40).to(torch.bfloat16)
+    cluster = base.clone()
+    cpu_gen = torch.Generator().manual_seed(13)
+    where = torch.randperm(16 * layer.k, generator=cpu_gen)[:5000].to("cuda")
+    exponent = torch.randint(40, 100, (5000,), generator=cpu_gen).float()
+    values = (torch.randn(5000, generator=cpu_gen) * torch.exp2(exponent)).to(torch.bfloat16).to("cuda")
+    block = cluster[16 * 300 : 16 * 301].reshape(-1)
+    block[where] = values
+    cluster[16 * 300 : 16 * 301] = block.reshape(16, layer.k)
+    configs = [
+        (8, 1, 1, "batch", 1, "none"),
+        (16, 1, 1, "double", 2, "none"),
+        (1, 1, 1, "batch", 1, "none"),
+        (4, 2, 2, "batch", 4, "semaphore"),
+        (4, 4, 1, "batch", 1, "cluster"),
+        (2, 16, 1, "batch", 2, "semaphore"),
+        (8, 8, 1, "double", 1, "cluster"),
+    ]
+    wanted = [("o", m, "compressed_gemv", cfg) for m in (1, 9, 16, 32) for cfg in configs]
     wanted = [launch for launch in wanted if admitted(submission, *launch)]
-    for patches in (3, 0):
+    for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
+        state = submission.prepare({**weights, "o": w.clone()})
         state["operands"]["o"]["compressed"] = submission.compress(w, "o", patches_per_group=patches)
-        assert (
-            state["operands"]["o"]["compressed"]["exceptions"].shape[1] > 0
-        ), patches  # the overflow is not empty
+        assert state["operands"]["o"]["compressed"]["overflow"].numel() > 0, case  # the overflow is not empty
         for launch, plan in zip(wanted, make_plans(submission, state, wanted)):
             x = make_x(launch[1], layer.k, gen, "cuda")
-            check(plan, x, w, layer.n, False, (patches, *launch))
+            check(plan, x, w, layer.n, False, (case, *launch))
 
 
 def test_the_atomic_reduction_leaves_its_tickets_ready_under_graph_replay(submission):

@@ -220,3 +220,36 @@ def _print_waits(sass: str, name_part: str) -> None:
         )
         for line in scoreboard_waits(functions[mangled]):
             click.echo(line)
+
+
+@main.command()
+@click.option(
+    "--dist",
+    "distributions",
+    multiple=True,
+    type=click.Choice(["normal", "heavy"]),
+    help="Weight distribution(s) of the local judge [default: both].",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the weights.")
+@click.option(
+    "--layers", "layers", multiple=True, help="Only these layers (repeatable; default: every bf16 layer)."
+)
+def compression(distributions, seed: int, layers) -> None:
+    """What the 12-bit lossless format makes of each bf16 layer's weights (on this machine, no GPU): bits per
+    weight (payload, headers, exception entries and offsets), the exception rate and the largest block's count,
+    and whether prepare() would refuse the layer."""
+    from tqdm import tqdm
+
+    from generator.cli.app import load_problem_or_fail, shape_filter
+    from generator.judge.weights import make_weights
+    from kernels_src.compress import format_report, report
+
+    problem = load_problem_or_fail()
+    names = [name for name, _ in shape_filter(problem, layers, [0], [0]) if not problem.layers[name].dual]
+    rows = []
+    for distribution in distributions or ("normal", "heavy"):
+        weights = make_weights(problem, distribution, seed, "cpu")
+        for name in tqdm(names, desc=f"compress {distribution}", unit="layer", disable=None):
+            row = report(weights[name], f"{name} {distribution}")
+            rows.append(row)
+    click.echo(format_report(rows))
