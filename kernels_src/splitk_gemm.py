@@ -440,18 +440,21 @@ class SplitKGemm(Engine):
         compile_config(cfg, layer.dual)
 
     def candidates(self, layer, m):
+        """Tiles of 64 or 128 on each side; K steps of 128 with 3-4 stages, or of 64 with 4-6 (the same bytes in
+        flight); 8 warps only for 128 x 128 tiles (4 would hold 128 accumulators a thread); 1-32 splits."""
         out = []
         for block_n in (64, 128):
             for block_m in (64, 128):
                 for block_k in (64, 128):
-                    for splits in (1, 2, 4, 8, 16):
-                        for stages in (3, 4):
-                            for reduce in ("none",) if splits == 1 else ("semaphore", "atomic"):
-                                cfg = SplitKGemmConfig(
-                                    block_n, block_m, block_k, splits, 4, stages, "tma", reduce
-                                )
-                                if self.config_error(cfg, layer, m) is None:
-                                    out.append(cfg)
+                    for stages in (3, 4) if block_k == 128 else (4, 6):
+                        for warps in (4, 8) if block_n * block_m > 64 * 128 else (4,):
+                            for splits in (1, 2, 4, 8, 16, 32):
+                                for reduce in ("none",) if splits == 1 else ("semaphore", "atomic"):
+                                    cfg = SplitKGemmConfig(
+                                        block_n, block_m, block_k, splits, warps, stages, "tma", reduce
+                                    )
+                                    if self.config_error(cfg, layer, m) is None:
+                                        out.append(cfg)
         return out
 
 
