@@ -185,7 +185,9 @@ class PlanContext:
             out = torch.empty((x.shape[0], n), dtype=out_dtype, device=device)
             refused = run(plan_id, x.data_ptr(), out.data_ptr(), x.shape[0], _raw_stream(index))
             if refused:
-                raise RuntimeError(refused)
+                raise RuntimeError(
+                    f"{variant.engine} <{variant.template}> {variant.runtime} at m={x.shape[0]}: {refused}"
+                )
             return out
 
         return call

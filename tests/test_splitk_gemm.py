@@ -184,7 +184,7 @@ def _check_dual(out, x, weights, n, label):
 DENSE = {
     "none": lambda loads: Cfg(64, 32, 64, 1, 4, 2, loads, "none"),
     "semaphore": lambda loads: Cfg(128, 64, 32, 5, 4, 2, loads, "semaphore"),
-    "atomic": lambda loads: Cfg(64, 16, 64, 3, 4, 2, loads, "atomic"),
+    "atomic": lambda loads: Cfg(64, 16, 128, 2, 4, 2, loads, "atomic"),  # TMA atomics take block_k 128
 }
 DUAL = {
     "none": lambda loads: Cfg(64, 64, 128, 1, 4, 2, loads, "none"),
@@ -236,8 +236,8 @@ def test_dual_check_catches_a_dropped_lo_half():
     "cfg, dual",
     [
         (Cfg(64, 32, 32, 8, 4, 2, "tma", "semaphore"), False),
-        (Cfg(64, 64, 64, 4, 4, 2, "tma", "atomic"), False),
-        (Cfg(64, 16, 64, 3, 4, 2, "tma", "atomic"), True),
+        (Cfg(64, 64, 128, 2, 4, 2, "tma", "atomic"), False),
+        (Cfg(64, 16, 128, 2, 4, 2, "tma", "atomic"), True),
     ],
     ids=["semaphore", "atomic", "atomic-dual"],
 )
@@ -311,19 +311,20 @@ def test_interpreter_bf16_dot_is_why_upcast_exists():
         (Cfg(64, 64, 64, 0, 4, 2, "tma", "none"), 64, 128, 256, False, "splits"),
         (Cfg(64, 64, 64, 5, 4, 2, "tma", "semaphore"), 64, 128, 256, False, "splits"),
         (Cfg(64, 64, 64, 2, 4, 2, "tma", "none"), 64, 128, 256, False, "reduce"),
-        (Cfg(64, 64, 64, 1, 4, 2, "tma", "atomic"), 64, 128, 256, False, "reduce"),
+        (Cfg(64, 64, 128, 1, 4, 2, "tma", "atomic"), 64, 128, 256, False, "reduce"),
+        (Cfg(64, 64, 64, 2, 4, 2, "tma", "atomic"), 64, 128, 256, False, "reduce"),  # wrong on the H200
         (Cfg(64, 64, 64, 1, 4, 2, "pointers", "semaphore"), 64, 128, 256, False, "reduce"),
         (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 2**19, 8192, 8192, False, "m"),
         (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 64, 2**18, 8192, False, "n"),
         (Cfg(128, 256, 64, 1, 4, 2, "tma", "none"), 256, 2304, 8192, False, "block_n"),
-        (Cfg(128, 128, 64, 4, 4, 2, "tma", "atomic"), 128, 256, 8192, True, "reduce"),
+        (Cfg(128, 128, 128, 4, 4, 2, "tma", "atomic"), 128, 256, 8192, True, "reduce"),
         (Cfg(128, 128, 64, 4, 4, 2, "pointers", "atomic"), 128, 2304, 8192, False, "reduce"),
         (Cfg(64, 64, 128, 16, 4, 5, "tma", "atomic"), 128, 256, 8192, True, "stages"),
         (Cfg(64, 128, 64, 4, 8, 7, "tma", "semaphore"), 128, 256, 8192, True, "stages"),  # the 8-warp 4 KB
         (Cfg(256, 128, 128, 1, 8, 3, "tma", "none"), 128, 4096, 8192, False, "stages"),
         (Cfg(64, 16, 64, 2, 4, 2, "tma", "semaphore"), 1040, 4096, 1024, False, "reduce"),  # counters
         (Cfg(64, 64, 64, 5, 4, 2, "tma", "semaphore"), 256, 8192, 1024, False, "reduce"),  # workspace
-        (Cfg(64, 64, 64, 2, 4, 2, "tma", "atomic"), 512, 8192, 1024, False, "reduce"),  # accumulator
+        (Cfg(64, 64, 128, 2, 4, 2, "tma", "atomic"), 512, 8192, 1024, False, "reduce"),  # accumulator
     ],
 )
 def test_rule_refuses_naming_the_field(cfg, m, n, k, dual, field):
@@ -343,10 +344,10 @@ REAL = [
     ("router", 33, Cfg(64, 64, 128, 8, 4, 4, "pointers", "atomic")),
     ("router", 255, Cfg(64, 64, 128, 1, 4, 4, "tma", "none")),
     ("qkv_gate", 128, Cfg(128, 128, 64, 4, 4, 6, "tma", "semaphore")),
-    ("qkv_gate", 128, Cfg(128, 128, 64, 4, 4, 6, "tma", "atomic")),
+    ("qkv_gate", 128, Cfg(128, 128, 128, 4, 8, 3, "tma", "atomic")),
     ("qkv_gate", 33, Cfg(128, 64, 64, 3, 4, 4, "pointers", "semaphore")),
     ("qkv_gate", 255, Cfg(64, 128, 64, 1, 4, 4, "tma", "none")),
-    ("pooler", 128, Cfg(64, 128, 64, 4, 4, 4, "tma", "atomic")),
+    ("pooler", 128, Cfg(64, 128, 128, 2, 4, 4, "tma", "atomic")),
     ("o", 128, Cfg(64, 128, 64, 2, 8, 4, "tma", "semaphore")),
     ("o", 256, Cfg(128, 128, 64, 1, 4, 4, "tma", "none")),
     ("unpooler", 256, Cfg(128, 128, 64, 4, 8, 4, "tma", "semaphore")),
@@ -376,7 +377,8 @@ def test_rule_admits_every_config_the_tests_run():
         is None
     )
     assert (
-        sk.splitk_gemm_config_error(Cfg(64, 64, 64, 4, 4, 2, "tma", "atomic"), 256, 8192, 4096, False) is None
+        sk.splitk_gemm_config_error(Cfg(64, 64, 128, 4, 4, 2, "tma", "atomic"), 256, 8192, 4096, False)
+        is None
     )
 
 
