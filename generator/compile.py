@@ -59,7 +59,8 @@ def parse_ptxas(report: str) -> list[KernelResources]:
 
 # ptxas reports, as mere "info", when it had to serialise a kernel's wgmma instructions (each one waits for the
 # previous to finish): "(C75xx) Potential Performance Loss: wgmma.mma_async instructions are serialized due to
-# ..." (C7513 and C7515 were seen on branch ztma, notes/session12). That silently undoes a wgmma pipeline, so
+# ..." (C7513 and C7515 were seen on an experimental compressed-tile TMA GEMV). That silently undoes a wgmma
+# pipeline, so
 # `compile` treats it as a failure.
 _SERIALIZED = re.compile(
     r"\((C75\d\d)\) Potential Performance Loss: wgmma\.mma_async instructions are serialized(.*?)"

@@ -4,7 +4,7 @@ loads each tensor-core instruction waits for (`compile --waits`).
 
 Why it matters: a consumer warpgroup runs one warp per scheduler, so its per-slot loop is issued back to back with
 nothing to hide its latencies. At 72 CTAs (qkv_gate's half tiles) a slot must be consumed every ~140 ns, and ncu
-found the loop itself was the limit (notes/session15, call 3: ~106 instructions per slot, most stalls "wait" and
+found the loop itself was the limit (docs/tma-gemv.md: ~106 instructions per slot, most stalls "wait" and
 "selected", not memory). Counting them needs no GPU.
 """
 
@@ -102,7 +102,7 @@ def steady_loop(instructions: list[tuple[int, str]]) -> Loop | None:
 # stall cycles (4 bits), yield (1), the scoreboard its result will release (3: "write barrier", 7 = none), the one
 # its operands' reads release (3), and a 6-bit mask of scoreboards to wait on before it issues. NVIDIA does not
 # document this; the layout is the one the Volta-and-later SASS assemblers (maxas, turingas) describe, and it reads
-# consistently here: in notes/session21 a run of LDGs sets SB5 and the WARPGROUP.ARRIVE ahead of the wgmmas that read
+# consistently here: in a register-fed wgmma probe a run of LDGs sets SB5 and the WARPGROUP.ARRIVE ahead of the wgmmas that read
 # their registers waits on SB5. With six scoreboards, many loads share one, and waiting on it waits for all of them.
 N_SCOREBOARDS = 6
 # Loads whose results a later instruction may wait for (LDGDEPBAR, cp.async's group marker, is waited on by DEPBAR).

@@ -16,7 +16,7 @@ std::vector<std::pair<int, okc::Call>> plans;  // (kernel number, fixed part); e
 
 // The launch table's kernel `kernel` for a layer's (N, K), its operands and scalars, and the shared buffers:
 // returns the plan number run() takes.
-int64_t plan(int64_t kernel, int64_t n, int64_t k, int64_t op0, int64_t op1, int64_t op2, int64_t op3, int64_t s0,
+static int64_t plan(int64_t kernel, int64_t n, int64_t k, int64_t op0, int64_t op1, int64_t op2, int64_t op3, int64_t s0,
              int64_t s1, int64_t s2, int64_t ws, int64_t sem) {
     okc::Call c{};
     c.N = (int)n, c.K = (int)k;
@@ -32,7 +32,7 @@ int64_t plan(int64_t kernel, int64_t n, int64_t k, int64_t op0, int64_t op1, int
 // Launch plan `id` on x [m, K] into out on `stream`: "" once launched, else one line saying why not (runtime.py
 // raises it). The line is made of strings only: on the H200 image, formatting a number through std::ostream in
 // an extension's refusal ended the process with a segfault.
-std::string run(int64_t id, int64_t x, int64_t out, int64_t m, int64_t stream) {
+static std::string run(int64_t id, int64_t x, int64_t out, int64_t m, int64_t stream) {
     if (id < 0 || id >= (int64_t)plans.size()) return "run: no such plan";
     okc::Call c = plans[(size_t)id].second;
     c.x = reinterpret_cast<const void*>(x);

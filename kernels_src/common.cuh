@@ -1,5 +1,5 @@
 // Small device helpers shared by the kernels: 16-byte loads with explicit cache policy, the bf16 mma, and the
-// skeleton the two mma.sync GEMVs (gemv.cuh, zgemv.cuh) share: x's operand pointers, the accumulators, and the
+// skeleton the two mma.sync GEMVs (mma_gemv.cuh, compressed_gemv.cuh) share: x's operand pointers, the accumulators, and the
 // end of a CTA (its warps' tiles summed, then S = 1, cluster or semaphore split-K).
 #pragma once
 #include <cuda_runtime.h>

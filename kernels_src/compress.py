@@ -1,5 +1,5 @@
-"""12-bit lossless weights for the compressed GEMV (ZTABLE, kernels_src/zgemv.cuh): the format and the compressor
-prepare() runs on every layer ZTABLE routes there.
+"""12-bit lossless weights for the compressed GEMV (kernels_src/compressed_gemv.cuh): the format and the compressor
+prepare() runs on every layer the compressed engine's table routes there.
 
 Why: for m <= 32 a GEMV's time is the weight bytes over HBM bandwidth, and the tensor-core GEMVs already stream
 near that floor at m = 1. Fewer bytes is the remaining lever: 12 bits per weight is 25 % fewer.
@@ -52,7 +52,7 @@ bytes 0..3, 4..7, 8..11, 12..15), with PTX prmt.b32 (byte permute, default mode)
   reg 2h   = prmt(L_h, H_h, 0x5140)                    elements 4h, 4h+1: lo, hi, lo, hi bytes
   reg 2h+1 = prmt(L_h, H_h, 0x7362)                    elements 4h+2, 4h+3
 tests/zdecode_model.py runs exactly this recipe on integers (a model of prmt), so the tests check the recipe,
-not just the format; kernels_src/zgemv.cuh runs it on the GPU.
+not just the format; kernels_src/compressed_gemv.cuh runs it on the GPU.
 
 Patch word (uint32, int32 storage): bits 0-4 the lane, 5-6 the fragment f, 7-9 the element e of the lane's 8
 (register j = e >> 1, half e & 1), 10-25 the weight's bf16 bits. Patches int32 [N/16, K/64, 4] (the headers).

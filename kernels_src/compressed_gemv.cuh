@@ -301,7 +301,7 @@ __device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGem
     }
 }
 
-// A partial tile (gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
+// A partial tile (mma_gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
 // (row block r, row i of it, token). tile_coords maps idx to those; ztile_index maps them back (tested on the
 // host for every NB, tests/test_dispatch_and_kernel_rules.py).
 template <int NB>

@@ -1,5 +1,5 @@
 """Weight layouts made once in prepare(): mma A-fragment order, 64 x 64 tiles for the TMA GEMV (pre-swizzled
-for its bulk copies; stacked half tiles for its C = 3), and the router's bf16 hi+lo split."""
+for its bulk copies; stacked half tiles for its tile=half), and the router's bf16 hi+lo split."""
 
 import torch
 
@@ -42,7 +42,7 @@ def pack_tma_tiles(w):
 def swizzle_128b(tiles):
     """[..., 64, 64] bf16 tiles -> each tile laid out as the 128-byte swizzle that wgmma's shared-memory
     descriptors read (tma_gemv.cuh, sw128_desc), so that one plain 8 KB bulk copy per tile lands a ready operand:
-    no tensor map, no descriptor fetch on the kernel's critical path (notes/session11: 0.6-0.75 us faster than
+    no tensor map, no descriptor fetch on the kernel's critical path (docs/tma-gemv.md: 0.6-0.75 us faster than
     tensor-map copies on qkv_gate and pooler). A row of 64 bf16 is 128 bytes = eight 16-byte chunks; chunk c of
     row r is stored at chunk c XOR (r mod 8), the address bits 4-6 XOR bits 7-9 rule of a 1024-byte-aligned slot.
     An involution: applying it twice restores the tiles."""
@@ -61,7 +61,7 @@ def pack_tma_bulk(w):
 
 
 def pack_tma_half_tiles(w):
-    """[N, K] bf16 -> [N/32, K/128, 64, 64] contiguous, for the TMA GEMV's half tiles (C = 3): a CTA owns 32 rows
+    """[N, K] bf16 -> [N/32, K/128, 64, 64] contiguous, for the TMA GEMV's half tiles (tile=half): a CTA owns 32 rows
     and the whole K, and block (h, kb) stacks rows h..h+31 over K [128 kb, 128 kb + 64) on top of the same rows
     over [128 kb + 64, 128 kb + 128). Read as one 64 x 64 wgmma A tile, its upper half meets x's first 64-wide
     box and its lower half x's second (tma_gemv.cuh): each 8 KB copy carries 128 of K for 32 rows, so twice as
@@ -80,7 +80,7 @@ def pack_tma_half_tiles(w):
 
 
 def pack_tma_half_bulk(w):
-    """[N, K] bf16 -> the TMA GEMV's C = 3 weight operand: pack_tma_half_tiles' 8 KB blocks, each pre-swizzled
+    """[N, K] bf16 -> the TMA GEMV's tile=half weight operand: pack_tma_half_tiles' 8 KB blocks, each pre-swizzled
     (the 128-byte swizzle depends on a row's index mod 8 only, so the two stacked halves swizzle as one tile).
     """
     return swizzle_128b(pack_tma_half_tiles(w))

@@ -194,7 +194,16 @@ class PlanContext:
 
 
 # nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
-CUDA_FLAGS = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]
+# Hidden visibility: a process may load several of these extensions (sweep, ab and the GPU tests add kernels to
+# prepare()'s), which define the same names (okc_launch, the kernels); exported, a later one's calls can bind to
+# an earlier one's definitions and launch the wrong kernel of the wrong table.
+CUDA_FLAGS = [
+    "-O3",
+    "-std=c++17",
+    "-gencode=arch=compute_90a,code=sm_90a",
+    "-Xcompiler",
+    "-fvisibility=hidden",
+]
 EXTENSION_NAME = "okc_muse_proj"
 _EXTENSIONS = {}
 
@@ -231,12 +240,14 @@ def build_extension(kernels):
         digest = 0
         for ch in repr(key):  # a stable name per kernel set, so that two sets do not rebuild each other
             digest = (digest * 131 + ord(ch)) % (1 << 61)
+        # and names of its own in every build, so that even exported symbols could not collide
+        own_names = f"#define okc okc_{digest:x}\n#define okc_launch okc_launch_{digest:x}\n"
         options = dict(
             name=f"{EXTENSION_NAME}_{digest:x}",
-            cpp_sources=BINDING_SRC,
-            cuda_sources=CUDA_SRC + launch_table(kernels),
+            cpp_sources=own_names + BINDING_SRC,
+            cuda_sources=own_names + CUDA_SRC + launch_table(kernels),
             functions=["plan", "run"],
-            extra_cflags=["-O1"],
+            extra_cflags=["-O1", "-fvisibility=hidden"],
             extra_cuda_cflags=CUDA_FLAGS,
             with_pytorch_error_handling=False,
             verbose=False,

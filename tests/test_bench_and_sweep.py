@@ -77,7 +77,7 @@ def test_json_round_trip_and_compare(tmp_path):
 
 
 def test_the_run_floor_is_the_median_of_its_samples_and_the_table_says_how_it_was_taken():
-    # session 30 (notes/session30/call2): the floor read 4.48 us straight after prepare(), then 4.62-4.96 through
+    # measured (docs/method.md): the floor read 4.48 us straight after prepare(), then 4.62-4.96 through
     # the run; a floor from that first sample alone made o's ratios ~3 % worse than the state they ran in
     assert run_floor_us([4.7, 4.9, 4.8, 4.62]) == pytest.approx(4.75)
     result = _result()
@@ -89,7 +89,7 @@ def test_the_run_floor_is_the_median_of_its_samples_and_the_table_says_how_it_wa
     )
     again = BenchResult.from_json(json.loads(json.dumps(result.to_json())))
     assert again.floor_samples_us == [4.7, 4.9, 4.8] and again.floor_after_prepare_us == 4.48
-    # a file from before session 30 has neither: one sample, taken after prepare, and the table says so
+    # an older file has neither: one sample, taken after prepare, and the table says so
     old = result.to_json()
     del old["floor_samples_us"], old["floor_after_prepare_us"]
     old["launch_floor_us"] = 4.48

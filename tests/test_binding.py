@@ -77,7 +77,10 @@ def test_a_refusal_is_raised_as_one_line(built, monkeypatch):
     ctx = module.PlanContext(state, layer)
     ctx.fallback = lambda m: None
     call = ctx.cuda_plan(state["kernels"][0], layer, 1, (_Tensor(),))
-    with pytest.raises(RuntimeError, match=r"^mma_gemv <\(1, 1, 1, 0, False, False\)> \(4, 1, 0\) at m=1: kernel 0: M=1 N=8192 K=1024 op0=4096 s2=0 stream=77$"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^mma_gemv <\(1, 1, 1, 0, False, False\)> \(4, 1, 0\) at m=1: kernel 0: M=1 N=8192 K=1024 op0=4096 s2=0 stream=77$",
+    ):
         call(_Tensor(bf16=True))
 
 

@@ -114,7 +114,7 @@ def control_word(stall=1, write=7, read=7, wait=0):
     return (stall | write << 5 | read << 8 | wait << 11) << 41
 
 
-# Two instructions as cuobjdump printed them for the register-fed wgmma GEMV (notes/session21): an LDG that
+# Two instructions as cuobjdump printed them for the register-fed wgmma GEMV probe: an LDG that
 # releases scoreboard 5 (and 3 once its address is read), and the WARPGROUP.ARRIVE before the wgmma that reads
 # its registers, which waits on scoreboard 5.
 REAL_LDG_HIGH, REAL_ARRIVE_HIGH = 0x000768000C5E9D00, 0x020FE20000000000

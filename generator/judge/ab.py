@@ -1,7 +1,7 @@
 """ab: time a few GEMV launches against each other, interleaved in one process, on the H200.
 
-Why a command: configs within a few percent of each other swap places from one H200 to the next (notes/README.md,
-session 17: the router's m = 32 entry and a challenger, 4 % apart in opposite directions on two machines). The only
+Why a command: configs within a few percent of each other swap places from one H200 to the next (docs/method.md:
+the router's m = 32 entry and a challenger, 4 % apart in opposite directions on two machines). The only
 fair comparison is in one process: each round times every launch once (cold, read-flushed, a graph replay, median
 of `reps`), and the order rotates from round to round, so no launch always runs first or right after another. Each
 launch's output is checked against float64 first; a wrong one is reported and not timed, unless `--time-wrong`

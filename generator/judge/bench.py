@@ -45,8 +45,8 @@ class BenchResult:
     read_bytes_per_s: float
     shapes: list[ShapeTiming] = field(default_factory=list)
     # The launch floor, sampled before each shape and once after the last (the GPU settled first, see
-    # timing.settle), and the one sample taken straight after prepare(), before settling: how runs before session
-    # 30 measured it (once, there), kept so that old and new ratios can be compared.
+    # timing.settle), and the one sample taken straight after prepare(), before settling: how older runs measured
+    # it (once, there), kept so that old and new ratios can be compared.
     floor_samples_us: list[float] = field(default_factory=list)
     floor_after_prepare_us: float | None = None
 
@@ -83,7 +83,7 @@ class BenchResult:
             data["launch_floor_us"],
             data["read_bytes_per_s"],
             shapes,
-            data.get("floor_samples_us", []),  # absent from files written before session 30
+            data.get("floor_samples_us", []),  # absent from files written before the floor was sampled in-run
             data.get("floor_after_prepare_us"),
         )
 
@@ -95,14 +95,14 @@ def floor_us(launch_floor_us: float, weight_bytes: int, read_bytes_per_s: float)
 
 def run_floor_us(samples: list[float]) -> float:
     """The launch floor of a run: the median of its samples, taken through the run once the GPU has settled. One
-    sample of 200 calls still moves by +-0.15 us from the next (notes/session30/call2), ~2 % of o's floor."""
+    sample of 200 calls still moves by +-0.15 us from the next (docs/method.md), ~2 % of o's floor."""
     return statistics.median(samples)
 
 
 def floor_line(result: BenchResult) -> str:
     """How the run's launch floor was measured, for the table's first line."""
     samples = result.floor_samples_us
-    if not samples:  # a file written before session 30: one sample, straight after prepare()
+    if not samples:  # an older file: one sample, straight after prepare()
         return f"launch floor {result.launch_floor_us:.2f} us (one sample, after prepare)"
     line = (
         f"launch floor {result.launch_floor_us:.2f} us (median of {len(samples)} samples through the run,"

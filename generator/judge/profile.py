@@ -2,7 +2,7 @@
 first: per kernel, time, DRAM throughput and issue rate; per SASS instruction, how often it ran and where the warps
 stalled.
 
-Why a command: leave-one-out timing (notes/session13, calls 1-6) could not tell why the compressed TMA GEMV was
+Why a command: leave-one-out timing could not tell why an experimental compressed-tile TMA GEMV was
 slow; one ncu run did (its consumer loop issued ~255 instructions per warp per 64 x 64 tile against ~88 for bf16
 tiles). Run it on the H200, from the source tree (PYTHONPATH=.); the report and its exports land in one folder.
 

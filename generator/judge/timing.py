@@ -74,7 +74,7 @@ def launch_floor_us(flush: L2Flusher, reps: int = 200) -> float:
 def settle(flush: L2Flusher, seconds: float = 1.0) -> None:
     """Time the launch floor's kernel cold, over and over, for `seconds`, and discard it all. Right after the GPU
     has idled (prepare, compilation), cold calls run faster for about half a second: the floor and o's kernels
-    alike read ~0.3 us lower there than for the rest of a run (notes/session30/call2: first floor sample 4.48 us,
+    alike read ~0.3 us lower there than for the rest of a run (docs/method.md: first floor sample 4.48 us,
     then 4.62-4.96 with a median of 4.78; o m = 16 8.96 us, then 9.09-9.41). A floor taken before this settles is
     compared with shapes timed after it and inflates every x floor ratio (o's by ~3 %); in ab and sweep the first
     launches timed would run faster than the rest. Every harness calls this once, before its first cold timing.
