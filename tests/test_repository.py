@@ -1,0 +1,55 @@
+"""The repository speaks of the product: no diary, no references to work periods, a README true to the tree."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from generator import REPO_ROOT
+from kernels_src import registry
+
+WORK_PERIOD = re.compile(r"session ?[0-9]|/session[0-9]|call ?[0-9]+\)|call[0-9]+\.sh", re.IGNORECASE)
+
+
+def tracked_files():
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("needs a git checkout")
+    out = subprocess.run(["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    return out.splitlines()
+
+
+def test_no_diary_folder():
+    assert [path for path in tracked_files() if path.startswith("notes/")] == []
+
+
+def test_no_file_names_a_work_period():
+    hits = []
+    for path in tracked_files():
+        if path.endswith(".json") or path.endswith(".png"):
+            continue  # measurements, not prose
+        for number, line in enumerate((REPO_ROOT / path).read_text(errors="replace").splitlines(), 1):
+            if WORK_PERIOD.search(line):
+                hits.append(f"{path}:{number}: {line.strip()[:80]}")
+    assert hits == [], "state the fact and its figure, and cite docs/ by topic:\n" + "\n".join(hits[:20])
+
+
+def test_the_readme_gives_the_two_commands_ci_runs():
+    readme = (REPO_ROOT / "README.md").read_text()
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    setup = "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[test]'"
+    assert setup + " && .venv/bin/python -m generator build" in readme
+    assert ".venv/bin/python -m pytest -q" in readme
+    for step in ("python3 -m venv .venv", "pip install -q torch==2.13.0", "pip install -q -e '.[test]'", "pytest -q"):
+        assert step in ci, step
+
+
+def test_the_readme_lists_every_engine_and_links_what_exists():
+    readme = (REPO_ROOT / "README.md").read_text()
+    listed = re.findall(r"^\| `(\w+)` \| (?:m [<>]|anything)", readme, re.M)  # the engine table
+    assert listed == [engine.name for engine in registry.ENGINES] + ["cublas"]
+    for target in re.findall(r"\]\(([^)]+)\)", readme):
+        assert (REPO_ROOT / target).exists(), target
+    for engine in registry.ENGINES:
+        assert (REPO_ROOT / "docs" / f"{engine.name.replace('_', '-')}.md").is_file(), engine.name
+    assert "black==26.10.1" in (REPO_ROOT / "pyproject.toml").read_text()
