@@ -144,12 +144,17 @@ __device__ __forceinline__ void push_to_rank(int to, float* dst, uint64_t* full,
                  : "memory");
 }
 
-// Host side, shared by every GEMV launcher: launch `kernel` on a grid whose blockIdx.y is the K split, either
-// plainly or (cluster) with each column of grid.y CTAs as one thread-block cluster, so that the splits can reduce
-// through distributed shared memory. Returns nullptr, or the CUDA error's text.
+// Host side, shared by every GEMV launcher: launch `kernel` with `smem` bytes of dynamic shared memory (opting in
+// past 48 KB) on a grid whose blockIdx.y is the K split, either plainly or (cluster) with each column of grid.y CTAs
+// as one thread-block cluster, so that the splits can reduce through distributed shared memory. Returns nullptr, or
+// the CUDA error's text.
 template <typename... Params, typename... Args>
 const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                           bool cluster, Args... args) {
+    if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
+        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess) return cudaGetErrorString(err);
+    }
     if (!cluster) {
         kernel<<<grid, block, smem, stream>>>(args...);
     } else {

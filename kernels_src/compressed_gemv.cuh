@@ -419,10 +419,6 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
     const size_t smem = zgemv_smem_bytes(warps, R, NB, a.n_overflow ? a.K / 64 / splits : 0, cluster ? splits - 1 : 0);
     if (smem > kSmemOptInLimit) return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed 226 KB";
     auto kernel = zgemv_kernel<UG, NB, R, P>;
-    if (smem > 48 * 1024) {
-        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess) return cudaGetErrorString(err);
-    }
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }

@@ -6,7 +6,7 @@ Design and the measurements behind each field: docs/compressed-gemv.md."""
 from typing import NamedTuple
 
 from kernels_src.compress import compress
-from kernels_src.engine import SMEM_LIMIT, Engine, Variant, column_blocks, mode_index
+from kernels_src.engine import SMEM_LIMIT, DecodeGemv, Variant, column_blocks, mode_index
 from kernels_src.mma_gemv import split_error, tiles_smem_error
 
 COMPRESSED_PIPELINES = ("batch", "double")  # compressed_gemv.cuh's P = 0, 1: as mma_gemv's batch and double
@@ -34,7 +34,7 @@ class CompressedGemvConfig(NamedTuple):
     reduce: str  # none (splits = 1), semaphore, cluster
 
 
-class CompressedGemv(Engine):
+class CompressedGemv(DecodeGemv):
     name = "compressed_gemv"
     Config = CompressedGemvConfig
     values = {
@@ -44,21 +44,17 @@ class CompressedGemv(Engine):
         "row_blocks": (1, 2, 4),
     }
     modes = {"pipeline": COMPRESSED_PIPELINES, "reduce": COMPRESSED_REDUCTIONS}
-    m_min, m_max = 1, 32
-    sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
     launcher = "okc::launch_compressed_gemv"
     template_fields = ("groups", "NB", "row_blocks", "pipeline")
     summary = (
         "compressed_gemv (m <= 32, bf16 layers): the weights stream 12-bit and lossless (each weight's low byte"
         " plus a 4-bit index into a 16-entry table of sign/exponent bytes; 25 % fewer bytes than bf16) through"
         " mma_gemv's skeleton, each fragment rebuilt in registers with byte permutes. Weights outside the table"
-        " are exceptions: a K group's first three ride in its header and are added by one more mma each, the"
-        " rest exactly after the loop. A layer compress() refuses keeps its bf16 engines (prepare() says so in"
+        " are exceptions: a K group's first three ride in its header and are added by one more mma each, the rest"
+        " sit in one list with an offset per (16-row block, K group) and are multiplied after the loop. A layer"
+        " whose whole format would cost 14 bits a weight or more keeps its bf16 engines (prepare() says so in"
         " one line)."
     )
-
-    def m_class(self, m):
-        return column_blocks(m)
 
     def rule(self, cfg, layer, m):
         if layer.dual:

@@ -195,3 +195,18 @@ def _integer(name: str, text: str) -> int:
 def mode_index(engine: Engine, cfg, name: str) -> int:
     """A mode field's value as the CUDA side numbers it: its position among the allowed names."""
     return engine.modes[name].index(getattr(cfg, name))
+
+
+class DecodeGemv(Engine):
+    """What the three GEMVs for decode batches share: m <= 32, and m's of one class are those with the same number
+    of 8-token column blocks (m <= 8, <= 16, <= 32), which borrow each other's entries; their tables list the rows
+    m = 1, 8, 16, 32."""
+
+    m_min, m_max = 1, 32
+    sweep_m = (1, 8, 16, 32)
+
+    def m_class(self, m):
+        return column_blocks(m)
+
+    def class_maxima(self):
+        return (8, 16, 32)

@@ -284,10 +284,6 @@ const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
     const size_t smem = gemv_smem_bytes(warps, R, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
     if (smem > kSmemOptInLimit) return "mma_gemv: the warps' tiles and the cluster inbox exceed 226 KB";
     auto kernel = gemv_kernel<U, NB, R, P, DUAL, ATOMIC, OutT>;
-    if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
-        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess) return cudaGetErrorString(err);
-    }
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }

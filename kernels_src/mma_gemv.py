@@ -9,7 +9,7 @@ from kernels_src.engine import (
     SEMAPHORES,
     SMEM_LIMIT,
     WORKSPACE_FLOATS,
-    Engine,
+    DecodeGemv,
     Variant,
     column_blocks,
     mode_index,
@@ -90,7 +90,7 @@ def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, ro
     return None
 
 
-class MmaGemv(Engine):
+class MmaGemv(DecodeGemv):
     name = "mma_gemv"
     Config = MmaGemvConfig
     values = {
@@ -100,8 +100,6 @@ class MmaGemv(Engine):
         "row_blocks": (1, 2, 4),
     }
     modes = {"pipeline": MMA_PIPELINES, "reduce": MMA_REDUCTIONS}
-    m_min, m_max = 1, 32
-    sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
     has_defaults = True
     launcher = "okc::launch_mma_gemv"
     template_fields = ("unroll", "NB", "row_blocks", "pipeline", "dual", "atomic")
@@ -113,12 +111,6 @@ class MmaGemv(Engine):
         " thread-block cluster (st.async into rank 0) or, for the router's fp32 output, atomic adds. The fp32"
         " router runs as a bf16 hi+lo pair into one fp32 accumulator (about 2^-16 relative)."
     )
-
-    def m_class(self, m):
-        return column_blocks(m)
-
-    def class_maxima(self):
-        return (8, 16, 32)
 
     def rule(self, cfg, layer, m):
         n, k = layer.n_for(m), layer.k

@@ -426,12 +426,6 @@ const char* launch_tma_gemv(const Call& c, int splits, int cluster) {
     auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, OutT>;
     const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF) + tma_inbox_bytes(NB, splits, cluster);
     if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed 226 KB";
-    static int opted_in = 0;  // per instantiation, the most asked for so far (not a stream operation: capture-safe)
-    if (smem > opted_in) {
-        const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        if (e != cudaSuccess) return cudaGetErrorString(e);
-        opted_in = smem;
-    }
     return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows), splits), dim3(kTmaThreads),
                          (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0, x_map, a);
 }

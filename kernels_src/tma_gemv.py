@@ -4,7 +4,7 @@ Design and the measurements behind each field: docs/tma-gemv.md."""
 
 from typing import NamedTuple
 
-from kernels_src.engine import CLUSTER_MAX, SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant, column_blocks
+from kernels_src.engine import CLUSTER_MAX, SMEM_LIMIT, WORKSPACE_FLOATS, DecodeGemv, Variant, column_blocks
 from kernels_src.packing import pack_tma_bulk, pack_tma_half_bulk
 
 TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
@@ -43,13 +43,11 @@ def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
     return ring + (cfg.splits - 1) * owned * 4 * nb * 4
 
 
-class TmaGemv(Engine):
+class TmaGemv(DecodeGemv):
     name = "tma_gemv"
     Config = TmaGemvConfig
     values = {"stages": TMA_STAGES}
     modes = {"tile": TMA_TILES, "reduce": TMA_REDUCTIONS}
-    m_min, m_max = 1, 32
-    sweep_m = (1, 8, 16, 32)  # one row per column-block class, and m = 1
     launcher = "okc::launch_tma_gemv"
     template_fields = ("NB", "stages", "dual", "half")
     summary = (
@@ -60,9 +58,6 @@ class TmaGemv(Engine):
         " half tiles: 32 rows and the whole K per CTA, two K halves stacked per slot and met by x's two boxes in"
         " one wgmma, no split."
     )
-
-    def m_class(self, m):
-        return column_blocks(m)
 
     def rule(self, cfg, layer, m):
         n, k, dual = layer.n_for(m), layer.k, layer.dual

@@ -18,3 +18,5 @@ def repo_copy(tmp_path) -> Path:
         shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "dist").mkdir()
     return tmp_path
+# ... and the Triton kernels they compile (tests/test_splitk_gemm.py) to a cache of their own.
+os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="okc_test_triton_"))

@@ -12,6 +12,13 @@ from generator.errors import BuildError
 
 DIST = REPO_ROOT / "dist" / "submission.py"
 FILE_ARGUMENT = click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+DISTRIBUTIONS_OPTION = click.option(
+    "--dist",
+    "distributions",
+    multiple=True,
+    type=click.Choice(["normal", "heavy"]),  # generator/judge/weights.py
+    help="Weight distribution(s) of the local judge [default: both].",
+)
 
 
 def fail(message: str, code: int = 2) -> None:

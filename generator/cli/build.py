@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from generator import REPO_ROOT
-from generator.cli.app import FILE_ARGUMENT, fail, load_file, main, require_engines
+from generator.cli.app import DISTRIBUTIONS_OPTION, FILE_ARGUMENT, fail, load_file, main, require_engines
 from generator.errors import BuildError
 
 ROOT_OPTION = click.option(
@@ -223,13 +223,7 @@ def _print_waits(sass: str, name_part: str) -> None:
 
 
 @main.command()
-@click.option(
-    "--dist",
-    "distributions",
-    multiple=True,
-    type=click.Choice(["normal", "heavy"]),
-    help="Weight distribution(s) of the local judge [default: both].",
-)
+@DISTRIBUTIONS_OPTION
 @click.option("--seed", default=0, show_default=True, help="Seed of the weights.")
 @click.option(
     "--layers", "layers", multiple=True, help="Only these layers (repeatable; default: every bf16 layer)."

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from generator.cli.app import (
+    DISTRIBUTIONS_OPTION,
     DIST,
     FILE_ARGUMENT,
     fail,
@@ -38,13 +39,7 @@ def launch_arguments(verb: str):
 
 @main.command()
 @FILE_ARGUMENT
-@click.option(
-    "--dist",
-    "distributions",
-    multiple=True,
-    type=click.Choice(["normal", "heavy"]),
-    help="Weight distribution(s) [default: both].",
-)
+@DISTRIBUTIONS_OPTION
 @click.option("--seed", default=0, show_default=True, help="Seed of the weights and inputs.")
 @click.option(
     "--device",
