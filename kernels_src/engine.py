@@ -5,9 +5,9 @@ their fields: the table loader, route(), prepare(), the CLI and the generated do
 
 A config is a NamedTuple. Integer fields take the values in `Engine.values`; mode fields (`Engine.modes`) take one
 of a few names, which the CUDA side receives as the name's index. A CUDA engine turns a config, a layer and m into
-a Variant: the template arguments of its C++ launcher and the run-time arguments after the call, in the config's
-field order (kernels_src/launch.cuh), so the table, the generated launch table and the launcher read the same
-fields in the same order."""
+a Variant: the template arguments of its C++ launcher (the host launcher at the end of its .cuh) and the run-time
+arguments after the call, in the config's field order; runtime.py's launch_table() writes one call per Variant, so
+the table, the generated launch table and the launcher read the same fields in the same order."""
 
 from typing import NamedTuple
 

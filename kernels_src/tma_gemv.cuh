@@ -40,7 +40,7 @@
 //    reading the tile twice, were 0.7-2.4 % slower on every half-tile shape). Of its D, rows 0-31 x box 1's
 //    columns and rows 32-63 x box 2's are the useful quarters; warps 2-3 hand theirs to warps 0-1 at the end.
 //
-// The kernel reads in phases: start_ring (barriers and the first round, before the CTA barrier), produce /
+// The kernel reads in phases: TmaRing::start (barriers and the first round, before the CTA barrier), produce /
 // consume (the steady state), then one of finish_half, finish_cluster, finish_semaphore or a plain write.
 #pragma once
 #include "hopper_ptx.cuh"

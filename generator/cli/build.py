@@ -240,10 +240,8 @@ def compression(distributions, seed: int, layers) -> None:
 
     problem = load_problem_or_fail()
     names = [name for name, _ in shape_filter(problem, layers, [0], [0]) if not problem.layers[name].dual]
-    rows = []
     for distribution in distributions or ("normal", "heavy"):
         weights = make_weights(problem, distribution, seed, "cpu")
-        for name in tqdm(names, desc=f"compress {distribution}", unit="layer", disable=None):
-            row = report(weights[name], f"{name} {distribution}")
-            rows.append(row)
-    click.echo(format_report(rows))
+        rows = [report(weights[name], name) for name in tqdm(names, desc=distribution, unit="layer", disable=None)]
+        click.echo(f"{distribution} weights (seed {seed}):")
+        click.echo(format_report(rows))
