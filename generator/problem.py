@@ -10,9 +10,8 @@ from generator.errors import display_path
 from generator.yamlio import Located, load_located, require_keys
 from kernels_src.engine import DTYPE_BYTES, Layer
 
-# The Layer the submission itself uses (kernels_src/engine.py): name, n, k, dtype, narrow_n, narrow_max_m, and
-# n_for(m), dual, weight_bytes(m).
-DTYPES = DTYPE_BYTES  # dtype name -> bytes per element
+# Layer is the submission's own (kernels_src/engine.py): name, n, k, dtype, narrow_n, narrow_max_m, and n_for(m),
+# dual, weight_bytes(m).
 
 
 @dataclass(frozen=True)
@@ -65,8 +64,10 @@ def parse_problem(doc: Located) -> Problem:
             raise name_loc.fail(f"layer name {name!r} must be an identifier")
         fields = require_keys(spec, f"layer {name!r}", {"n", "k", "dtype"}, {"narrow"})
         dtype = fields["dtype"]
-        if dtype.value not in DTYPES:
-            raise dtype.fail(f"layer {name!r}: dtype must be one of {sorted(DTYPES)}, got {dtype.value!r}")
+        if dtype.value not in DTYPE_BYTES:
+            raise dtype.fail(
+                f"layer {name!r}: dtype must be one of {sorted(DTYPE_BYTES)}, got {dtype.value!r}"
+            )
         narrow_n = narrow_max_m = None
         if "narrow" in fields:
             narrow = require_keys(fields["narrow"], f"layer {name!r} narrow", {"n", "max_m"})

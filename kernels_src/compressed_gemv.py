@@ -6,8 +6,8 @@ Design and the measurements behind each field: docs/compressed-gemv.md."""
 from typing import NamedTuple
 
 from kernels_src.compress import compress
-from kernels_src.engine import SMEM_LIMIT, DecodeGemv, Variant, column_blocks, mode_index
-from kernels_src.mma_gemv import split_error, tiles_smem_error
+from kernels_src.engine import DecodeGemv, Variant, column_blocks, mode_index
+from kernels_src.mma_gemv import split_error, split_k_candidates, tiles_smem_error
 
 COMPRESSED_PIPELINES = ("batch", "double")  # compressed_gemv.cuh's P = 0, 1: as mma_gemv's batch and double
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
@@ -67,21 +67,18 @@ class CompressedGemv(DecodeGemv):
         )
         if error:
             return error
-        error = tiles_smem_error(cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m)
+        overflow = overflow_smem(cfg.warps, cfg.row_blocks, k // 64 // cfg.splits)
+        error = tiles_smem_error(
+            cfg.warps,
+            cfg.splits,
+            cfg.row_blocks,
+            cfg.reduce == "cluster",
+            m,
+            overflow,
+            " with the overflow pass's" " tiles and offsets",
+        )
         if error:
             return error
-        tiles = (
-            (cfg.warps + (cfg.splits - 1 if cfg.reduce == "cluster" else 0))
-            * cfg.row_blocks
-            * column_blocks(m)
-            * 512
-        )
-        smem = tiles + overflow_smem(cfg.warps, cfg.row_blocks, k // 64 // cfg.splits)
-        if smem > SMEM_LIMIT:
-            return (
-                f"warps={cfg.warps}, row_blocks={cfg.row_blocks}, splits={cfg.splits} at m={m} need {smem} bytes of"
-                f" shared memory with the overflow pass's tiles and offsets, over {SMEM_LIMIT}"
-            )
         nb, r, double = column_blocks(m), cfg.row_blocks, cfg.pipeline == "double"
         regs = (2 if double else 1) * (
             cfg.groups * (12 * r + 8 * nb) + r
@@ -117,23 +114,8 @@ class CompressedGemv(DecodeGemv):
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
 
     def candidates(self, layer, m):
-        out = []
-        for warps in (4, 8, 16):
-            for splits in self.values["splits"]:
-                for groups in self.values["groups"]:
-                    for pipeline in COMPRESSED_PIPELINES:
-                        for row_blocks in self.values["row_blocks"]:
-                            if splits > 1 and layer.n_for(m) // 16 // row_blocks * splits > 2048:
-                                continue
-                            if (layer.k // 64) // splits < warps * groups:
-                                continue
-                            for reduce in ("none",) if splits == 1 else COMPRESSED_REDUCTIONS[1:]:
-                                cfg = CompressedGemvConfig(
-                                    warps, splits, groups, pipeline, row_blocks, reduce
-                                )
-                                if self.config_error(cfg, layer, m) is None:
-                                    out.append(cfg)
-        return out
+        groups = self.values["groups"]
+        return split_k_candidates(self, layer, m, 64, groups, COMPRESSED_PIPELINES, COMPRESSED_REDUCTIONS)
 
 
 COMPRESSED_GEMV = CompressedGemv()

@@ -61,14 +61,44 @@ def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
     return None
 
 
-def tiles_smem_error(warps: int, splits: int, row_blocks: int, cluster: bool, m: int) -> str | None:
+def tiles_smem_error(
+    warps: int, splits: int, row_blocks: int, cluster: bool, m: int, extra: int = 0, extra_what: str = ""
+) -> str | None:
     """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
-    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile)."""
+    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile); `extra` bytes more (the
+    compressed GEMV's overflow pass, `extra_what`) come on top."""
     tiles = warps + (splits - 1 if cluster else 0)
-    smem = tiles * row_blocks * column_blocks(m) * 4 * 32 * 4
+    smem = tiles * row_blocks * column_blocks(m) * 4 * 32 * 4 + extra
     if smem > SMEM_LIMIT:
-        return f"warps={warps}, row_blocks={row_blocks} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
+        return (
+            f"warps={warps}, row_blocks={row_blocks}, splits={splits} at m={m} need {smem} bytes of shared memory"
+            f"{extra_what}, over {SMEM_LIMIT}"
+        )
     return None
+
+
+def split_k_candidates(
+    engine, layer, m: int, k_unit: int, per_trip: tuple, pipelines: tuple, reductions: tuple
+):
+    """The sweep's candidates of the two mma.sync GEMVs, whose configs both read (warps, splits, per trip,
+    pipeline, row_blocks, reduce): 4-16 warps (1 and 2 never won a sweep), at most 2048 CTAs once K is split (past
+    ~15 a SM more splits only add partial-tile traffic), every warp given a trip of k_unit-wide K units, and only
+    what the engine's rule admits."""
+    out = []
+    for warps in (4, 8, 16):
+        for splits in engine.values["splits"]:
+            for trip in per_trip:
+                for pipeline in pipelines:
+                    for row_blocks in engine.values["row_blocks"]:
+                        if splits > 1 and layer.n_for(m) // 16 // row_blocks * splits > 2048:
+                            continue
+                        if (layer.k // k_unit) // splits < warps * trip:
+                            continue
+                        for reduce in ("none",) if splits == 1 else reductions[1:]:
+                            cfg = engine.Config(warps, splits, trip, pipeline, row_blocks, reduce)
+                            if engine.config_error(cfg, layer, m) is None:
+                                out.append(cfg)
+    return out
 
 
 def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
@@ -152,26 +182,7 @@ class MmaGemv(DecodeGemv):
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (packed[0], packed[-1]))
 
     def candidates(self, layer, m):
-        grid_rows = layer.n_for(m) // 16
-        out = []
-        shapes = [
-            (warps, splits, unroll, pipeline, row_blocks)
-            for warps in (4, 8, 16)  # 1 and 2 warps never won a sweep
-            for splits in self.values["splits"]
-            for unroll in self.values["unroll"]
-            for pipeline in MMA_PIPELINES
-            for row_blocks in self.values["row_blocks"]
-        ]
-        for warps, splits, unroll, pipeline, row_blocks in shapes:
-            if splits > 1 and grid_rows // row_blocks * splits > 2048:
-                continue  # beyond ~15 CTAs per SM more splits only add partial-tile traffic
-            if (layer.k // 32) // splits < warps * unroll:
-                continue  # some warps would have no trip
-            for reduce in ("none",) if splits == 1 else MMA_REDUCTIONS[1:]:
-                cfg = MmaGemvConfig(warps, splits, unroll, pipeline, row_blocks, reduce)
-                if self.config_error(cfg, layer, m) is None:
-                    out.append(cfg)
-        return out
+        return split_k_candidates(self, layer, m, 32, self.values["unroll"], MMA_PIPELINES, MMA_REDUCTIONS)
 
 
 MMA_GEMV = MmaGemv()

@@ -180,13 +180,15 @@ class PlanContext:
         index = device.index
 
         def call(x):
-            if x.dtype is not BF16 or not x.is_contiguous() or x.data_ptr() % 16:
+            pointer = x.data_ptr()
+            if x.dtype is not BF16 or pointer % 16 or not x.is_contiguous():
                 return fallback(x)
-            out = torch.empty((x.shape[0], n), dtype=out_dtype, device=device)
-            refused = run(plan_id, x.data_ptr(), out.data_ptr(), x.shape[0], _raw_stream(index))
+            m = x.shape[0]
+            out = torch.empty((m, n), dtype=out_dtype, device=device)
+            refused = run(plan_id, pointer, out.data_ptr(), m, _raw_stream(index))
             if refused:
                 raise RuntimeError(
-                    f"{variant.engine} <{variant.template}> {variant.runtime} at m={x.shape[0]}: {refused}"
+                    f"{variant.engine} <{variant.template}> {variant.runtime} at m={m}: {refused}"
                 )
             return out
 

@@ -242,6 +242,8 @@ def compression(distributions, seed: int, layers) -> None:
     names = [name for name, _ in shape_filter(problem, layers, [0], [0]) if not problem.layers[name].dual]
     for distribution in distributions or ("normal", "heavy"):
         weights = make_weights(problem, distribution, seed, "cpu")
-        rows = [report(weights[name], name) for name in tqdm(names, desc=distribution, unit="layer", disable=None)]
+        rows = [
+            report(weights[name], name) for name in tqdm(names, desc=distribution, unit="layer", disable=None)
+        ]
         click.echo(f"{distribution} weights (seed {seed}):")
         click.echo(format_report(rows))
