@@ -23,6 +23,11 @@ shared memory; splits CTAs split K further, reduced by a self-resetting semaphor
 (st.async into rank 0) or, for the router's fp32 output, atomic adds. The fp32 router runs as a bf16 hi+lo
 pair into one fp32 accumulator (about 2^-16 relative).
 
+tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row weight
+tile against one shared x box of up to 256 tokens (64-token wgmmas), so x crosses from L2 once per 64 x
+warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2 atomics into a
+zeroed accumulator that the last CTA writes out and re-zeroes.
+
 splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens per
 program, wgmma), TMA descriptors for x and the weights (the weights' built once in prepare()), K split over
 `splits` programs and reduced in the same launch: by a self-resetting semaphore (partials to the workspace,
@@ -40,7 +45,7 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   qkv_gate     9  2304  tma_gemv        splits=1 stages=16 tile=half reduce=none
   qkv_gate    16  2304  tma_gemv        splits=1 stages=16 tile=half reduce=none
   qkv_gate    32  2304  tma_gemv        splits=1 stages=14 tile=half reduce=none
-  qkv_gate    64  2304  cublas
+  qkv_gate    64  2304  tma_gemm        warpgroups=1 splits=3 stages=8 reduce=atomic
   qkv_gate   128  2304  cublas
   qkv_gate   256  2304  cublas
   o            1  8192  compressed_gemv warps=8 splits=1 groups=1 pipeline=batch row_blocks=1 reduce=none
@@ -54,13 +59,13 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   o          128  8192  cublas
   o          256  8192  cublas
   pooler       1  4096  compressed_gemv warps=8 splits=1 groups=4 pipeline=batch row_blocks=1 reduce=none
-  pooler       5  4096  compressed_gemv warps=8 splits=1 groups=4 pipeline=batch row_blocks=1 reduce=none
-  pooler       7  4096  compressed_gemv warps=8 splits=1 groups=4 pipeline=batch row_blocks=1 reduce=none
-  pooler       8  4096  compressed_gemv warps=8 splits=1 groups=4 pipeline=batch row_blocks=1 reduce=none
+  pooler       5  4096  compressed_gemv warps=16 splits=1 groups=1 pipeline=batch row_blocks=1 reduce=none
+  pooler       7  4096  compressed_gemv warps=16 splits=1 groups=1 pipeline=batch row_blocks=1 reduce=none
+  pooler       8  4096  compressed_gemv warps=16 splits=1 groups=1 pipeline=batch row_blocks=1 reduce=none
   pooler       9  4096  tma_gemv        splits=1 stages=12 tile=half reduce=none
   pooler      16  4096  tma_gemv        splits=1 stages=12 tile=half reduce=none
   pooler      32  4096  tma_gemv        splits=1 stages=12 tile=half reduce=none
-  pooler      64  4096  splitk_gemm     block_n=64 block_m=64 block_k=128 splits=4 warps=4 stages=3 loads=tma reduce=atomic
+  pooler      64  4096  tma_gemm        warpgroups=1 splits=2 stages=8 reduce=semaphore
   pooler     128  4096  splitk_gemm     block_n=64 block_m=128 block_k=128 splits=2 warps=4 stages=4 loads=tma reduce=atomic
   pooler     256  4096  cublas
   unpooler     1  1024  mma_gemv        warps=16 splits=1 unroll=8 pipeline=batch row_blocks=1 reduce=none
@@ -70,7 +75,7 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   unpooler     9  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
   unpooler    16  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
   unpooler    32  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
-  unpooler    64  8192  splitk_gemm     block_n=64 block_m=64 block_k=128 splits=1 warps=4 stages=4 loads=tma reduce=none
+  unpooler    64  8192  tma_gemm        warpgroups=1 splits=1 stages=8 reduce=none
   unpooler   128  8192  cublas
   unpooler   256  8192  cublas
   router       1   256  mma_gemv        warps=16 splits=4 unroll=4 pipeline=batch row_blocks=1 reduce=cluster
@@ -84,31 +89,35 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   router     128   256  splitk_gemm     block_n=64 block_m=64 block_k=128 splits=16 warps=4 stages=3 loads=tma reduce=atomic
   router     256   256  splitk_gemm     block_n=64 block_m=64 block_k=128 splits=8 warps=4 stages=4 loads=tma reduce=atomic
 
-CUDA kernels this file compiles (21, each a case of the launch table runtime.py builds):
+CUDA kernels this file compiles (25, each a case of the launch table runtime.py builds):
    0 compressed_gemv <groups=1, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
-   1 compressed_gemv <groups=4, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
-   2 tma_gemv        <NB=1, stages=16, dual=False, half=True> (1, 0)
-   3 tma_gemv        <NB=2, stages=8, dual=False, half=False> (1, 0)
-   4 tma_gemv        <NB=2, stages=12, dual=False, half=False> (1, 0)
-   5 tma_gemv        <NB=2, stages=12, dual=False, half=True> (1, 0)
-   6 tma_gemv        <NB=2, stages=16, dual=False, half=True> (1, 0)
-   7 tma_gemv        <NB=4, stages=8, dual=False, half=False> (1, 0)
-   8 tma_gemv        <NB=4, stages=12, dual=False, half=False> (1, 0)
-   9 tma_gemv        <NB=4, stages=12, dual=False, half=True> (1, 0)
-  10 tma_gemv        <NB=4, stages=14, dual=False, half=True> (1, 0)
-  11 mma_gemv        <unroll=1, NB=4, row_blocks=1, pipeline=1, dual=True, atomic=True> (8, 16, 0)
-  12 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic=False> (8, 1, 0)
-  13 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic=False> (16, 1, 0)
-  14 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic=False> (8, 8, 1)
-  15 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic=False> (16, 4, 1)
-  16 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=1, dual=False, atomic=False> (8, 1, 0)
-  17 mma_gemv        <unroll=4, NB=1, row_blocks=2, pipeline=0, dual=False, atomic=False> (8, 1, 0)
-  18 mma_gemv        <unroll=4, NB=2, row_blocks=1, pipeline=2, dual=True, atomic=False> (16, 4, 1)
-  19 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic=False> (8, 1, 0)
-  20 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic=False> (16, 1, 0)
+   1 compressed_gemv <groups=1, NB=1, row_blocks=1, pipeline=0> (16, 1, 0)
+   2 compressed_gemv <groups=4, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
+   3 tma_gemv        <NB=1, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
+   4 tma_gemv        <NB=2, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
+   5 tma_gemv        <NB=2, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
+   6 tma_gemv        <NB=2, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
+   7 tma_gemv        <NB=2, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
+   8 tma_gemv        <NB=4, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
+   9 tma_gemv        <NB=4, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
+  10 tma_gemv        <NB=4, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
+  11 tma_gemv        <NB=4, stages=14, dual=False, half=True, warpgroups=1> (1, 0)
+  12 mma_gemv        <unroll=1, NB=4, row_blocks=1, pipeline=1, dual=True, atomic=True> (8, 16, 0)
+  13 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic=False> (8, 1, 0)
+  14 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic=False> (16, 1, 0)
+  15 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic=False> (8, 8, 1)
+  16 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic=False> (16, 4, 1)
+  17 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=1, dual=False, atomic=False> (8, 1, 0)
+  18 mma_gemv        <unroll=4, NB=1, row_blocks=2, pipeline=0, dual=False, atomic=False> (8, 1, 0)
+  19 mma_gemv        <unroll=4, NB=2, row_blocks=1, pipeline=2, dual=True, atomic=False> (16, 4, 1)
+  20 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic=False> (8, 1, 0)
+  21 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic=False> (16, 1, 0)
+  22 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
+  23 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (2, 0)
+  24 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (3, 3)
 """
 
-# Generated by `python -m generator build` from kernels_src/ and tables/ (inputs sha256:0f84da857af1f1ec).
+# Generated by `python -m generator build` from kernels_src/ and tables/ (inputs sha256:f4d339fa55f42efa).
 # Do not edit by hand: change the sources or tables and rebuild. Reading order: the problem and the tables,
 # prepare() and kernel_fn(), the engines, then the CUDA and C++ sources.
 
@@ -190,9 +199,9 @@ TABLES: dict = {
                 "reduce": "none",
             },
             ("pooler", 8): {
-                "warps": 8,
+                "warps": 16,
                 "splits": 1,
-                "groups": 4,
+                "groups": 1,
                 "pipeline": "batch",
                 "row_blocks": 1,
                 "reduce": "none",
@@ -389,6 +398,25 @@ TABLES: dict = {
                 "reduce": "cluster",
             },
         },
+    },
+    "tma_gemm": {
+        "entries": {
+            ("qkv_gate", 64): {"warpgroups": 1, "splits": 3, "stages": 8, "reduce": "atomic"},
+            ("qkv_gate", 128): None,
+            ("qkv_gate", 256): None,
+            ("o", 64): None,
+            ("o", 128): None,
+            ("o", 256): None,
+            ("pooler", 64): {"warpgroups": 1, "splits": 2, "stages": 8, "reduce": "semaphore"},
+            ("pooler", 128): None,
+            ("pooler", 256): None,
+            ("unpooler", 64): {"warpgroups": 1, "splits": 1, "stages": 8, "reduce": "none"},
+            ("unpooler", 128): None,
+            ("unpooler", 256): None,
+            ("router", 64): None,
+            ("router", 128): None,
+            ("router", 256): None,
+        }
     },
     "splitk_gemm": {
         "entries": {
@@ -727,6 +755,9 @@ def build_extension(kernels):
 SMEM_LIMIT = 226 * 1024
 # The split-K workspace every engine shares (one launch at a time), in floats: 32 MB.
 WORKSPACE_FLOATS = 8 * 1024 * 1024
+# The zeroed fp32 accumulator of the atomic split-K reductions (tma_gemm, splitk_gemm), in floats: every launch
+# leaves it zero (8 MB: a 256-token tile of 8192 rows).
+ACCUMULATOR_FLOATS = 256 * 8192
 # Self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions
 # (0..4095), then the atomic reduction's tickets and flags (common.cuh, kSemaphoreInts; a test keeps them equal).
 SEMAPHORES = 6656
@@ -1079,7 +1110,7 @@ class TmaGemv(DecodeGemv):
     values = {"stages": TMA_STAGES}
     modes = {"tile": TMA_TILES, "reduce": TMA_REDUCTIONS}
     launcher = "okc::launch_tma_gemv"
-    template_fields = ("NB", "stages", "dual", "half")
+    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
     summary = (
         "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
         " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
@@ -1122,9 +1153,9 @@ class TmaGemv(DecodeGemv):
         return tuple(pack(part) for part in parts)
 
     def variant(self, cfg, layer, m):
-        cluster = {"cluster_gather": 1, "cluster_scatter": 2}.get(cfg.reduce, 0)
-        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half")
-        return Variant(self.name, template, (cfg.splits, cluster))
+        reduce = {"cluster_gather": 1, "cluster_scatter": 2}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
+        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half", 1)
+        return Variant(self.name, template, (cfg.splits, reduce))
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands[self.operands(cfg, layer)[0]]
@@ -1322,6 +1353,115 @@ MMA_GEMV = MmaGemv()
 assert SEMAPHORES >= 4096 + 2 * 5 * TICKET_GROUPS
 
 
+# ---- kernels_src/tma_gemm.py: The bulk-copy + wgmma GEMM for m > 32 (engine tma_gemm): tma_gemv.cuh's kernel with more consumer warpgroups
+TMA_GEMM_WARPGROUPS = (1, 2, 4)
+TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
+# Registers a consumer thread may hold (__launch_bounds__(128 WG + 32, 1) over 64 K registers, 8-aligned): 4 NB
+# accumulators plus about 40 of addresses, descriptors and loop state must fit.
+_REGISTER_BUDGET = {1: 255, 2: 224, 4: 120}
+_OTHER_REGISTERS = 40
+
+
+def gemm_column_blocks(m: int) -> int:
+    """8-token column blocks of the x box that cover m tokens (33 <= m <= 256): 8, 16 or 32."""
+    return 8 if m <= 64 else 16 if m <= 128 else 32
+
+
+class TmaGemmConfig(NamedTuple):
+    warpgroups: int  # consumer warpgroups per CTA, each one 64-row tile against the slot's x box (1, 2, 4)
+    splits: int  # CTAs that split the CTA tile's K (1 .. K/64, uneven splits allowed)
+    stages: int  # shared-memory ring slots per CTA: the warpgroups' weight tiles and x's box each
+    reduce: (
+        str  # none (splits = 1), semaphore (workspace, the last CTA sums), atomic (accumulator, last writes)
+    )
+
+
+def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
+    """Shared memory of one CTA (tma_gemv.cuh, tma_smem_bytes): the ring plus 1 KB to align it."""
+    return (
+        cfg.stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * cfg.warpgroups + nb * 8 * TILE_K * 2)
+        + 1024
+    )
+
+
+class TmaGemm(Engine):
+    name = "tma_gemm"
+    Config = TmaGemmConfig
+    values = {"warpgroups": TMA_GEMM_WARPGROUPS, "stages": TMA_STAGES}
+    modes = {"reduce": TMA_GEMM_REDUCTIONS}
+    m_min, m_max = 33, 256
+    sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
+    launcher = "okc::launch_tma_gemv"
+    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
+    summary = (
+        "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
+        " weight tile against one shared x box of up to 256 tokens (64-token wgmmas), so x crosses from L2 once"
+        " per 64 x warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2"
+        " atomics into a zeroed accumulator that the last CTA writes out and re-zeroes."
+    )
+
+    def m_class(self, m):
+        return gemm_column_blocks(m)
+
+    def class_maxima(self):
+        return (64, 128, 256)
+
+    def rule(self, cfg, layer, m):
+        n, k, dual, wg = layer.n_for(m), layer.k, layer.dual, cfg.warpgroups
+        nb = gemm_column_blocks(m)
+        if (cfg.splits == 1) != (cfg.reduce == "none"):
+            return f"reduce={cfg.reduce} with splits={cfg.splits}: none exactly when splits = 1"
+        if n % (TILE_ROWS * wg) or k % TILE_K:
+            return f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
+        if not 1 <= cfg.splits <= k // TILE_K:
+            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
+        registers = 4 * nb + _OTHER_REGISTERS
+        if registers > _REGISTER_BUDGET[wg]:
+            return (
+                f"warpgroups={wg} at m={m} holds {4 * nb} accumulators a thread (+{_OTHER_REGISTERS}), over the"
+                f" {_REGISTER_BUDGET[wg]} registers {128 * wg + 32} threads a CTA leave"
+            )
+        smem = gemm_smem_bytes(cfg, nb, dual)
+        if smem > SMEM_LIMIT:
+            return f"stages={cfg.stages}, warpgroups={wg} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
+        tile_floats = (n // TILE_ROWS) * TILE_ROWS * 8 * nb
+        if cfg.reduce == "semaphore" and tile_floats * cfg.splits > WORKSPACE_FLOATS:
+            return f"splits={cfg.splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
+        if cfg.reduce == "atomic" and tile_floats > ACCUMULATOR_FLOATS:
+            return f"reduce=atomic at m={m}, N={n} needs {tile_floats} accumulator floats, over {ACCUMULATOR_FLOATS}"
+        return None
+
+    def operands(self, cfg, layer):
+        return ("tiles",)  # tma_gemv's packed 64 x 64 tiles: one copy serves both engines
+
+    def build_operand(self, operand, parts, layer):
+        return TMA_GEMV.build_operand(operand, parts, layer)
+
+    def variant(self, cfg, layer, m):
+        reduce = {"semaphore": 0, "atomic": 3}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
+        template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups)
+        return Variant(self.name, template, (cfg.splits, reduce))
+
+    def plan(self, cfg, layer, m, ctx):
+        tiles = ctx.operands["tiles"]
+        accumulator = ctx.buffers["accumulator"]
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1], accumulator))
+
+    def candidates(self, layer, m):
+        out = []
+        for warpgroups in TMA_GEMM_WARPGROUPS:
+            for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
+                for stages in (4, 6, 8):
+                    for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
+                        cfg = TmaGemmConfig(warpgroups, splits, stages, reduce)
+                        if self.config_error(cfg, layer, m) is None:
+                            out.append(cfg)
+        return out
+
+
+TMA_GEMM = TmaGemm()
+
+
 # ---- kernels_src/splitk_gemm.py: Split-K GEMM for m > 32 tokens: out = x . W[:n]^T on Hopper's wgmma, weights on the MMA's M side.
 class SplitKGemmConfig(NamedTuple):
     block_n: int  # weight rows per program (64, 128, 256)
@@ -1337,8 +1477,6 @@ class SplitKGemmConfig(NamedTuple):
 LOADS = ("tma", "pointers")
 REDUCE = ("none", "semaphore", "atomic")
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-# The fp32 accumulator of reduce="atomic", passed by the caller, zeroed once; every launch leaves it zero.
-ACCUMULATOR_FLOATS = 256 * 8192
 SPLITK_BLOCK_N = (64, 128, 256)
 SPLITK_BLOCK_M = (16, 32, 64, 128, 256)
 SPLITK_BLOCK_K = (32, 64, 128)
@@ -1779,8 +1917,9 @@ CUBLAS = Cublas()
 
 # ---- kernels_src/registry.py: The engines, in precedence order, and the one routing rule: which engine and config serve (layer, m).
 # Precedence: the compressed GEMV streams the fewest bytes; the TMA GEMV leads where its table says so; the
-# mma.sync GEMV covers every other m <= 32 through its defaults; the Triton split-K GEMM takes m > 32.
-ENGINES = (COMPRESSED_GEMV, TMA_GEMV, MMA_GEMV, SPLITK_GEMM)
+# mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the TMA GEMM leads where its table
+# says so, then the Triton split-K GEMM.
+ENGINES = (COMPRESSED_GEMV, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
 SKIPPABLE = (COMPRESSED_GEMV.name,)  # engines prepare() may find a layer's weights unfit for
 
@@ -3068,8 +3207,11 @@ constexpr int kTmaTileRows = 64;                          // weight rows per CTA
 constexpr int kTmaTileK = 64;                             // K per ring slot: 64 bf16 = one 128-byte swizzle row
 constexpr int kTmaHalfRows = 32;                          // half tiles: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
-constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
-constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
+constexpr int kTmaConsumers = 128;                        // threads of one consumer warpgroup: warps 4g..4g+3
+// Consumer warpgroups (WG) per CTA, then the producer warp. The GEMV runs one; the GEMM for m > 32 (engine
+// tma_gemm) runs 1, 2 or 4, each its own 64-row weight tile against the slot's one x box, so a CTA reads x once
+// per 64 WG weight rows: at m = 128 a 64-row tile reads twice as many bytes of x as of weights.
+__host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
 
 // The ring depths (stages) the engine admits. This is the one list: tma_gemv.py's STAGES is kept equal to it by
 // a test, and the launcher refuses any other depth.
@@ -3081,17 +3223,17 @@ struct RingDepths {
 using TmaRingDepths = RingDepths<2, 4, 6, 8, 12, 14, 16>;
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
-// A slot: the weight block(s), then x's box (two boxes for half tiles); every part a multiple of 1 KB:
-// swizzle-aligned.
-__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual, bool half = false) {
-    return kTmaWBytes * (dual ? 2 : 1) + tma_x_bytes(nb) * (half ? 2 : 1);
+// A slot: each warpgroup's weight block(s), then x's box (two boxes for half tiles); every part a multiple of
+// 1 KB: swizzle-aligned.
+__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual, bool half = false, int wg = 1) {
+    return kTmaWBytes * (dual ? 2 : 1) * wg + tma_x_bytes(nb) * (half ? 2 : 1);
 }
 // +1 KB: the dynamic shared memory base is only 16-byte aligned; the 128-byte swizzle needs 1024.
-__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual, bool half = false) {
-    return stages * tma_stage_bytes(nb, dual, half) + 1024;
+__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual, bool half = false, int wg = 1) {
+    return stages * tma_stage_bytes(nb, dual, half, wg) + 1024;
 }
-__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual, bool half = false) {
-    return tma_smem_bytes(nb, stages, dual, half) <= (int)kSmemOptInLimit;
+__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual, bool half = false, int wg = 1) {
+    return tma_smem_bytes(nb, stages, dual, half, wg) <= (int)kSmemOptInLimit;
 }
 // cluster_scatter: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)),
 // and tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
@@ -3109,14 +3251,18 @@ struct TmaGemvArgs {
     const uint8_t* w2;  // the router's lo half (dual), else w again
     void* out;          // [M, N]: bf16, or fp32 in dual mode
     float* ws;          // split-K partials: [N/64][S][64 * 8 NB]
+    float* acc;         // reduce = atomic: a zeroed fp32 accumulator, [N/64][64 * 8 NB]; left zeroed
     int* sem;           // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    int cluster;  // 1 gather / 2 scatter: the S split CTAs of a tile are one cluster; 0 otherwise
+    int reduce;  // S > 1: 0 semaphore, 1 cluster gather, 2 cluster scatter (the S split CTAs of a tile are one
+                 // cluster), 3 atomic
 };
+constexpr int kTmaReduceAtomic = 3;
 
-// bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
-__device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
+// bar.sync on a named barrier for consumer warpgroup g only (the producer warp may have left already, and the
+// other warpgroups reduce on their own).
+__device__ __forceinline__ void consumers_sync(int g = 0) {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + g), "n"(kTmaConsumers) : "memory");
 }
 
 // Accumulator element e of consumer thread t (the wgmma D layout: warp w owns rows 16w..16w+15, like mma.sync's
@@ -3129,12 +3275,16 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t,
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// One CTA's ring: its slots in shared memory, their full / empty barriers, and which K tiles it streams.
-template <int NB, int STAGES, bool DUAL, bool HALF>
+// One CTA's ring: its slots in shared memory, their full / empty barriers, and which K tiles it streams. WG
+// warpgroups: warpgroup g reads its own weight block(s) of each slot (64-row tile WG tile + g) and the slot's x.
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
 struct TmaRing {
-    static constexpr int kAcc = 4 * NB;                             // fp32 accumulators per consumer thread (per set)
-    static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF);  // bytes TMA lands in one ring slot
-    static constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);    // x's box follows the weight box(es)
+    static_assert(WG == 1 || !HALF, "half tiles run one warpgroup");
+    static_assert(NB <= 8 || NB % 8 == 0, "past 64 tokens x is met in 64-token wgmmas");
+    static constexpr int kAcc = 4 * NB;                                 // fp32 accumulators per consumer thread (per set)
+    static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF, WG);  // bytes TMA lands in one ring slot
+    static constexpr int kWSet = kTmaWBytes * (DUAL ? 2 : 1);           // one warpgroup's weight bytes in a slot
+    static constexpr int kXOffset = kWSet * WG;                         // x's box follows the weight boxes
     static constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back: half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work per
@@ -3155,9 +3305,12 @@ struct TmaRing {
         const int k_tiles = a.K / kSlotK;
         const int k0 = (kt0 + i) * kSlotK;
         mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
-        const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
-        bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
-        if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+#pragma unroll
+        for (int g = 0; g < WG; ++g) {  // packed: one 8 KB block per 64-row tile and K tile
+            const size_t block = (size_t)((tile * WG + g) * k_tiles + kt0 + i) * kTmaWBytes;
+            bulk_load_1d(slot + g * kWSet, a.w + block, kTmaWBytes, &full[s]);
+            if constexpr (DUAL) bulk_load_1d(slot + g * kWSet + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+        }
         if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
             tma_load_3d(slot + kXOffset, x_map, 0, 0, k0 / kTmaTileK, &full[s]);
         else
@@ -3173,7 +3326,7 @@ struct TmaRing {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);  // the producer's arrive.expect_tx + TMA's bytes
         fence_mbarrier_init();                                    // visible to the async proxy
         for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
-        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);  // one arrival per consumer warp
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4 * WG);  // one arrival per consumer warp
         fence_mbarrier_init();
     }
 
@@ -3193,9 +3346,12 @@ struct TmaRing {
 
     // Phase 2, the consumer warpgroup: every slot's wgmmas into acc. Slot 0's descriptors are computed once; the
     // ring is walked a round at a time, its STAGES slots unrolled, so every slot's descriptors are slot 0's plus
-    // compile-time offsets. Half tiles: acc[0, kAcc) meets x's first box, acc[kAcc, 2 kAcc) its second.
+    // compile-time offsets. Half tiles: acc[0, kAcc) meets x's first box, acc[kAcc, 2 kAcc) its second. Warpgroup
+    // G reads weight set G: a template argument, so the descriptors stay in uniform registers (a run-time warp
+    // index took the GEMV's steady loop from 447 to 604 instructions, 113 of them R2UR).
+    template <int G = 0>
     __device__ __forceinline__ void consume(float (&acc)[(HALF ? 2 : 1) * kAcc], int lane) const {
-        const uint64_t w_desc0 = sw128_desc(smem_addr(slots));
+        const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * kWSet);
         const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + kXOffset);
         uint32_t phase = 0;
         for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {
@@ -3212,9 +3368,18 @@ struct TmaRing {
                     const uint64_t b = desc_plus(x_desc0, at);
                     if constexpr (HALF) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
                         wgmma_bf16<2 * NB>(acc, desc_plus(w_desc0, at), b);
-                    } else {
+                    } else if constexpr (NB <= 8) {
                         wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
                         if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
+                    } else {  // 64 tokens a wgmma: x's rows 64c.. start 64 x 128 bytes (512 units) further on;
+                              // the chunks' D sets concatenate into the N = 8 NB layout tma_write reads
+#pragma unroll
+                        for (int c = 0; c < NB / 8; ++c) {
+                            float(&d)[32] = *reinterpret_cast<float(*)[32]>(&acc[32 * c]);
+                            wgmma_bf16<8>(d, desc_plus(w_desc0, at), desc_plus(b, 512 * c));
+                            if constexpr (DUAL)
+                                wgmma_bf16<8>(d, desc_plus(w_desc0, at + kTmaWBytes / 16), desc_plus(b, 512 * c));
+                        }
                     }
                 }
                 wgmma_commit();
@@ -3228,6 +3393,16 @@ struct TmaRing {
         fence_regs(acc);
     }
 };
+
+// Warpgroup g's consume(), g a run-time value that is the same across each warp.
+template <int G, class Ring, class Acc>
+__device__ __forceinline__ void consume_as(const Ring& ring, Acc& acc, int lane, int g, int wg) {
+    if (g == G || G + 1 == wg) {
+        ring.template consume<G>(acc, lane);
+    } else if constexpr (G < 3) {
+        consume_as<G + 1>(ring, acc, lane, g, wg);
+    }
+}
 
 // Phase 3, half tiles: row r of the 32 is box 1's set of warp r / 16 plus box 2's set of warp 2 + r / 16. The ring
 // is idle (every copy has landed, every wgmma has retired), so warps 2-3 hand theirs over through it.
@@ -3253,7 +3428,7 @@ __device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbo
                                                const float (&acc)[kAcc], int tile, int t) {
     inbox_ready();
     const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
-    const bool scattered = a.cluster == 2;
+    const bool scattered = a.reduce == 2;
     const int owner = scattered ? tma_owner(t, a.S) : 0;
     const int from = scattered ? tma_owned_from(owner, a.S) : 0;
     const int owned = scattered ? tma_owned_from(owner + 1, a.S) - from : kTmaConsumers;
@@ -3288,56 +3463,101 @@ __device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbo
 }
 
 // Phase 3, the semaphore split: publish this CTA's partial (thread-major, so stores and the reduction's loads
-// coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter.
+// coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter. g: this warpgroup
+// (its own barrier; tile is its 64-row tile).
 template <int kAcc, typename OutT>
 __device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
-                                                 int tile, int split, int t) {
+                                                 int tile, int split, int t, int g = 0) {
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
     float* mine = a.ws + ((size_t)tile * a.S + split) * kTile;
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) __stcg(mine + e * kTmaConsumers + t, acc[e]);
     __threadfence();  // the partial is visible device-wide before this CTA counts itself in
-    consumers_sync();
+    consumers_sync(g);
     if (t == 0) *is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
-    consumers_sync();
+    consumers_sync(g);
     if (!*is_last) return;
     __threadfence();  // acquire: the other CTAs' partials
     const float* parts = a.ws + (size_t)tile * a.S * kTile + t;
-    float sum[kAcc];
-#pragma unroll
-    for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
     // Partials in split order (deterministic), a chunk of them loaded before any is added: one L2 round trip per
-    // chunk instead of one per partial, which at S = 8 would be most of this CTA's tail.
-    constexpr int kChunk = 64 / kAcc;
-    int s = 0;
-    for (; s + kChunk <= a.S; s += kChunk) {
-        float v[kChunk][kAcc];
+    // chunk instead of one per partial, which at S = 8 would be most of this CTA's tail. Past 32 accumulators
+    // (m > 64) they are summed kE at a time, so that loads and sums stay within 96 registers.
+    constexpr int kE = kAcc > 32 ? 32 : kAcc;
+    constexpr int kChunk = 64 / kE;
 #pragma unroll
-        for (int c = 0; c < kChunk; ++c)
+    for (int e0 = 0; e0 < kAcc; e0 += kE) {
+        float sum[kE];
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) v[c][e] = __ldcg(parts + (size_t)(s + c) * kTile + e * kTmaConsumers);
+        for (int e = 0; e < kE; ++e) sum[e] = 0.f;
+        int s = 0;
+        for (; s + kChunk <= a.S; s += kChunk) {
+            float v[kChunk][kE];
 #pragma unroll
-        for (int c = 0; c < kChunk; ++c)
+            for (int c = 0; c < kChunk; ++c)
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) sum[e] += v[c][e];
+                for (int e = 0; e < kE; ++e)
+                    v[c][e] = __ldcg(parts + (size_t)(s + c) * kTile + (e0 + e) * kTmaConsumers);
+#pragma unroll
+            for (int c = 0; c < kChunk; ++c)
+#pragma unroll
+                for (int e = 0; e < kE; ++e) sum[e] += v[c][e];
+        }
+        for (; s < a.S; ++s)
+#pragma unroll
+            for (int e = 0; e < kE; ++e) sum[e] += __ldcg(parts + (size_t)s * kTile + (e0 + e) * kTmaConsumers);
+#pragma unroll
+        for (int e = 0; e < kE; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e0 + e, sum[e]);
     }
-    for (; s < a.S; ++s)
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) sum[e] += __ldcg(parts + (size_t)s * kTile + e * kTmaConsumers);
-#pragma unroll
-    for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, sum[e]);
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF, typename OutT>
-__global__ void __launch_bounds__(kTmaThreads, 1)
+// Phase 3, the atomic split (tma_gemm, m > 32, where a partial tile is 32-128 KB and a semaphore's last CTA
+// would read S of them): every CTA adds its partial into the zeroed accumulator with four-float L2 atomics
+// (thread-major, 512 contiguous bytes a warp), counts itself in, and the last CTA of the tile reads the one
+// summed tile, writes the output and stores zeros back, then resets the counter. The order of the adds is not
+// fixed. (f32 atomics flush subnormals to zero, as red_add_v4 says: outputs under 2^-126 read 0.)
+template <int kAcc, typename OutT>
+__device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
+                                              int tile, int t, int g) {
+    float4* mine = reinterpret_cast<float4*>(a.acc) + (size_t)tile * (kAcc / 4) * kTmaConsumers + t;
+#pragma unroll
+    for (int q = 0; q < kAcc / 4; ++q)
+        red_add_v4(reinterpret_cast<float*>(mine + q * kTmaConsumers), acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                   acc[4 * q + 3]);
+    __threadfence();  // the adds are performed device-wide before this CTA counts itself in
+    consumers_sync(g);
+    if (t == 0) *is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
+    consumers_sync(g);
+    if (!*is_last) return;
+    __threadfence();  // acquire: every CTA's adds
+    constexpr int kQ = kAcc / 4 > 8 ? 8 : kAcc / 4;  // float4s loaded before any is written: 32 registers
+#pragma unroll
+    for (int q0 = 0; q0 < kAcc / 4; q0 += kQ) {
+        float4 v[kQ];
+#pragma unroll
+        for (int q = 0; q < kQ; ++q) v[q] = __ldcg(mine + (q0 + q) * kTmaConsumers);
+#pragma unroll
+        for (int q = 0; q < kQ; ++q) {
+            __stcg(mine + (q0 + q) * kTmaConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
+            const int e = 4 * (q0 + q);
+            tma_write<OutT>(a, tile * kTmaTileRows, t, e, v[q].x);
+            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 1, v[q].y);
+            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 2, v[q].z);
+            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 3, v[q].w);
+        }
+    }
+    if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
+}
+
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG, typename OutT>
+__global__ void __launch_bounds__(tma_threads(WG), 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
     static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
-    using Ring = TmaRing<NB, STAGES, DUAL, HALF>;
+    using Ring = TmaRing<NB, STAGES, DUAL, HALF, WG>;
     constexpr int kAcc = Ring::kAcc;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
-    __shared__ int is_last;
+    __shared__ int is_last[WG];
     __shared__ __align__(8) uint64_t inbox_full;
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     float* inbox = reinterpret_cast<float*>(slots + STAGES * Ring::kStage);  // clusters: [S - 1][owned][kAcc]
@@ -3348,12 +3568,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};
+    // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
+    const bool cluster = a.S > 1 && (a.reduce == 1 || a.reduce == 2);
 
-    if (threadIdx.x == kTmaConsumers) ring.start();
-    if (a.cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
+    if (threadIdx.x == kTmaConsumers * WG) ring.start();
+    if (cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
         const int rank = (int)cluster_rank();
-        const int owned = a.cluster == 2 ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
-                                         : (rank == 0 ? kTmaConsumers : 0);
+        const int owned = a.reduce == 2 ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
+                                        : (rank == 0 ? kTmaConsumers : 0);
         open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
     }
     __syncthreads();
@@ -3361,24 +3583,29 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     float acc[(HALF ? 2 : 1) * kAcc];
 #pragma unroll
     for (int e = 0; e < (HALF ? 2 : 1) * kAcc; ++e) acc[e] = 0.f;
-    if (warp == kTmaConsumers / 32) {  // the producer warp: one lane issues every copy
+    if (warp == WG * kTmaConsumers / 32) {  // the producer warp: one lane issues every copy
         if (lane == 0) ring.produce();
         __syncwarp();
-        if (a.cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
+        if (cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
         return;
     }
-    ring.consume(acc, lane);
+    const int g = warp / 4;  // this thread's warpgroup, and its 64-row tile tile64
+    consume_as<0>(ring, acc, lane, g, WG);
 
-    const int t = threadIdx.x;
+    const int t = threadIdx.x % kTmaConsumers, tile64 = tile * WG + g;
     if constexpr (HALF) {
         finish_half<kAcc, OutT>(a, slots, acc, tile, t, warp);
-    } else if (a.cluster) {
-        finish_cluster<kAcc, OutT>(a, inbox, &inbox_full, acc, tile, t);
-    } else if (a.S == 1) {
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, acc[e]);
     } else {
-        finish_semaphore<kAcc, OutT>(a, acc, &is_last, tile, split, t);
+        if (a.S == 1) {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile64 * kTmaTileRows, t, e, acc[e]);
+        } else if (a.reduce == kTmaReduceAtomic) {
+            finish_atomic<kAcc, OutT>(a, acc, &is_last[g], tile64, t, g);
+        } else if (cluster) {
+            if constexpr (WG == 1 && NB <= 4) finish_cluster<kAcc, OutT>(a, inbox, &inbox_full, acc, tile, t);
+        } else {
+            finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
+        }
     }
 }
 
@@ -3424,23 +3651,38 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-// cluster: 0 none / semaphore, 1 gather, 2 scatter (tma_gemv.py's variant()).
-template <int NB, int STAGES, bool DUAL, bool HALF>
-const char* launch_tma_gemv(const Call& c, int splits, int cluster) {
+// reduce (splits > 1): 0 semaphore, 1 cluster gather, 2 cluster scatter, 3 atomic (tma_gemv.py's and
+// tma_gemm.py's variant()). WG consumer warpgroups (tma_gemm); call.operand[2] = the zeroed accumulator (atomic).
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG>
+const char* launch_tma_gemv(const Call& c, int splits, int reduce) {
     static_assert(TmaRingDepths::contains(STAGES), "a ring depth tma_gemv.py's STAGES does not list");
-    static_assert(tma_fits(NB, STAGES, DUAL, HALF), "tma_gemv.py's rule admits only rings that fit");
+    static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
     if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
+    const int cluster = splits > 1 && (reduce == 1 || reduce == 2) ? reduce : 0;
+    if (cluster && (WG != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
+    if (reduce == kTmaReduceAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
+    if (c.N % (kTmaTileRows * WG)) return "tma_gemv: N is not a multiple of the CTA's rows";
     CUtensorMap x_map;
     const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, HALF ? 2 : 1);
     if (err != nullptr) return err;
-    const TmaGemvArgs a{static_cast<const uint8_t*>(c.operand[0]), static_cast<const uint8_t*>(c.operand[1]), c.out,
-                        c.ws, c.sem, c.M, c.N, c.K, splits, cluster};
+    const TmaGemvArgs a{static_cast<const uint8_t*>(c.operand[0]),
+                        static_cast<const uint8_t*>(c.operand[1]),
+                        c.out,
+                        c.ws,
+                        static_cast<float*>(const_cast<void*>(c.operand[2])),
+                        c.sem,
+                        c.M,
+                        c.N,
+                        c.K,
+                        splits,
+                        reduce};
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, OutT>;
-    const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF) + tma_inbox_bytes(NB, splits, cluster);
+    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT>;
+    const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF, WG) + tma_inbox_bytes(NB, splits, cluster);
     if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed 226 KB";
-    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows), splits), dim3(kTmaThreads),
-                         (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0, x_map, a);
+    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits),
+                         dim3(tma_threads(WG)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
+                         x_map, a);
 }
 
 }  // namespace okc

@@ -16,6 +16,9 @@ from typing import NamedTuple
 SMEM_LIMIT = 226 * 1024
 # The split-K workspace every engine shares (one launch at a time), in floats: 32 MB.
 WORKSPACE_FLOATS = 8 * 1024 * 1024
+# The zeroed fp32 accumulator of the atomic split-K reductions (tma_gemm, splitk_gemm), in floats: every launch
+# leaves it zero (8 MB: a 256-token tile of 8192 rows).
+ACCUMULATOR_FLOATS = 256 * 8192
 # Self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions
 # (0..4095), then the atomic reduction's tickets and flags (common.cuh, kSemaphoreInts; a test keeps them equal).
 SEMAPHORES = 6656

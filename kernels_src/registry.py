@@ -13,11 +13,13 @@ from kernels_src.cublas import CUBLAS
 from kernels_src.engine import PLAN_MAX_M
 from kernels_src.mma_gemv import MMA_GEMV
 from kernels_src.splitk_gemm import SPLITK_GEMM
+from kernels_src.tma_gemm import TMA_GEMM
 from kernels_src.tma_gemv import TMA_GEMV
 
 # Precedence: the compressed GEMV streams the fewest bytes; the TMA GEMV leads where its table says so; the
-# mma.sync GEMV covers every other m <= 32 through its defaults; the Triton split-K GEMM takes m > 32.
-ENGINES = (COMPRESSED_GEMV, TMA_GEMV, MMA_GEMV, SPLITK_GEMM)
+# mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the TMA GEMM leads where its table
+# says so, then the Triton split-K GEMM.
+ENGINES = (COMPRESSED_GEMV, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
 SKIPPABLE = (COMPRESSED_GEMV.name,)  # engines prepare() may find a layer's weights unfit for
 

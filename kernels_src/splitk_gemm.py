@@ -64,10 +64,11 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels_src.engine import (
+from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and accumulator (atomic) the caller passes
+    ACCUMULATOR_FLOATS,
     WORKSPACE_FLOATS,
     Engine,
-)  # the fp32 workspace the caller passes (semaphore partials)
+)
 
 
 class SplitKGemmConfig(NamedTuple):
@@ -84,8 +85,6 @@ class SplitKGemmConfig(NamedTuple):
 LOADS = ("tma", "pointers")
 REDUCE = ("none", "semaphore", "atomic")
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-# The fp32 accumulator of reduce="atomic", passed by the caller, zeroed once; every launch leaves it zero.
-ACCUMULATOR_FLOATS = 256 * 8192
 SPLITK_BLOCK_N = (64, 128, 256)
 SPLITK_BLOCK_M = (16, 32, 64, 128, 256)
 SPLITK_BLOCK_K = (32, 64, 128)

@@ -55,8 +55,11 @@ constexpr int kTmaTileRows = 64;                          // weight rows per CTA
 constexpr int kTmaTileK = 64;                             // K per ring slot: 64 bf16 = one 128-byte swizzle row
 constexpr int kTmaHalfRows = 32;                          // half tiles: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
-constexpr int kTmaConsumers = 128;                        // one warpgroup: warps 0..3
-constexpr int kTmaThreads = kTmaConsumers + 32;           // + the producer warp
+constexpr int kTmaConsumers = 128;                        // threads of one consumer warpgroup: warps 4g..4g+3
+// Consumer warpgroups (WG) per CTA, then the producer warp. The GEMV runs one; the GEMM for m > 32 (engine
+// tma_gemm) runs 1, 2 or 4, each its own 64-row weight tile against the slot's one x box, so a CTA reads x once
+// per 64 WG weight rows: at m = 128 a 64-row tile reads twice as many bytes of x as of weights.
+__host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
 
 // The ring depths (stages) the engine admits. This is the one list: tma_gemv.py's STAGES is kept equal to it by
 // a test, and the launcher refuses any other depth.
@@ -68,17 +71,17 @@ struct RingDepths {
 using TmaRingDepths = RingDepths<2, 4, 6, 8, 12, 14, 16>;
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
-// A slot: the weight block(s), then x's box (two boxes for half tiles); every part a multiple of 1 KB:
-// swizzle-aligned.
-__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual, bool half = false) {
-    return kTmaWBytes * (dual ? 2 : 1) + tma_x_bytes(nb) * (half ? 2 : 1);
+// A slot: each warpgroup's weight block(s), then x's box (two boxes for half tiles); every part a multiple of
+// 1 KB: swizzle-aligned.
+__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual, bool half = false, int wg = 1) {
+    return kTmaWBytes * (dual ? 2 : 1) * wg + tma_x_bytes(nb) * (half ? 2 : 1);
 }
 // +1 KB: the dynamic shared memory base is only 16-byte aligned; the 128-byte swizzle needs 1024.
-__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual, bool half = false) {
-    return stages * tma_stage_bytes(nb, dual, half) + 1024;
+__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual, bool half = false, int wg = 1) {
+    return stages * tma_stage_bytes(nb, dual, half, wg) + 1024;
 }
-__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual, bool half = false) {
-    return tma_smem_bytes(nb, stages, dual, half) <= (int)kSmemOptInLimit;
+__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual, bool half = false, int wg = 1) {
+    return tma_smem_bytes(nb, stages, dual, half, wg) <= (int)kSmemOptInLimit;
 }
 // cluster_scatter: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)),
 // and tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
@@ -96,14 +99,18 @@ struct TmaGemvArgs {
     const uint8_t* w2;  // the router's lo half (dual), else w again
     void* out;          // [M, N]: bf16, or fp32 in dual mode
     float* ws;          // split-K partials: [N/64][S][64 * 8 NB]
+    float* acc;         // reduce = atomic: a zeroed fp32 accumulator, [N/64][64 * 8 NB]; left zeroed
     int* sem;           // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    int cluster;  // 1 gather / 2 scatter: the S split CTAs of a tile are one cluster; 0 otherwise
+    int reduce;  // S > 1: 0 semaphore, 1 cluster gather, 2 cluster scatter (the S split CTAs of a tile are one
+                 // cluster), 3 atomic
 };
+constexpr int kTmaReduceAtomic = 3;
 
-// bar.sync on a named barrier for the consumer warpgroup only (the producer warp may have left already).
-__device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory");
+// bar.sync on a named barrier for consumer warpgroup g only (the producer warp may have left already, and the
+// other warpgroups reduce on their own).
+__device__ __forceinline__ void consumers_sync(int g = 0) {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + g), "n"(kTmaConsumers) : "memory");
 }
 
 // Accumulator element e of consumer thread t (the wgmma D layout: warp w owns rows 16w..16w+15, like mma.sync's
@@ -116,12 +123,16 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t,
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// One CTA's ring: its slots in shared memory, their full / empty barriers, and which K tiles it streams.
-template <int NB, int STAGES, bool DUAL, bool HALF>
+// One CTA's ring: its slots in shared memory, their full / empty barriers, and which K tiles it streams. WG
+// warpgroups: warpgroup g reads its own weight block(s) of each slot (64-row tile WG tile + g) and the slot's x.
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
 struct TmaRing {
-    static constexpr int kAcc = 4 * NB;                             // fp32 accumulators per consumer thread (per set)
-    static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF);  // bytes TMA lands in one ring slot
-    static constexpr int kXOffset = kTmaWBytes * (DUAL ? 2 : 1);    // x's box follows the weight box(es)
+    static_assert(WG == 1 || !HALF, "half tiles run one warpgroup");
+    static_assert(NB <= 8 || NB % 8 == 0, "past 64 tokens x is met in 64-token wgmmas");
+    static constexpr int kAcc = 4 * NB;                                 // fp32 accumulators per consumer thread (per set)
+    static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF, WG);  // bytes TMA lands in one ring slot
+    static constexpr int kWSet = kTmaWBytes * (DUAL ? 2 : 1);           // one warpgroup's weight bytes in a slot
+    static constexpr int kXOffset = kWSet * WG;                         // x's box follows the weight boxes
     static constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back: half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work per
@@ -142,9 +153,12 @@ struct TmaRing {
         const int k_tiles = a.K / kSlotK;
         const int k0 = (kt0 + i) * kSlotK;
         mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
-        const size_t block = (size_t)(tile * k_tiles + kt0 + i) * kTmaWBytes;  // packed: one 8 KB block
-        bulk_load_1d(slot, a.w + block, kTmaWBytes, &full[s]);
-        if constexpr (DUAL) bulk_load_1d(slot + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+#pragma unroll
+        for (int g = 0; g < WG; ++g) {  // packed: one 8 KB block per 64-row tile and K tile
+            const size_t block = (size_t)((tile * WG + g) * k_tiles + kt0 + i) * kTmaWBytes;
+            bulk_load_1d(slot + g * kWSet, a.w + block, kTmaWBytes, &full[s]);
+            if constexpr (DUAL) bulk_load_1d(slot + g * kWSet + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+        }
         if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
             tma_load_3d(slot + kXOffset, x_map, 0, 0, k0 / kTmaTileK, &full[s]);
         else
@@ -160,7 +174,7 @@ struct TmaRing {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);  // the producer's arrive.expect_tx + TMA's bytes
         fence_mbarrier_init();                                    // visible to the async proxy
         for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
-        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);  // one arrival per consumer warp
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4 * WG);  // one arrival per consumer warp
         fence_mbarrier_init();
     }
 
@@ -180,9 +194,12 @@ struct TmaRing {
 
     // Phase 2, the consumer warpgroup: every slot's wgmmas into acc. Slot 0's descriptors are computed once; the
     // ring is walked a round at a time, its STAGES slots unrolled, so every slot's descriptors are slot 0's plus
-    // compile-time offsets. Half tiles: acc[0, kAcc) meets x's first box, acc[kAcc, 2 kAcc) its second.
+    // compile-time offsets. Half tiles: acc[0, kAcc) meets x's first box, acc[kAcc, 2 kAcc) its second. Warpgroup
+    // G reads weight set G: a template argument, so the descriptors stay in uniform registers (a run-time warp
+    // index took the GEMV's steady loop from 447 to 604 instructions, 113 of them R2UR).
+    template <int G = 0>
     __device__ __forceinline__ void consume(float (&acc)[(HALF ? 2 : 1) * kAcc], int lane) const {
-        const uint64_t w_desc0 = sw128_desc(smem_addr(slots));
+        const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * kWSet);
         const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + kXOffset);
         uint32_t phase = 0;
         for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {
@@ -199,9 +216,18 @@ struct TmaRing {
                     const uint64_t b = desc_plus(x_desc0, at);
                     if constexpr (HALF) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
                         wgmma_bf16<2 * NB>(acc, desc_plus(w_desc0, at), b);
-                    } else {
+                    } else if constexpr (NB <= 8) {
                         wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
                         if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
+                    } else {  // 64 tokens a wgmma: x's rows 64c.. start 64 x 128 bytes (512 units) further on;
+                              // the chunks' D sets concatenate into the N = 8 NB layout tma_write reads
+#pragma unroll
+                        for (int c = 0; c < NB / 8; ++c) {
+                            float(&d)[32] = *reinterpret_cast<float(*)[32]>(&acc[32 * c]);
+                            wgmma_bf16<8>(d, desc_plus(w_desc0, at), desc_plus(b, 512 * c));
+                            if constexpr (DUAL)
+                                wgmma_bf16<8>(d, desc_plus(w_desc0, at + kTmaWBytes / 16), desc_plus(b, 512 * c));
+                        }
                     }
                 }
                 wgmma_commit();
@@ -215,6 +241,16 @@ struct TmaRing {
         fence_regs(acc);
     }
 };
+
+// Warpgroup g's consume(), g a run-time value that is the same across each warp.
+template <int G, class Ring, class Acc>
+__device__ __forceinline__ void consume_as(const Ring& ring, Acc& acc, int lane, int g, int wg) {
+    if (g == G || G + 1 == wg) {
+        ring.template consume<G>(acc, lane);
+    } else if constexpr (G < 3) {
+        consume_as<G + 1>(ring, acc, lane, g, wg);
+    }
+}
 
 // Phase 3, half tiles: row r of the 32 is box 1's set of warp r / 16 plus box 2's set of warp 2 + r / 16. The ring
 // is idle (every copy has landed, every wgmma has retired), so warps 2-3 hand theirs over through it.
@@ -240,7 +276,7 @@ __device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbo
                                                const float (&acc)[kAcc], int tile, int t) {
     inbox_ready();
     const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
-    const bool scattered = a.cluster == 2;
+    const bool scattered = a.reduce == 2;
     const int owner = scattered ? tma_owner(t, a.S) : 0;
     const int from = scattered ? tma_owned_from(owner, a.S) : 0;
     const int owned = scattered ? tma_owned_from(owner + 1, a.S) - from : kTmaConsumers;
@@ -275,56 +311,101 @@ __device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbo
 }
 
 // Phase 3, the semaphore split: publish this CTA's partial (thread-major, so stores and the reduction's loads
-// coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter.
+// coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter. g: this warpgroup
+// (its own barrier; tile is its 64-row tile).
 template <int kAcc, typename OutT>
 __device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
-                                                 int tile, int split, int t) {
+                                                 int tile, int split, int t, int g = 0) {
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
     float* mine = a.ws + ((size_t)tile * a.S + split) * kTile;
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) __stcg(mine + e * kTmaConsumers + t, acc[e]);
     __threadfence();  // the partial is visible device-wide before this CTA counts itself in
-    consumers_sync();
+    consumers_sync(g);
     if (t == 0) *is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
-    consumers_sync();
+    consumers_sync(g);
     if (!*is_last) return;
     __threadfence();  // acquire: the other CTAs' partials
     const float* parts = a.ws + (size_t)tile * a.S * kTile + t;
-    float sum[kAcc];
-#pragma unroll
-    for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
     // Partials in split order (deterministic), a chunk of them loaded before any is added: one L2 round trip per
-    // chunk instead of one per partial, which at S = 8 would be most of this CTA's tail.
-    constexpr int kChunk = 64 / kAcc;
-    int s = 0;
-    for (; s + kChunk <= a.S; s += kChunk) {
-        float v[kChunk][kAcc];
+    // chunk instead of one per partial, which at S = 8 would be most of this CTA's tail. Past 32 accumulators
+    // (m > 64) they are summed kE at a time, so that loads and sums stay within 96 registers.
+    constexpr int kE = kAcc > 32 ? 32 : kAcc;
+    constexpr int kChunk = 64 / kE;
 #pragma unroll
-        for (int c = 0; c < kChunk; ++c)
+    for (int e0 = 0; e0 < kAcc; e0 += kE) {
+        float sum[kE];
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) v[c][e] = __ldcg(parts + (size_t)(s + c) * kTile + e * kTmaConsumers);
+        for (int e = 0; e < kE; ++e) sum[e] = 0.f;
+        int s = 0;
+        for (; s + kChunk <= a.S; s += kChunk) {
+            float v[kChunk][kE];
 #pragma unroll
-        for (int c = 0; c < kChunk; ++c)
+            for (int c = 0; c < kChunk; ++c)
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) sum[e] += v[c][e];
+                for (int e = 0; e < kE; ++e)
+                    v[c][e] = __ldcg(parts + (size_t)(s + c) * kTile + (e0 + e) * kTmaConsumers);
+#pragma unroll
+            for (int c = 0; c < kChunk; ++c)
+#pragma unroll
+                for (int e = 0; e < kE; ++e) sum[e] += v[c][e];
+        }
+        for (; s < a.S; ++s)
+#pragma unroll
+            for (int e = 0; e < kE; ++e) sum[e] += __ldcg(parts + (size_t)s * kTile + (e0 + e) * kTmaConsumers);
+#pragma unroll
+        for (int e = 0; e < kE; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e0 + e, sum[e]);
     }
-    for (; s < a.S; ++s)
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) sum[e] += __ldcg(parts + (size_t)s * kTile + e * kTmaConsumers);
-#pragma unroll
-    for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, sum[e]);
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF, typename OutT>
-__global__ void __launch_bounds__(kTmaThreads, 1)
+// Phase 3, the atomic split (tma_gemm, m > 32, where a partial tile is 32-128 KB and a semaphore's last CTA
+// would read S of them): every CTA adds its partial into the zeroed accumulator with four-float L2 atomics
+// (thread-major, 512 contiguous bytes a warp), counts itself in, and the last CTA of the tile reads the one
+// summed tile, writes the output and stores zeros back, then resets the counter. The order of the adds is not
+// fixed. (f32 atomics flush subnormals to zero, as red_add_v4 says: outputs under 2^-126 read 0.)
+template <int kAcc, typename OutT>
+__device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
+                                              int tile, int t, int g) {
+    float4* mine = reinterpret_cast<float4*>(a.acc) + (size_t)tile * (kAcc / 4) * kTmaConsumers + t;
+#pragma unroll
+    for (int q = 0; q < kAcc / 4; ++q)
+        red_add_v4(reinterpret_cast<float*>(mine + q * kTmaConsumers), acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                   acc[4 * q + 3]);
+    __threadfence();  // the adds are performed device-wide before this CTA counts itself in
+    consumers_sync(g);
+    if (t == 0) *is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
+    consumers_sync(g);
+    if (!*is_last) return;
+    __threadfence();  // acquire: every CTA's adds
+    constexpr int kQ = kAcc / 4 > 8 ? 8 : kAcc / 4;  // float4s loaded before any is written: 32 registers
+#pragma unroll
+    for (int q0 = 0; q0 < kAcc / 4; q0 += kQ) {
+        float4 v[kQ];
+#pragma unroll
+        for (int q = 0; q < kQ; ++q) v[q] = __ldcg(mine + (q0 + q) * kTmaConsumers);
+#pragma unroll
+        for (int q = 0; q < kQ; ++q) {
+            __stcg(mine + (q0 + q) * kTmaConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
+            const int e = 4 * (q0 + q);
+            tma_write<OutT>(a, tile * kTmaTileRows, t, e, v[q].x);
+            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 1, v[q].y);
+            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 2, v[q].z);
+            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 3, v[q].w);
+        }
+    }
+    if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
+}
+
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG, typename OutT>
+__global__ void __launch_bounds__(tma_threads(WG), 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
     static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
-    using Ring = TmaRing<NB, STAGES, DUAL, HALF>;
+    using Ring = TmaRing<NB, STAGES, DUAL, HALF, WG>;
     constexpr int kAcc = Ring::kAcc;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
-    __shared__ int is_last;
+    __shared__ int is_last[WG];
     __shared__ __align__(8) uint64_t inbox_full;
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     float* inbox = reinterpret_cast<float*>(slots + STAGES * Ring::kStage);  // clusters: [S - 1][owned][kAcc]
@@ -335,12 +416,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};
+    // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
+    const bool cluster = a.S > 1 && (a.reduce == 1 || a.reduce == 2);
 
-    if (threadIdx.x == kTmaConsumers) ring.start();
-    if (a.cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
+    if (threadIdx.x == kTmaConsumers * WG) ring.start();
+    if (cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
         const int rank = (int)cluster_rank();
-        const int owned = a.cluster == 2 ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
-                                         : (rank == 0 ? kTmaConsumers : 0);
+        const int owned = a.reduce == 2 ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
+                                        : (rank == 0 ? kTmaConsumers : 0);
         open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
     }
     __syncthreads();
@@ -348,24 +431,29 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     float acc[(HALF ? 2 : 1) * kAcc];
 #pragma unroll
     for (int e = 0; e < (HALF ? 2 : 1) * kAcc; ++e) acc[e] = 0.f;
-    if (warp == kTmaConsumers / 32) {  // the producer warp: one lane issues every copy
+    if (warp == WG * kTmaConsumers / 32) {  // the producer warp: one lane issues every copy
         if (lane == 0) ring.produce();
         __syncwarp();
-        if (a.cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
+        if (cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
         return;
     }
-    ring.consume(acc, lane);
+    const int g = warp / 4;  // this thread's warpgroup, and its 64-row tile tile64
+    consume_as<0>(ring, acc, lane, g, WG);
 
-    const int t = threadIdx.x;
+    const int t = threadIdx.x % kTmaConsumers, tile64 = tile * WG + g;
     if constexpr (HALF) {
         finish_half<kAcc, OutT>(a, slots, acc, tile, t, warp);
-    } else if (a.cluster) {
-        finish_cluster<kAcc, OutT>(a, inbox, &inbox_full, acc, tile, t);
-    } else if (a.S == 1) {
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, acc[e]);
     } else {
-        finish_semaphore<kAcc, OutT>(a, acc, &is_last, tile, split, t);
+        if (a.S == 1) {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile64 * kTmaTileRows, t, e, acc[e]);
+        } else if (a.reduce == kTmaReduceAtomic) {
+            finish_atomic<kAcc, OutT>(a, acc, &is_last[g], tile64, t, g);
+        } else if (cluster) {
+            if constexpr (WG == 1 && NB <= 4) finish_cluster<kAcc, OutT>(a, inbox, &inbox_full, acc, tile, t);
+        } else {
+            finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
+        }
     }
 }
 
@@ -411,23 +499,38 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-// cluster: 0 none / semaphore, 1 gather, 2 scatter (tma_gemv.py's variant()).
-template <int NB, int STAGES, bool DUAL, bool HALF>
-const char* launch_tma_gemv(const Call& c, int splits, int cluster) {
+// reduce (splits > 1): 0 semaphore, 1 cluster gather, 2 cluster scatter, 3 atomic (tma_gemv.py's and
+// tma_gemm.py's variant()). WG consumer warpgroups (tma_gemm); call.operand[2] = the zeroed accumulator (atomic).
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG>
+const char* launch_tma_gemv(const Call& c, int splits, int reduce) {
     static_assert(TmaRingDepths::contains(STAGES), "a ring depth tma_gemv.py's STAGES does not list");
-    static_assert(tma_fits(NB, STAGES, DUAL, HALF), "tma_gemv.py's rule admits only rings that fit");
+    static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
     if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
+    const int cluster = splits > 1 && (reduce == 1 || reduce == 2) ? reduce : 0;
+    if (cluster && (WG != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
+    if (reduce == kTmaReduceAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
+    if (c.N % (kTmaTileRows * WG)) return "tma_gemv: N is not a multiple of the CTA's rows";
     CUtensorMap x_map;
     const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, HALF ? 2 : 1);
     if (err != nullptr) return err;
-    const TmaGemvArgs a{static_cast<const uint8_t*>(c.operand[0]), static_cast<const uint8_t*>(c.operand[1]), c.out,
-                        c.ws, c.sem, c.M, c.N, c.K, splits, cluster};
+    const TmaGemvArgs a{static_cast<const uint8_t*>(c.operand[0]),
+                        static_cast<const uint8_t*>(c.operand[1]),
+                        c.out,
+                        c.ws,
+                        static_cast<float*>(const_cast<void*>(c.operand[2])),
+                        c.sem,
+                        c.M,
+                        c.N,
+                        c.K,
+                        splits,
+                        reduce};
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, OutT>;
-    const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF) + tma_inbox_bytes(NB, splits, cluster);
+    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT>;
+    const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF, WG) + tma_inbox_bytes(NB, splits, cluster);
     if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed 226 KB";
-    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows), splits), dim3(kTmaThreads),
-                         (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0, x_map, a);
+    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits),
+                         dim3(tma_threads(WG)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
+                         x_map, a);
 }
 
 }  // namespace okc

@@ -29,11 +29,12 @@ def mma(warps, splits, unroll, pipeline, row_blocks, reduce):
     return MmaGemvConfig(warps, splits, unroll, pipeline, row_blocks, reduce)
 
 
-def tables(mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None):
+def tables(mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None, gemm=None):
     return {
         "compressed_gemv": Table(compressed or {}, {}),
         "tma_gemv": Table(tma or {}, {}),
         "mma_gemv": Table(mma_entries or {}, mma_defaults or {}),
+        "tma_gemm": Table(gemm or {}, {}),
         "splitk_gemm": Table(splitk or {}, {}),
     }
 
@@ -87,7 +88,7 @@ def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
 
 def test_the_registry_is_the_only_list_of_engines():
     names = [engine.name for engine in registry.ENGINES]
-    assert names == ["compressed_gemv", "tma_gemv", "mma_gemv", "splitk_gemm"]
+    assert names == ["compressed_gemv", "tma_gemv", "mma_gemv", "tma_gemm", "splitk_gemm"]
     assert set(registry.BY_NAME) == set(names) | {"cublas"}
     for engine in registry.ENGINES:
         assert (REPO_ROOT / "tables" / engine.table_file).is_file(), engine.table_file

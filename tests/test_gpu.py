@@ -41,6 +41,10 @@ ATOMIC += [
     (16, 8, 1, "double_w", 1, "atomic"),
 ]
 ATOMIC += [(4, 32, 1, "batch", 4, "atomic")]
+# tma_gemm past 32 tokens: every warpgroup count, both reductions, uneven splits; GEMM_EDGES cross its classes.
+GEMM = [(1, 1, 4, "none"), (2, 1, 4, "none"), (4, 1, 4, "none"), (2, 3, 4, "semaphore"), (1, 5, 6, "semaphore")]
+GEMM += [(2, 7, 4, "atomic"), (1, 16, 4, "atomic"), (4, 5, 4, "atomic"), (2, 2, 4, "atomic")]
+GEMM_EDGES = (33, 64, 65, 100, 128, 129, 200, 256)
 
 
 def admitted(module, layer_name, m, engine, config):
@@ -55,6 +59,7 @@ def extra_launches(module):
     wanted += [(name, m, "tma_gemv", cfg) for name in DENSE for m in EDGES for cfg in TMA_HALF]
     wanted += [(name, m, "compressed_gemv", cfg) for name in DENSE for m in EDGES for cfg in COMPRESSED]
     wanted += [("router", m, "mma_gemv", cfg) for m in EDGES for cfg in ATOMIC]
+    wanted += [(name, m, "tma_gemm", cfg) for name in PROBLEM.layers for m in GEMM_EDGES for cfg in GEMM]
     return [launch for launch in wanted if admitted(module, *launch)]
 
 
@@ -107,6 +112,9 @@ def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submissio
         layer = PROBLEM.layers[layer_name]
         x = make_x(m, layer.k, gen, "cuda")
         check(plan, x, weights[layer_name], layer.n_for(m), layer.dual, (distribution, *launch))
+        if launch[2] == "tma_gemm" and launch[3][-1] != "none":  # the reduction left counters and sums clean
+            check(plan, make_x(m, layer.k, gen, "cuda"), weights[layer_name], layer.n_for(m), layer.dual,
+                  (distribution, *launch, "second call"))  # fmt: skip
 
 
 def test_planted_overflow_reaches_the_compressed_gemv(submission):

@@ -1,0 +1,117 @@
+"""The bulk-copy + wgmma GEMM for m > 32 (engine tma_gemm): tma_gemv.cuh's kernel with more consumer warpgroups
+and more tokens a slot. Its config, rule, operands and launch; design and figures: docs/tma-gemm.md.
+
+A CTA streams `warpgroups` 64-row weight tiles (the pre-swizzled 8 KB blocks tma_gemv packs) and one x box of
+8 NB tokens per 64-wide K tile; warpgroup g multiplies tile g by the box (wgmma, 64 tokens an instruction), so x
+crosses from L2 once per 64 x warpgroups weight rows. K splits over `splits` CTAs, reduced in the same launch by
+the self-resetting semaphore (the last CTA sums the partials in split order) or by four-float L2 atomics into a
+zeroed accumulator that the last CTA writes out and re-zeroes."""
+
+from typing import NamedTuple
+
+from kernels_src.engine import ACCUMULATOR_FLOATS, SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant
+from kernels_src.tma_gemv import TILE_K, TILE_ROWS, TMA_GEMV, TMA_STAGES
+
+TMA_GEMM_WARPGROUPS = (1, 2, 4)
+TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
+# Registers a consumer thread may hold (__launch_bounds__(128 WG + 32, 1) over 64 K registers, 8-aligned): 4 NB
+# accumulators plus about 40 of addresses, descriptors and loop state must fit.
+_REGISTER_BUDGET = {1: 255, 2: 224, 4: 120}
+_OTHER_REGISTERS = 40
+
+
+def gemm_column_blocks(m: int) -> int:
+    """8-token column blocks of the x box that cover m tokens (33 <= m <= 256): 8, 16 or 32."""
+    return 8 if m <= 64 else 16 if m <= 128 else 32
+
+
+class TmaGemmConfig(NamedTuple):
+    warpgroups: int  # consumer warpgroups per CTA, each one 64-row tile against the slot's x box (1, 2, 4)
+    splits: int  # CTAs that split the CTA tile's K (1 .. K/64, uneven splits allowed)
+    stages: int  # shared-memory ring slots per CTA: the warpgroups' weight tiles and x's box each
+    reduce: str  # none (splits = 1), semaphore (workspace, the last CTA sums), atomic (accumulator, last writes)
+
+
+def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
+    """Shared memory of one CTA (tma_gemv.cuh, tma_smem_bytes): the ring plus 1 KB to align it."""
+    return cfg.stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * cfg.warpgroups + nb * 8 * TILE_K * 2) + 1024
+
+
+class TmaGemm(Engine):
+    name = "tma_gemm"
+    Config = TmaGemmConfig
+    values = {"warpgroups": TMA_GEMM_WARPGROUPS, "stages": TMA_STAGES}
+    modes = {"reduce": TMA_GEMM_REDUCTIONS}
+    m_min, m_max = 33, 256
+    sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
+    launcher = "okc::launch_tma_gemv"
+    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
+    summary = (
+        "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
+        " weight tile against one shared x box of up to 256 tokens (64-token wgmmas), so x crosses from L2 once"
+        " per 64 x warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2"
+        " atomics into a zeroed accumulator that the last CTA writes out and re-zeroes."
+    )
+
+    def m_class(self, m):
+        return gemm_column_blocks(m)
+
+    def class_maxima(self):
+        return (64, 128, 256)
+
+    def rule(self, cfg, layer, m):
+        n, k, dual, wg = layer.n_for(m), layer.k, layer.dual, cfg.warpgroups
+        nb = gemm_column_blocks(m)
+        if (cfg.splits == 1) != (cfg.reduce == "none"):
+            return f"reduce={cfg.reduce} with splits={cfg.splits}: none exactly when splits = 1"
+        if n % (TILE_ROWS * wg) or k % TILE_K:
+            return (
+                f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
+            )
+        if not 1 <= cfg.splits <= k // TILE_K:
+            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
+        registers = 4 * nb + _OTHER_REGISTERS
+        if registers > _REGISTER_BUDGET[wg]:
+            return (
+                f"warpgroups={wg} at m={m} holds {4 * nb} accumulators a thread (+{_OTHER_REGISTERS}), over the"
+                f" {_REGISTER_BUDGET[wg]} registers {128 * wg + 32} threads a CTA leave"
+            )
+        smem = gemm_smem_bytes(cfg, nb, dual)
+        if smem > SMEM_LIMIT:
+            return f"stages={cfg.stages}, warpgroups={wg} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
+        tile_floats = (n // TILE_ROWS) * TILE_ROWS * 8 * nb
+        if cfg.reduce == "semaphore" and tile_floats * cfg.splits > WORKSPACE_FLOATS:
+            return f"splits={cfg.splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
+        if cfg.reduce == "atomic" and tile_floats > ACCUMULATOR_FLOATS:
+            return f"reduce=atomic at m={m}, N={n} needs {tile_floats} accumulator floats, over {ACCUMULATOR_FLOATS}"
+        return None
+
+    def operands(self, cfg, layer):
+        return ("tiles",)  # tma_gemv's packed 64 x 64 tiles: one copy serves both engines
+
+    def build_operand(self, operand, parts, layer):
+        return TMA_GEMV.build_operand(operand, parts, layer)
+
+    def variant(self, cfg, layer, m):
+        reduce = {"semaphore": 0, "atomic": 3}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
+        template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups)
+        return Variant(self.name, template, (cfg.splits, reduce))
+
+    def plan(self, cfg, layer, m, ctx):
+        tiles = ctx.operands["tiles"]
+        accumulator = ctx.buffers["accumulator"]
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1], accumulator))
+
+    def candidates(self, layer, m):
+        out = []
+        for warpgroups in TMA_GEMM_WARPGROUPS:
+            for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
+                for stages in (4, 6, 8):
+                    for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
+                        cfg = TmaGemmConfig(warpgroups, splits, stages, reduce)
+                        if self.config_error(cfg, layer, m) is None:
+                            out.append(cfg)
+        return out
+
+
+TMA_GEMM = TmaGemm()

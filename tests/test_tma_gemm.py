@@ -1,0 +1,108 @@
+"""tma_gemm (kernels_src/tma_gemm.py), on the CPU: its rule names the field and the limit, its variants are the
+kernel template tma_gemv.cuh instantiates (and the CUDA side checks the same limits), it routes between the GEMVs
+and splitk_gemm, and its candidates are all admitted. Its kernels run in tests/test_gpu.py."""
+
+import re
+
+import pytest
+
+from generator import REPO_ROOT
+from generator.problem import load_problem
+from kernels_src import registry
+from kernels_src.engine import ACCUMULATOR_FLOATS, SMEM_LIMIT, Layer, Variant
+from kernels_src.registry import Table, route
+from kernels_src.splitk_gemm import SPLITK_GEMM
+from kernels_src.tma_gemm import TMA_GEMM, TmaGemmConfig, gemm_column_blocks, gemm_smem_bytes
+from kernels_src.tma_gemv import TMA_GEMV, TmaGemvConfig
+
+PROBLEM = load_problem()
+QKV, ROUTER = PROBLEM.layers["qkv_gate"], PROBLEM.layers["router"]
+
+
+@pytest.mark.parametrize(
+    "m, nb", [(33, 8), (64, 8), (65, 16), (128, 16), (129, 32), (256, 32)]
+)
+def test_column_blocks_cover_m_by_64_token_wgmmas(m, nb):
+    assert gemm_column_blocks(m) == nb
+    assert nb * 8 >= m and nb % 8 == 0  # tma_gemv.cuh: past 64 tokens x is met in 64-token wgmmas
+
+
+@pytest.mark.parametrize(
+    "cfg, layer, m, says",
+    [
+        (TmaGemmConfig(1, 2, 4, "none"), QKV, 64, "reduce=none with splits=2"),
+        (TmaGemmConfig(1, 1, 4, "atomic"), QKV, 64, "reduce=atomic with splits=1"),
+        (TmaGemmConfig(2, 1, 4, "none"), Layer("odd", 320, 1024, "bfloat16"), 64, "warpgroups=2 needs N divisible by 128"),
+        (TmaGemmConfig(1, 129, 4, "atomic"), QKV, 64, "splits=129 must be 1..128"),
+        (TmaGemmConfig(4, 2, 4, "atomic"), QKV, 256, "warpgroups=4 at m=256 holds 128 accumulators"),
+        (TmaGemmConfig(2, 1, 6, "none"), QKV, 256, "stages=6, warpgroups=2 at m=256 need"),
+        (TmaGemmConfig(1, 1, 4, "none"), QKV, 32, "serves 33 <= m <= 256, not m=32"),
+        (TmaGemmConfig(1, 1, 4, "none"), QKV, 257, "not m=257"),
+        (TmaGemmConfig(3, 1, 4, "none"), QKV, 64, "warpgroups=3 is not one of (1, 2, 4)"),
+        (TmaGemmConfig(1, 1, 5, "none"), QKV, 64, "stages=5 is not one of"),
+        (TmaGemmConfig(1, 64, 4, "semaphore"), Layer("wide", 8192, 8192, "bfloat16"), 256, "workspace"),
+    ],
+)
+def test_the_rule_names_the_field_and_the_limit(cfg, layer, m, says):
+    err = TMA_GEMM.config_error(cfg, layer, m)
+    assert err is not None and says in err, err
+
+
+def test_the_atomic_tile_fits_the_shared_accumulator_on_every_layer():
+    for layer in PROBLEM.layers.values():
+        cfg = TmaGemmConfig(1, 2, 4, "atomic")
+        assert layer.n_for(256) * 8 * gemm_column_blocks(256) <= ACCUMULATOR_FLOATS
+        assert TMA_GEMM.config_error(cfg, layer, 256) is None, layer.name
+
+
+def test_smem_matches_the_kernels_slot_layout():
+    # tma_gemv.cuh's tma_smem_bytes: stages x (8 KB a weight block x (2 for dual) x WG + 8 NB x 128 bytes) + 1 KB
+    assert gemm_smem_bytes(TmaGemmConfig(2, 1, 6, "none"), 16, False) == 6 * (16384 + 16384) + 1024
+    assert gemm_smem_bytes(TmaGemmConfig(1, 1, 4, "none"), 32, True) == 4 * (16384 + 32768) + 1024
+    assert gemm_smem_bytes(TmaGemmConfig(2, 1, 4, "none"), 32, False) <= SMEM_LIMIT
+
+
+def test_variants_are_the_shared_kernels_template_and_reduce_codes():
+    v = TMA_GEMM.variant(TmaGemmConfig(2, 7, 6, "atomic"), QKV, 100)
+    assert v == Variant("tma_gemm", (16, 6, False, False, 2), (7, 3))
+    assert TMA_GEMM.variant(TmaGemmConfig(1, 3, 4, "semaphore"), ROUTER, 64) == Variant(
+        "tma_gemm", (8, 4, True, False, 1), (3, 0)
+    )
+    # the GEMV passes one warpgroup through the same launcher and its cluster codes 1 / 2
+    gemv = TMA_GEMV.variant(TmaGemvConfig(3, 8, "full", "cluster_scatter"), QKV, 32)
+    assert gemv == Variant("tma_gemv", (4, 8, False, False, 1), (3, 2))
+    assert TMA_GEMM.launcher == TMA_GEMV.launcher
+    assert TMA_GEMM.template_fields == TMA_GEMV.template_fields
+    assert TMA_GEMM.operands(TmaGemmConfig(1, 1, 4, "none"), QKV) == TMA_GEMV.operands(
+        TmaGemvConfig(1, 8, "full", "none"), QKV
+    )  # one packed copy of the weights serves both
+
+
+def test_the_cuda_side_holds_the_same_limits():
+    src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
+    assert "constexpr int kTmaReduceAtomic = 3;" in src  # the code variant() passes for atomic
+    assert re.search(r"tma_threads\(int wg\) \{ return kTmaConsumers \* wg \+ 32; \}", src)
+    assert 'static_assert(NB <= 8 || NB % 8 == 0' in src
+    assert "reduce=atomic needs its accumulator" in src  # the launcher refuses a plan without operand[2]
+
+
+def test_it_routes_between_the_gemvs_and_splitk():
+    gemm = TmaGemmConfig(1, 3, 8, "atomic")
+    split = SPLITK_GEMM.Config(64, 64, 128, 16, 4, 3, "tma", "atomic")
+    tables = {engine.name: Table({}, {}) for engine in registry.ENGINES}
+    tables["tma_gemm"] = Table({("qkv_gate", 64): gemm, ("qkv_gate", 128): None}, {})
+    tables["splitk_gemm"] = Table({("qkv_gate", 128): split}, {})
+    assert route(QKV, 33, tables) == (TMA_GEMM, gemm)  # borrows m = 64
+    assert route(QKV, 64, tables) == (TMA_GEMM, gemm)
+    assert route(QKV, 65, tables) == (SPLITK_GEMM, split)  # None at 128: the next engine
+    assert route(QKV, 129, tables)[0].name == "cublas"  # no row in 129..256 and splitk has none past 128
+    assert route(QKV, 32, tables)[0].name == "cublas"  # below its range, and the GEMV tables are empty
+
+
+@pytest.mark.parametrize("m", TMA_GEMM.sweep_m)
+def test_every_candidate_is_admitted_and_distinct(m):
+    for layer in PROBLEM.layers.values():
+        cands = TMA_GEMM.candidates(layer, m)
+        assert cands, (layer.name, m)
+        assert len(set(cands)) == len(cands)
+        assert all(TMA_GEMM.config_error(cfg, layer, m) is None for cfg in cands)
