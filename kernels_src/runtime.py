@@ -171,6 +171,9 @@ class PlanContext:
                 f"the extension has no kernel {variant}: the build's kernel list missed a route"
             )
         n, ext = layer.n_for(m), self.state["extension"]
+        # The plan holds what its raw pointers point at (operands, shared buffers), so that it stays valid when
+        # the caller keeps the plan and drops the state (sweep, ab, tests).
+        held = (tuple(pointers), self.buffers)
         pointers = tuple(p.data_ptr() for p in pointers) + (0,) * (4 - len(pointers))
         scalars = tuple(scalars) + (0,) * (3 - len(scalars))
         ws, sem = self.buffers["workspace"].data_ptr(), self.buffers["semaphores"].data_ptr()
@@ -192,6 +195,7 @@ class PlanContext:
                 )
             return out
 
+        call.holds = held
         return call
 
 

@@ -99,3 +99,33 @@ class _Tensor:
 
     def is_contiguous(self):
         return True
+
+
+def test_a_plan_holds_what_its_pointers_point_at(built, monkeypatch):
+    """The kernels get raw pointers: a plan must keep its operands and the shared buffers alive by itself, or a
+    caller that keeps plans and drops the state (ab did) launches into freed memory (an illegal address on the
+    H200 once the flush buffer was allocated)."""
+    import gc
+    import weakref
+
+    module, binding, _ = built
+    operand = _Tensor()
+    buffers = {name: _Tensor() for name in ("workspace", "semaphores", "counters", "accumulator")}
+    state = {
+        "kernels": [module.Variant("mma_gemv", (1, 1, 1, 0, False, False), (4, 1, 0))],
+        "extension": binding,
+        "parts": {"o": ()},
+        "operands": {"o": {}},
+        "buffers": buffers,
+    }
+    layer = module.Layer("o", 8192, 1024, "bfloat16")
+    ctx = module.PlanContext(state, layer)
+    ctx.fallback = lambda m: None
+    call = ctx.cuda_plan(state["kernels"][0], layer, 1, (operand,))
+    watched = [weakref.ref(operand)] + [weakref.ref(b) for b in buffers.values()]
+    del operand, buffers, state, ctx
+    gc.collect()
+    assert all(ref() is not None for ref in watched)
+    del call
+    gc.collect()
+    assert all(ref() is None for ref in watched)
