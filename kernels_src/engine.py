@@ -1,6 +1,6 @@
 """What an engine is: a config of named fields, the rule saying where it runs, its table, what prepare() builds
-for it, and its launch. Each engine module (mma_gemv.py, tma_gemv.py, compressed_gemv.py, splitk_gemm.py,
-cublas.py) defines one Engine; registry.py lists them in precedence order, and nothing else lists engines or
+for it, and its launch. Each engine module (mma_gemv.py, tma_gemv.py, compressed_gemv.py, tma_gemm.py,
+splitk_gemm.py, cublas.py) defines one Engine; registry.py lists them in precedence order, and nothing else lists engines or
 their fields: the table loader, route(), prepare(), the CLI and the generated docstring all read them from there.
 
 A config is a NamedTuple. Integer fields take the values in `Engine.values`; mode fields (`Engine.modes`) take one
@@ -19,8 +19,9 @@ WORKSPACE_FLOATS = 8 * 1024 * 1024
 # The zeroed fp32 accumulator of the atomic split-K reductions (tma_gemm, splitk_gemm), in floats: every launch
 # leaves it zero (8 MB: a 256-token tile of 8192 rows).
 ACCUMULATOR_FLOATS = 256 * 8192
-# Self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions
-# (0..4095), then the atomic reduction's tickets and flags (common.cuh, kSemaphoreInts; a test keeps them equal).
+# Self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions and
+# tma_gemm's atomic one (0..4095; tma_gemm takes one per 64-row tile, 128 at most here), then mma_gemv's atomic
+# reduction's tickets and flags (common.cuh, kSemaphoreInts; a test keeps them equal).
 SEMAPHORES = 6656
 # Hopper's largest thread-block cluster (past the portable 8, on request): the cluster reductions' splits limit.
 CLUSTER_MAX = 16

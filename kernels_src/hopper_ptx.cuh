@@ -79,7 +79,7 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
 }
 
 // D[64 x 8NB] += A[64 x 16] . B[16 x 8NB], bf16 in, fp32 accumulate, both operands from shared memory.
-// NB = 8 (N = 64) serves half tiles at NB = 4: both x boxes in one wgmma.
+// NB = 8 (N = 64) serves half tiles at NB = 4 (both x boxes in one wgmma) and the GEMM's 64-token chunks.
 template <int NB>
 __device__ __forceinline__ void wgmma_bf16(float (&d)[4 * NB], uint64_t a, uint64_t b);
 

@@ -11,10 +11,10 @@ from torch.utils.cpp_extension import load_inline
 
 from kernels_src.compress import CompressionError
 from kernels_src.cublas import fallback_plan
-from kernels_src.engine import SEMAPHORES, WORKSPACE_FLOATS, Layer
+from kernels_src.engine import ACCUMULATOR_FLOATS, SEMAPHORES, WORKSPACE_FLOATS, Layer
 from kernels_src.packing import split_hi_lo
 from kernels_src.registry import BY_NAME, make_tables, plan_max_m, route, variants
-from kernels_src.splitk_gemm import ACCUMULATOR_FLOATS, COUNTERS
+from kernels_src.splitk_gemm import COUNTERS
 
 # Defined ahead of this code in dist/submission.py (templates/submission.py.j2): LAYERS and TABLES (tables/),
 # WARMUP_M (the m's the judge sends), and, at the end of the file, CUDA_SRC and BINDING_SRC (kernels_src/).

@@ -10,14 +10,19 @@ zeroed accumulator that the last CTA writes out and re-zeroes."""
 from typing import NamedTuple
 
 from kernels_src.engine import ACCUMULATOR_FLOATS, SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant
-from kernels_src.tma_gemv import TILE_K, TILE_ROWS, TMA_GEMV, TMA_STAGES
+from kernels_src.tma_gemv import TILE_K, TILE_ROWS, TMA_GEMV, TMA_STAGES, ring_bytes
 
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
-# Registers a consumer thread may hold (__launch_bounds__(128 WG + 32, 1) over 64 K registers, 8-aligned): 4 NB
-# accumulators plus about 40 of addresses, descriptors and loop state must fit.
-_REGISTER_BUDGET = {1: 255, 2: 224, 4: 120}
+# A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
+# takes more (NB = 8 at WG = 1: 113-117 registers in all), and `compile` fails a kernel that spills.
 _OTHER_REGISTERS = 40
+
+
+def register_budget(warpgroups: int) -> int:
+    """Registers a thread may hold under __launch_bounds__(128 WG + 32, 1): 64 K a SM over the CTA's threads,
+    in steps of 8, at most 255 (255, 224, 120 for 1, 2, 4 warpgroups)."""
+    return min(255, 65536 // (128 * warpgroups + 32) // 8 * 8)
 
 
 def gemm_column_blocks(m: int) -> int:
@@ -33,8 +38,8 @@ class TmaGemmConfig(NamedTuple):
 
 
 def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA (tma_gemv.cuh, tma_smem_bytes): the ring plus 1 KB to align it."""
-    return cfg.stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * cfg.warpgroups + nb * 8 * TILE_K * 2) + 1024
+    """Shared memory of one CTA: its ring (tma_gemv.ring_bytes), no cluster inbox."""
+    return ring_bytes(cfg.stages, nb, dual, warpgroups=cfg.warpgroups)
 
 
 class TmaGemm(Engine):
@@ -70,16 +75,15 @@ class TmaGemm(Engine):
             )
         if not 1 <= cfg.splits <= k // TILE_K:
             return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
-        registers = 4 * nb + _OTHER_REGISTERS
-        if registers > _REGISTER_BUDGET[wg]:
+        if 4 * nb + _OTHER_REGISTERS > register_budget(wg):
             return (
                 f"warpgroups={wg} at m={m} holds {4 * nb} accumulators a thread (+{_OTHER_REGISTERS}), over the"
-                f" {_REGISTER_BUDGET[wg]} registers {128 * wg + 32} threads a CTA leave"
+                f" {register_budget(wg)} registers {128 * wg + 32} threads a CTA leave"
             )
         smem = gemm_smem_bytes(cfg, nb, dual)
         if smem > SMEM_LIMIT:
             return f"stages={cfg.stages}, warpgroups={wg} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
-        tile_floats = (n // TILE_ROWS) * TILE_ROWS * 8 * nb
+        tile_floats = n * 8 * nb  # every 64-row tile's partial of 8 NB tokens
         if cfg.reduce == "semaphore" and tile_floats * cfg.splits > WORKSPACE_FLOATS:
             return f"splits={cfg.splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
         if cfg.reduce == "atomic" and tile_floats > ACCUMULATOR_FLOATS:

@@ -1,5 +1,7 @@
 // Bulk-copy + wgmma GEMV (engine tma_gemv, kernels_src/tma_gemv.py) for decode batches (m <= 32):
-// out[m, N] = x[m, K] . W[N, K]^T, Hopper only. Design and measurements: docs/tma-gemv.md.
+// out[m, N] = x[m, K] . W[N, K]^T, Hopper only. Design and measurements: docs/tma-gemv.md. The same kernel with
+// WG consumer warpgroups and up to 256 tokens a slot is the GEMM for m > 32 (engine tma_gemm,
+// kernels_src/tma_gemm.py, docs/tma-gemm.md): the bullets below describe WG = 1, and where the GEMM differs.
 //
 // Why a second GEMV: the register-fed mma.sync kernel (mma_gemv.cuh) streams near the HBM floor for m <= 8, but
 // at m = 16..32 each warp also re-reads 1-2x its weight bytes of x from L2 and waits on every load's scoreboard
@@ -7,18 +9,19 @@
 // cuBLAS's own TMA + wgmma kernel streams the same weights at 63 %. This kernel does what that one does, minus its
 // separate split-K reduction launch.
 //  * one CTA = one 64-row weight tile x a contiguous range of 64-wide K tiles (S = splits CTAs split K unevenly,
-//    any S up to K/64), one producer warp and one consumer warpgroup;
+//    any S up to K/64), one producer warp and one consumer warpgroup (the GEMM: WG of them, on WG tiles);
 //  * the producer's lane 0 streams each K tile of W (64 x 64 bf16 = 8 KB; hi and lo for the router) and of x
 //    (NB*8 tokens x 64) into a STAGES-deep shared-memory ring with the bulk copy engine. W's tiles are packed
 //    contiguously and pre-swizzled once in prepare() (packing.pack_tma_bulk), so each is one plain 8 KB bulk copy
 //    from a pointer: no tensor map to fetch before the first byte moves (0.6-0.75 us faster than tensor-map
 //    copies of the same tiles). x comes through a tensor map in the same 128-byte swizzle; its rows m..NB*8-1
 //    are out of bounds, which TMA fills with zeros: no masking of x;
-//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens), weights as A, x as B, both
-//    straight from shared memory, keeping kInFlight slots' wgmmas in flight while it waits for the next;
+//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens; past 64 tokens NB / 8 of
+//    N = 64 each), weights as A, x as B, both straight from shared memory, keeping kInFlight slots' wgmmas in
+//    flight while it waits for the next;
 //  * full / empty mbarriers per stage: TMA completes `full` by its byte count; each consumer warp arrives on
 //    `empty` once its wgmmas that read the stage have retired;
-//  * S > 1, reduced one of three ways (reduce):
+//  * S > 1, reduced one of four ways (reduce; the clusters are the GEMV's, atomic the GEMM's):
 //    semaphore        every CTA writes its fp32 partial tile to a workspace and the last to arrive at the tile's
 //                     counter sums the S partials in split order (deterministic), writes the output and resets
 //                     the counter to 0, so the next launch or graph replay needs no clearing kernel;
@@ -30,6 +33,8 @@
 //                     An SM takes in distributed shared memory at only ~25 GB/s, so the gather costs in proportion
 //                     to the bytes rank 0 receives ((S - 1) x 2 KB x NB: ~1 us at qkv_gate m = 32, 5.8 us for the
 //                     router at S = 16); the scatter spreads them over S SMs but keeps every rank alive to the end;
+//    atomic           every CTA adds its partial into a zeroed fp32 accumulator with four-float L2 atomics and
+//                     the last to arrive writes the output and stores zeros back (finish_atomic);
 //  * tile = half (HALF): no split at all. A CTA owns 32 weight rows and the whole K, so qkv_gate runs 72 CTAs
 //    instead of 36 x S, and no reduction waits at the end (a cluster barrier or DSMEM push after the ring costs
 //    0.5-0.8 us; 72 CTAs streaming whole rows beat 36 x 3 with the push by ~1.1 us on qkv_gate's 37.7 MB). wgmma's
@@ -41,7 +46,8 @@
 //    columns and rows 32-63 x box 2's are the useful quarters; warps 2-3 hand theirs to warps 0-1 at the end.
 //
 // The kernel reads in phases: TmaRing::start (barriers and the first round, before the CTA barrier), produce /
-// consume (the steady state), then one of finish_half, finish_cluster, finish_semaphore or a plain write.
+// consume (the steady state), then one of finish_half, finish_cluster, finish_semaphore, finish_atomic or a plain
+// write.
 #pragma once
 #include "hopper_ptx.cuh"
 
@@ -102,15 +108,20 @@ struct TmaGemvArgs {
     float* acc;         // reduce = atomic: a zeroed fp32 accumulator, [N/64][64 * 8 NB]; left zeroed
     int* sem;           // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    int reduce;  // S > 1: 0 semaphore, 1 cluster gather, 2 cluster scatter (the S split CTAs of a tile are one
-                 // cluster), 3 atomic
+    int reduce;  // S > 1: one of the codes below (the clusters: the S split CTAs of a tile are one cluster)
 };
-constexpr int kTmaReduceAtomic = 3;
+constexpr int kTmaReduceSemaphore = 0, kTmaReduceGather = 1, kTmaReduceScatter = 2, kTmaReduceAtomic = 3;
 
 // bar.sync on a named barrier for consumer warpgroup g only (the producer warp may have left already, and the
-// other warpgroups reduce on their own).
+// other warpgroups reduce on their own). Immediate barrier ids: with the id in a register ptxas reserves all 16
+// named barriers for the kernel, which can cost CTAs per SM.
 __device__ __forceinline__ void consumers_sync(int g = 0) {
-    asm volatile("bar.sync %0, %1;" ::"r"(1 + g), "n"(kTmaConsumers) : "memory");
+    switch (g) {
+        case 0: asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory"); break;
+        case 1: asm volatile("bar.sync 2, %0;" ::"n"(kTmaConsumers) : "memory"); break;
+        case 2: asm volatile("bar.sync 3, %0;" ::"n"(kTmaConsumers) : "memory"); break;
+        default: asm volatile("bar.sync 4, %0;" ::"n"(kTmaConsumers) : "memory"); break;
+    }
 }
 
 // Accumulator element e of consumer thread t (the wgmma D layout: warp w owns rows 16w..16w+15, like mma.sync's
@@ -242,13 +253,15 @@ struct TmaRing {
     }
 };
 
-// Warpgroup g's consume(), g a run-time value that is the same across each warp.
-template <int G, class Ring, class Acc>
-__device__ __forceinline__ void consume_as(const Ring& ring, Acc& acc, int lane, int g, int wg) {
-    if (g == G || G + 1 == wg) {
+// Warpgroup g's consume() of WG, g a run-time value that is the same across each warp.
+template <int G, int WG, class Ring, class Acc>
+__device__ __forceinline__ void consume_as(const Ring& ring, Acc& acc, int lane, int g) {
+    if constexpr (G + 1 >= WG) {
         ring.template consume<G>(acc, lane);
-    } else if constexpr (G < 3) {
-        consume_as<G + 1>(ring, acc, lane, g, wg);
+    } else if (g == G) {
+        ring.template consume<G>(acc, lane);
+    } else {
+        consume_as<G + 1, WG>(ring, acc, lane, g);
     }
 }
 
@@ -276,7 +289,7 @@ __device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbo
                                                const float (&acc)[kAcc], int tile, int t) {
     inbox_ready();
     const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
-    const bool scattered = a.reduce == 2;
+    const bool scattered = a.reduce == kTmaReduceScatter;
     const int owner = scattered ? tma_owner(t, a.S) : 0;
     const int from = scattered ? tma_owned_from(owner, a.S) : 0;
     const int owned = scattered ? tma_owned_from(owner + 1, a.S) - from : kTmaConsumers;
@@ -310,6 +323,19 @@ __device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbo
     for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, sum[e]);
 }
 
+// Phase 3 of a split, after this warpgroup has published its partial (stores or adds): count this CTA in on the
+// tile's counter. True, in every thread of the warpgroup, only in the CTA that arrives last, once it has acquired
+// the other CTAs' partials.
+__device__ __forceinline__ bool arrived_last(const TmaGemvArgs& a, int* is_last, int tile, int t, int g) {
+    __threadfence();  // the partial is visible device-wide before this CTA counts itself in
+    consumers_sync(g);
+    if (t == 0) *is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
+    consumers_sync(g);
+    if (!*is_last) return false;
+    __threadfence();  // acquire: the other CTAs' partials
+    return true;
+}
+
 // Phase 3, the semaphore split: publish this CTA's partial (thread-major, so stores and the reduction's loads
 // coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter. g: this warpgroup
 // (its own barrier; tile is its 64-row tile).
@@ -320,12 +346,7 @@ __device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const flo
     float* mine = a.ws + ((size_t)tile * a.S + split) * kTile;
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) __stcg(mine + e * kTmaConsumers + t, acc[e]);
-    __threadfence();  // the partial is visible device-wide before this CTA counts itself in
-    consumers_sync(g);
-    if (t == 0) *is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
-    consumers_sync(g);
-    if (!*is_last) return;
-    __threadfence();  // acquire: the other CTAs' partials
+    if (!arrived_last(a, is_last, tile, t, g)) return;
     const float* parts = a.ws + (size_t)tile * a.S * kTile + t;
     // Partials in split order (deterministic), a chunk of them loaded before any is added: one L2 round trip per
     // chunk instead of one per partial, which at S = 8 would be most of this CTA's tail. Past 32 accumulators
@@ -359,28 +380,26 @@ __device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const flo
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
-// Phase 3, the atomic split (tma_gemm, m > 32, where a partial tile is 32-128 KB and a semaphore's last CTA
+// Phase 3, the atomic split (tma_gemm, m > 32, where a partial tile is 16-64 KB and a semaphore's last CTA
 // would read S of them): every CTA adds its partial into the zeroed accumulator with four-float L2 atomics
 // (thread-major, 512 contiguous bytes a warp), counts itself in, and the last CTA of the tile reads the one
 // summed tile, writes the output and stores zeros back, then resets the counter. The order of the adds is not
-// fixed. (f32 atomics flush subnormals to zero, as red_add_v4 says: outputs under 2^-126 read 0.)
+// fixed. (f32 atomics flush subnormals to zero, as red_add_v4 says: outputs under 2^-126 read 0.) Float4 q holds
+// the 8-token block q; blocks past M are neither added nor read (3 of 8 at m = 33), and stay zero.
 template <int kAcc, typename OutT>
 __device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
                                               int tile, int t, int g) {
     float4* mine = reinterpret_cast<float4*>(a.acc) + (size_t)tile * (kAcc / 4) * kTmaConsumers + t;
 #pragma unroll
     for (int q = 0; q < kAcc / 4; ++q)
-        red_add_v4(reinterpret_cast<float*>(mine + q * kTmaConsumers), acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
-                   acc[4 * q + 3]);
-    __threadfence();  // the adds are performed device-wide before this CTA counts itself in
-    consumers_sync(g);
-    if (t == 0) *is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
-    consumers_sync(g);
-    if (!*is_last) return;
-    __threadfence();  // acquire: every CTA's adds
+        if (8 * q < a.M)
+            red_add_v4(reinterpret_cast<float*>(mine + q * kTmaConsumers), acc[4 * q], acc[4 * q + 1],
+                       acc[4 * q + 2], acc[4 * q + 3]);
+    if (!arrived_last(a, is_last, tile, t, g)) return;
     constexpr int kQ = kAcc / 4 > 8 ? 8 : kAcc / 4;  // float4s loaded before any is written: 32 registers
 #pragma unroll
     for (int q0 = 0; q0 < kAcc / 4; q0 += kQ) {
+        if (8 * q0 >= a.M) break;
         float4 v[kQ];
 #pragma unroll
         for (int q = 0; q < kQ; ++q) v[q] = __ldcg(mine + (q0 + q) * kTmaConsumers);
@@ -417,12 +436,12 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};
     // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
-    const bool cluster = a.S > 1 && (a.reduce == 1 || a.reduce == 2);
+    const bool cluster = a.S > 1 && (a.reduce == kTmaReduceGather || a.reduce == kTmaReduceScatter);
 
     if (threadIdx.x == kTmaConsumers * WG) ring.start();
     if (cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
         const int rank = (int)cluster_rank();
-        const int owned = a.reduce == 2 ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
+        const int owned = a.reduce == kTmaReduceScatter ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
                                         : (rank == 0 ? kTmaConsumers : 0);
         open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
     }
@@ -438,7 +457,7 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
         return;
     }
     const int g = warp / 4;  // this thread's warpgroup, and its 64-row tile tile64
-    consume_as<0>(ring, acc, lane, g, WG);
+    consume_as<0, WG>(ring, acc, lane, g);
 
     const int t = threadIdx.x % kTmaConsumers, tile64 = tile * WG + g;
     if constexpr (HALF) {
@@ -450,7 +469,10 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
         } else if (a.reduce == kTmaReduceAtomic) {
             finish_atomic<kAcc, OutT>(a, acc, &is_last[g], tile64, t, g);
         } else if (cluster) {
-            if constexpr (WG == 1 && NB <= 4) finish_cluster<kAcc, OutT>(a, inbox, &inbox_full, acc, tile, t);
+            if constexpr (WG == 1 && NB <= 4)
+                finish_cluster<kAcc, OutT>(a, inbox, &inbox_full, acc, tile, t);
+            else
+                __trap();  // the launcher refuses these: the clusters are the GEMV's
         } else {
             finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
         }
@@ -506,7 +528,7 @@ const char* launch_tma_gemv(const Call& c, int splits, int reduce) {
     static_assert(TmaRingDepths::contains(STAGES), "a ring depth tma_gemv.py's STAGES does not list");
     static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
     if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
-    const int cluster = splits > 1 && (reduce == 1 || reduce == 2) ? reduce : 0;
+    const int cluster = splits > 1 && (reduce == kTmaReduceGather || reduce == kTmaReduceScatter) ? reduce : 0;
     if (cluster && (WG != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
     if (reduce == kTmaReduceAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
     if (c.N % (kTmaTileRows * WG)) return "tma_gemv: N is not a multiple of the CTA's rows";

@@ -31,12 +31,17 @@ class TmaGemvConfig(NamedTuple):
     reduce: str  # none (splits = 1), semaphore, cluster_gather (on rank 0), cluster_scatter (over all ranks)
 
 
+def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
+    """A CTA's ring (tma_gemv.cuh, tma_smem_bytes): stages slots of each warpgroup's 8 KB weight block (two for
+    dual) and x's box(es) of 8 NB rows x 128 bytes, plus 1 KB to align it. tma_gemm's rule reads it too."""
+    return stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2) + 1024
+
+
 def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring plus 1 KB to align it,
-    then for a cluster reduction the inbox: splits - 1 slots of 4 NB floats for each consumer thread a rank owns,
-    all 128 (gather) or at most ceil(128 / splits) (scatter)."""
-    x_boxes = 2 if cfg.tile == "half" else 1
-    ring = cfg.stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) + x_boxes * nb * 8 * TILE_K * 2) + 1024
+    """Shared memory of one CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring, then for a cluster
+    reduction the inbox: splits - 1 slots of 4 NB floats for each consumer thread a rank owns, all 128 (gather)
+    or at most ceil(128 / splits) (scatter)."""
+    ring = ring_bytes(cfg.stages, nb, dual, 2 if cfg.tile == "half" else 1)
     if not cfg.reduce.startswith("cluster"):
         return ring
     owned = CONSUMERS if cfg.reduce == "cluster_gather" else -(-CONSUMERS // cfg.splits)

@@ -189,9 +189,9 @@ def test_wrong_sweep_calls_are_refused_in_one_line_on_any_machine():
             "--best-by pipeline: the tma_gemv engine's fields",
         ),
         (
-                ["--engine", "gemv"],
-                "--engine gemv: one of compressed_gemv, tma_gemv, mma_gemv, tma_gemm, splitk_gemm",
-            ),
+            ["--engine", "gemv"],
+            "--engine gemv: one of compressed_gemv, tma_gemv, mma_gemv, tma_gemm, splitk_gemm",
+        ),
         (["--engine", "splitk_gemm", "--m", "8"], "the splitk_gemm engine does not serve m=8"),
     ]:
         result = CliRunner().invoke(main, ["sweep", *args])

@@ -101,7 +101,7 @@ class _Tensor:
         return True
 
 
-def test_a_plan_holds_what_its_pointers_point_at(built, monkeypatch):
+def test_a_plan_holds_what_its_pointers_point_at(built):
     """The kernels get raw pointers: a plan must keep its operands and the shared buffers alive by itself, or a
     caller that keeps plans and drops the state (ab did) launches into freed memory (an illegal address on the
     H200 once the flush buffer was allocated)."""
