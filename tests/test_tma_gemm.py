@@ -128,3 +128,44 @@ def test_every_config_the_gpu_tests_name_runs_on_some_shape():
     module = load_submission(REPO_ROOT / "dist" / "submission.py", module_name="tma_gemm_test_submission")
     launches = extra_launches(module)
     assert sum(launch[2] == "tma_gemm" for launch in launches) > 200
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="needs the local nvcc")
+def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
+    """tma_gemv.cuh's own arithmetic, compiled: for every (NB, stages, dual, warpgroups) the GEMM can take, the
+    header's shared memory equals gemm_smem_bytes, tma_fits agrees with the rule's limit, and the thread count
+    under __launch_bounds__ is the one register_budget divides 64 K by."""
+    from test_engines import _host_program_output
+
+    from kernels_src.tma_gemm import register_budget
+
+    src = REPO_ROOT / "kernels_src"
+    out = _host_program_output(
+        tmp_path,
+        "gemm_rule",
+        f'#include "{src}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
+        " for (int wg : {1, 2, 4}) printf(\"threads %d %d\\n\", wg, okc::tma_threads(wg));\n"
+        " for (int nb : {8, 16, 32}) for (int st : okc::TmaRingDepths::values) for (int d = 0; d < 2; ++d)\n"
+        "  for (int wg : {1, 2, 4})\n"
+        '   printf("%d %d %d %d %d %d\\n", nb, st, d, wg, okc::tma_smem_bytes(nb, st, d, false, wg),'
+        " (int)okc::tma_fits(nb, st, d, false, wg));\n}\n",
+    )
+    rows = [line.split() for line in out.splitlines()]
+    for _, wg, threads in (r for r in rows if r[0] == "threads"):
+        assert min(255, 65536 // int(threads) // 8 * 8) == register_budget(int(wg))
+    m_of_nb = {8: 64, 16: 128, 32: 256}
+    checked = refused = 0
+    for row in rows:
+        if row[0] == "threads":
+            continue
+        nb, stages, dual, wg, smem, fits = map(int, row)
+        cfg = TmaGemmConfig(wg, 1, stages, "none")
+        assert gemm_smem_bytes(cfg, nb, bool(dual)) == smem, row
+        layer = ROUTER if dual else QKV
+        error = TMA_GEMM.config_error(cfg, layer, m_of_nb[nb])
+        if error is not None and "shared memory" not in error:
+            continue  # refused for its registers or its N, not its ring
+        assert (error is None) == bool(fits) == (smem <= SMEM_LIMIT), (row, error)
+        checked += 1
+        refused += not fits
+    assert checked > 50 and refused > 0  # the limit binds somewhere, or this would prove nothing
