@@ -243,10 +243,7 @@ struct TmaRing {
             for (int s = 0; s < STAGES; ++s) {
                 const int i = round * STAGES + s;
                 if (i >= n_k) break;
-                if constexpr (MC)  // every rank's consumers released it (their reads ordered before, cluster-wide)
-                    mbar_wait_cluster(&empty[s], (round - 1) & 1);
-                else
-                    mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
+                mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired (MC: on every rank)
                 issue(i, s, bytes);
             }
         }
@@ -278,18 +275,9 @@ struct TmaRing {
                     const uint64_t b = desc_plus(x_desc0, at);
                     if constexpr (HALF) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
                         wgmma_bf16<2 * NB>(acc, desc_plus(w_desc0, at), b);
-                    } else if constexpr (NB <= 8) {
+                    } else {  // one wgmma of N = 8 NB takes every token of the box (up to 256)
                         wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
                         if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
-                    } else {  // 64 tokens a wgmma: x's rows 64c.. start 64 x 128 bytes (512 units) further on;
-                              // the chunks' D sets concatenate into the N = 8 NB layout tma_write reads
-#pragma unroll
-                        for (int c = 0; c < NB / 8; ++c) {
-                            float(&d)[32] = *reinterpret_cast<float(*)[32]>(&acc[32 * c]);
-                            wgmma_bf16<8>(d, desc_plus(w_desc0, at), desc_plus(b, 512 * c));
-                            if constexpr (DUAL)
-                                wgmma_bf16<8>(d, desc_plus(w_desc0, at + kTmaWBytes / 16), desc_plus(b, 512 * c));
-                        }
                     }
                 }
                 wgmma_commit();
