@@ -24,7 +24,7 @@ shared memory; splits CTAs split K further, reduced by a self-resetting semaphor
 pair into one fp32 accumulator (about 2^-16 relative).
 
 tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row weight
-tile against one shared x box of up to 256 tokens (64-token wgmmas), so x crosses from L2 once per 64 x
+tile against one shared x box of up to 256 tokens (wgmma N = 8 NB), so x crosses from L2 once per 64 x
 warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2 atomics into a
 zeroed accumulator that the last CTA writes out and re-zeroes.
 
@@ -45,7 +45,7 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   qkv_gate     9  2304  tma_gemv        splits=1 stages=16 tile=half reduce=none
   qkv_gate    16  2304  tma_gemv        splits=1 stages=16 tile=half reduce=none
   qkv_gate    32  2304  tma_gemv        splits=1 stages=14 tile=half reduce=none
-  qkv_gate    64  2304  tma_gemm        warpgroups=1 multicast=1 splits=3 stages=8 reduce=atomic
+  qkv_gate    64  2304  tma_gemm        warpgroups=1 splits=3 stages=8 reduce=atomic
   qkv_gate   128  2304  cublas
   qkv_gate   256  2304  cublas
   o            1  8192  compressed_gemv warps=8 splits=1 groups=1 pipeline=batch row_blocks=1 reduce=none
@@ -65,7 +65,7 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   pooler       9  4096  tma_gemv        splits=1 stages=12 tile=half reduce=none
   pooler      16  4096  tma_gemv        splits=1 stages=12 tile=half reduce=none
   pooler      32  4096  tma_gemv        splits=1 stages=12 tile=half reduce=none
-  pooler      64  4096  tma_gemm        warpgroups=1 multicast=1 splits=2 stages=8 reduce=semaphore
+  pooler      64  4096  tma_gemm        warpgroups=1 splits=2 stages=8 reduce=semaphore
   pooler     128  4096  splitk_gemm     block_n=64 block_m=128 block_k=128 splits=2 warps=4 stages=4 loads=tma reduce=atomic
   pooler     256  4096  cublas
   unpooler     1  1024  mma_gemv        warps=16 splits=1 unroll=8 pipeline=batch row_blocks=1 reduce=none
@@ -75,7 +75,7 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   unpooler     9  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
   unpooler    16  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
   unpooler    32  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
-  unpooler    64  8192  tma_gemm        warpgroups=1 multicast=1 splits=1 stages=8 reduce=none
+  unpooler    64  8192  tma_gemm        warpgroups=1 splits=1 stages=8 reduce=none
   unpooler   128  8192  cublas
   unpooler   256  8192  cublas
   router       1   256  mma_gemv        warps=16 splits=4 unroll=4 pipeline=batch row_blocks=1 reduce=cluster
@@ -93,15 +93,15 @@ CUDA kernels this file compiles (25, each a case of the launch table runtime.py 
    0 compressed_gemv <groups=1, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
    1 compressed_gemv <groups=1, NB=1, row_blocks=1, pipeline=0> (16, 1, 0)
    2 compressed_gemv <groups=4, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
-   3 tma_gemv        <NB=1, stages=16, dual=False, half=True, warpgroups=1, multicast=False> (1, 0, 1)
-   4 tma_gemv        <NB=2, stages=8, dual=False, half=False, warpgroups=1, multicast=False> (1, 0, 1)
-   5 tma_gemv        <NB=2, stages=12, dual=False, half=False, warpgroups=1, multicast=False> (1, 0, 1)
-   6 tma_gemv        <NB=2, stages=12, dual=False, half=True, warpgroups=1, multicast=False> (1, 0, 1)
-   7 tma_gemv        <NB=2, stages=16, dual=False, half=True, warpgroups=1, multicast=False> (1, 0, 1)
-   8 tma_gemv        <NB=4, stages=8, dual=False, half=False, warpgroups=1, multicast=False> (1, 0, 1)
-   9 tma_gemv        <NB=4, stages=12, dual=False, half=False, warpgroups=1, multicast=False> (1, 0, 1)
-  10 tma_gemv        <NB=4, stages=12, dual=False, half=True, warpgroups=1, multicast=False> (1, 0, 1)
-  11 tma_gemv        <NB=4, stages=14, dual=False, half=True, warpgroups=1, multicast=False> (1, 0, 1)
+   3 tma_gemv        <NB=1, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
+   4 tma_gemv        <NB=2, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
+   5 tma_gemv        <NB=2, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
+   6 tma_gemv        <NB=2, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
+   7 tma_gemv        <NB=2, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
+   8 tma_gemv        <NB=4, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
+   9 tma_gemv        <NB=4, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
+  10 tma_gemv        <NB=4, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
+  11 tma_gemv        <NB=4, stages=14, dual=False, half=True, warpgroups=1> (1, 0)
   12 mma_gemv        <unroll=1, NB=4, row_blocks=1, pipeline=1, dual=True, atomic=True> (8, 16, 0)
   13 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic=False> (8, 1, 0)
   14 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic=False> (16, 1, 0)
@@ -112,12 +112,12 @@ CUDA kernels this file compiles (25, each a case of the launch table runtime.py 
   19 mma_gemv        <unroll=4, NB=2, row_blocks=1, pipeline=2, dual=True, atomic=False> (16, 4, 1)
   20 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic=False> (8, 1, 0)
   21 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic=False> (16, 1, 0)
-  22 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1, multicast=False> (1, 0, 1)
-  23 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1, multicast=False> (2, 0, 1)
-  24 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1, multicast=False> (3, 3, 1)
+  22 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
+  23 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (2, 0)
+  24 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (3, 3)
 """
 
-# Generated by `python -m generator build` from kernels_src/ and tables/ (inputs sha256:e9673cdb496315ba).
+# Generated by `python -m generator build` from kernels_src/ and tables/ (inputs sha256:2078c6276c4cec70).
 # Do not edit by hand: change the sources or tables and rebuild. Reading order: the problem and the tables,
 # prepare() and kernel_fn(), the engines, then the CUDA and C++ sources.
 
@@ -401,22 +401,16 @@ TABLES: dict = {
     },
     "tma_gemm": {
         "entries": {
-            ("qkv_gate", 64): {"warpgroups": 1, "multicast": 1, "splits": 3, "stages": 8, "reduce": "atomic"},
+            ("qkv_gate", 64): {"warpgroups": 1, "splits": 3, "stages": 8, "reduce": "atomic"},
             ("qkv_gate", 128): None,
             ("qkv_gate", 256): None,
             ("o", 64): None,
             ("o", 128): None,
             ("o", 256): None,
-            ("pooler", 64): {
-                "warpgroups": 1,
-                "multicast": 1,
-                "splits": 2,
-                "stages": 8,
-                "reduce": "semaphore",
-            },
+            ("pooler", 64): {"warpgroups": 1, "splits": 2, "stages": 8, "reduce": "semaphore"},
             ("pooler", 128): None,
             ("pooler", 256): None,
-            ("unpooler", 64): {"warpgroups": 1, "multicast": 1, "splits": 1, "stages": 8, "reduce": "none"},
+            ("unpooler", 64): {"warpgroups": 1, "splits": 1, "stages": 8, "reduce": "none"},
             ("unpooler", 128): None,
             ("unpooler", 256): None,
             ("router", 64): None,
@@ -1129,7 +1123,7 @@ class TmaGemv(DecodeGemv):
     values = {"stages": TMA_STAGES}
     modes = {"tile": TMA_TILES, "reduce": TMA_REDUCTIONS}
     launcher = "okc::launch_tma_gemv"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups", "multicast")
+    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
     summary = (
         "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
         " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
@@ -1173,8 +1167,8 @@ class TmaGemv(DecodeGemv):
 
     def variant(self, cfg, layer, m):
         reduce = {"cluster_gather": 1, "cluster_scatter": 2}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
-        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half", 1, False)
-        return Variant(self.name, template, (cfg.splits, reduce, 1))
+        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half", 1)
+        return Variant(self.name, template, (cfg.splits, reduce))
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands[self.operands(cfg, layer)[0]]
@@ -1374,11 +1368,6 @@ assert SEMAPHORES >= 4096 + 2 * 5 * TICKET_GROUPS
 
 # ---- kernels_src/tma_gemm.py: The bulk-copy + wgmma GEMM for m > 32 (engine tma_gemm): tma_gemv.cuh's kernel with more consumer warpgroups
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
-TMA_GEMM_MULTICAST = (
-    1,
-    2,
-    4,
-)  # CTAs of one cluster sharing each x box (tma_gemv.cuh, MC; 8 left no SMs' room)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
 # A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
 # takes more (NB = 8 at WG = 1: 113-117 registers in all), and `compile` fails a kernel that spills.
@@ -1398,9 +1387,6 @@ def gemm_column_blocks(m: int) -> int:
 
 class TmaGemmConfig(NamedTuple):
     warpgroups: int  # consumer warpgroups per CTA, each one 64-row tile against the slot's x box (1, 2, 4)
-    multicast: (
-        int  # CTAs on neighbouring row tiles, one cluster, that share each x box: each copies 1/multicast
-    )
     splits: int  # CTAs that split the CTA tile's K (1 .. K/64, uneven splits allowed)
     stages: int  # shared-memory ring slots per CTA: the warpgroups' weight tiles and x's box each
     reduce: (
@@ -1416,15 +1402,15 @@ def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
 class TmaGemm(Engine):
     name = "tma_gemm"
     Config = TmaGemmConfig
-    values = {"warpgroups": TMA_GEMM_WARPGROUPS, "multicast": TMA_GEMM_MULTICAST, "stages": TMA_STAGES}
+    values = {"warpgroups": TMA_GEMM_WARPGROUPS, "stages": TMA_STAGES}
     modes = {"reduce": TMA_GEMM_REDUCTIONS}
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
     launcher = "okc::launch_tma_gemv"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups", "multicast")
+    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
     summary = (
         "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
-        " weight tile against one shared x box of up to 256 tokens (64-token wgmmas), so x crosses from L2 once"
+        " weight tile against one shared x box of up to 256 tokens (wgmma N = 8 NB), so x crosses from L2 once"
         " per 64 x warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2"
         " atomics into a zeroed accumulator that the last CTA writes out and re-zeroes."
     )
@@ -1442,11 +1428,6 @@ class TmaGemm(Engine):
             return f"reduce={cfg.reduce} with splits={cfg.splits}: none exactly when splits = 1"
         if n % (TILE_ROWS * wg) or k % TILE_K:
             return f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
-        if (n // (TILE_ROWS * wg)) % cfg.multicast:
-            return (
-                f"multicast={cfg.multicast} needs the {n // (TILE_ROWS * wg)} CTAs of a split"
-                f" ({TILE_ROWS * wg} rows each) in whole clusters"
-            )
         if not 1 <= cfg.splits <= k // TILE_K:
             return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
         if 4 * nb + _OTHER_REGISTERS > register_budget(wg):
@@ -1472,8 +1453,8 @@ class TmaGemm(Engine):
 
     def variant(self, cfg, layer, m):
         reduce = {"semaphore": 0, "atomic": 3}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
-        template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups, cfg.multicast > 1)
-        return Variant(self.name, template, (cfg.splits, reduce, cfg.multicast))
+        template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups)
+        return Variant(self.name, template, (cfg.splits, reduce))
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands["tiles"]
@@ -1483,14 +1464,12 @@ class TmaGemm(Engine):
     def candidates(self, layer, m):
         out = []
         for warpgroups in TMA_GEMM_WARPGROUPS:
-            # a shared x box lost with more warpgroups on every shape (docs/tma-gemm.md): multicast with one
-            for multicast in TMA_GEMM_MULTICAST if warpgroups == 1 else (1,):
-                for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
-                    for stages in (4, 6, 8):
-                        for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
-                            cfg = TmaGemmConfig(warpgroups, multicast, splits, stages, reduce)
-                            if self.config_error(cfg, layer, m) is None:
-                                out.append(cfg)
+            for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
+                for stages in (4, 6, 8):
+                    for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
+                        cfg = TmaGemmConfig(warpgroups, splits, stages, reduce)
+                        if self.config_error(cfg, layer, m) is None:
+                            out.append(cfg)
         return out
 
 
@@ -2538,21 +2517,20 @@ __device__ __forceinline__ void push_to_rank(int to, float* dst, uint64_t* full,
 }
 
 // Host side, shared by every GEMV launcher: launch `kernel` with `smem` bytes of dynamic shared memory (opting in
-// past 48 KB) on a grid whose blockIdx.y is the K split, either plainly (cluster 1 x 1) or in thread-block clusters
-// of that shape: a column of grid.y CTAs, so that the splits can reduce through distributed shared memory, or a
-// row of neighbouring grid.x CTAs, so that they can share x's multicast (tma_gemm). Returns nullptr, or the CUDA
-// error's text.
+// past 48 KB) on a grid whose blockIdx.y is the K split, either plainly or (cluster) with each column of grid.y CTAs
+// as one thread-block cluster, so that the splits can reduce through distributed shared memory. Returns nullptr, or
+// the CUDA error's text.
 template <typename... Params, typename... Args>
 const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                          dim3 cluster, Args... args) {
+                          bool cluster, Args... args) {
     if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
         const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess) return cudaGetErrorString(err);
     }
-    if (cluster.x * cluster.y * cluster.z == 1) {
+    if (!cluster) {
         kernel<<<grid, block, smem, stream>>>(args...);
     } else {
-        if (cluster.x * cluster.y * cluster.z > 8) {  // 9..16-CTA clusters are beyond the portable 8: Hopper allows them on request
+        if (grid.y > 8) {  // 9..16-CTA clusters are beyond the portable 8: Hopper allows them on request
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
             if (err != cudaSuccess) return cudaGetErrorString(err);
         }
@@ -2563,9 +2541,9 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
         config.stream = stream;
         cudaLaunchAttribute cluster_dim;
         cluster_dim.id = cudaLaunchAttributeClusterDimension;
-        cluster_dim.val.clusterDim.x = cluster.x;
-        cluster_dim.val.clusterDim.y = cluster.y;
-        cluster_dim.val.clusterDim.z = cluster.z;
+        cluster_dim.val.clusterDim.x = 1;
+        cluster_dim.val.clusterDim.y = grid.y;  // the K splits of one row group
+        cluster_dim.val.clusterDim.z = 1;
         config.attrs = &cluster_dim;
         config.numAttrs = 1;
         const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args...);
@@ -3050,7 +3028,7 @@ const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
     if (smem > kSmemOptInLimit) return "mma_gemv: the warps' tiles and the cluster inbox exceed 226 KB";
     auto kernel = gemv_kernel<U, NB, R, P, DUAL, ATOMIC, OutT>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
-                         static_cast<cudaStream_t>(c.stream), dim3(1, cluster ? splits : 1), a);
+                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }
 
 }  // namespace okc
@@ -3083,45 +3061,6 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
         "[%5];" ::"r"(smem_addr(dst)),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
         : "memory");
-}
-
-// The same box, read from L2 once and landed at the same shared-memory offset in every CTA of the cluster that
-// `ctas` names (bit r: rank r), each copy counted on that CTA's barrier at `bar`'s offset (tma_gemm's x multicast).
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1,
-                                                      uint64_t* bar, uint16_t ctas) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
-        "{%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(ctas)
-        : "memory");
-}
-
-// Rank `rank`'s copy of the shared variable at `p` (this CTA's address of it), as a shared::cluster address.
-__device__ __forceinline__ uint32_t cluster_addr(const void* p, uint32_t rank) {
-    uint32_t out;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(smem_addr(p)), "r"(rank));
-    return out;
-}
-
-// One arrival on an mbarrier of any CTA of the cluster (a cluster_addr): what a multicast ring's consumers send
-// every rank's producer when they are done with a slot. The default semantics (release at CTA scope), as for the
-// local ring: the slot's readers are wgmmas that have retired, and the writer is the copy engine. With
-// .release.cluster ptxas put MEMBAR.ALL.CTA, two error barriers and an L1 invalidate (CCTL.IVALL) before every
-// arrival, which took the multicast GEMM to twice the time of the plain one.
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
-// The cluster barrier in two halves, every thread of every CTA: arrive, then wait for all of them. Relaxed: what
-// it orders is barrier initialisation, which fence.mbarrier_init.release.cluster publishes already, and the
-// CTAs' exits (a release arrive cost a MEMBAR.ALL.GPU and error barriers).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
-
-__device__ __forceinline__ uint32_t cluster_size() {
-    uint32_t n;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
 }
 
 // `bytes` contiguous bytes (a multiple of 16) into shared memory by the bulk copy engine, counted on `bar`: no
@@ -3298,8 +3237,8 @@ __device__ __forceinline__ void wgmma_bf16<32>(float (&d)[128], uint64_t a, uint
 //    from a pointer: no tensor map to fetch before the first byte moves (0.6-0.75 us faster than tensor-map
 //    copies of the same tiles). x comes through a tensor map in the same 128-byte swizzle; its rows m..NB*8-1
 //    are out of bounds, which TMA fills with zeros: no masking of x;
-//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens; past 64 tokens NB / 8 of
-//    N = 64 each), weights as A, x as B, both straight from shared memory, keeping kInFlight slots' wgmmas in
+//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens, up to 256 in the GEMM),
+//    weights as A, x as B, both straight from shared memory, keeping kInFlight slots' wgmmas in
 //    flight while it waits for the next;
 //  * full / empty mbarriers per stage: TMA completes `full` by its byte count; each consumer warp arrives on
 //    `empty` once its wgmmas that read the stage have retired;
@@ -3418,16 +3357,10 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t,
 
 // One CTA's ring: its slots in shared memory, their full / empty barriers, and which K tiles it streams. WG
 // warpgroups: warpgroup g reads its own weight block(s) of each slot (64-row tile WG tile + g) and the slot's x.
-// MC (x multicast, tma_gemm): the CTA is rank `x_rank` of a cluster of `x_ranks` CTAs on neighbouring row tiles
-// of one K split. Each rank copies its own weights, and only its 1 / x_ranks of the slot's x box, rows
-// [x_rank, x_rank + 1) x 8 NB / x_ranks, multicast into the same slot of every rank: x crosses from L2 once per
-// cluster instead of once per CTA. So a slot is free only when every rank's consumers are done with it: `empty`
-// counts the consumer warps of all ranks, each of which arrives on every rank's copy of it.
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1, bool MC = false>
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
 struct TmaRing {
     static_assert(WG == 1 || !HALF, "half tiles run one warpgroup");
-    static_assert(!(MC && HALF), "the multicast ring is the GEMM's (full tiles)");
-    static_assert(NB <= 8 || NB % 8 == 0, "past 64 tokens x is met in 64-token wgmmas");
+    static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32, "wgmma's N = 8 NB: 8 .. 32, 64, 128 or 256");
     static constexpr int kAcc = 4 * NB;                                 // fp32 accumulators per consumer thread (per set)
     static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF, WG);  // bytes TMA lands in one ring slot
     static constexpr int kWSet = kTmaWBytes * (DUAL ? 2 : 1);           // one warpgroup's weight bytes in a slot
@@ -3445,88 +3378,48 @@ struct TmaRing {
     const CUtensorMap* x_map;
     const TmaGemvArgs& a;
     int tile, kt0, n_k;
-    int x_rank = 0, x_ranks = 1;  // MC: this CTA's rank in its multicast cluster, and the cluster's CTAs
 
-    // MC: x rows each rank copies (a multiple of 8: the swizzle's 1 KB atom), and whether this rank's rows hold
-    // any token: pieces wholly past m are not copied (their rows only meet D columns of tokens never written).
-    __device__ __forceinline__ int piece_rows() const { return 8 * NB / x_ranks; }
-    __device__ __forceinline__ bool piece_live(int rank) const { return rank * piece_rows() < a.M; }
-    // The bytes that land in each slot of this CTA: every weight block, and x's box (MC: its live pieces).
-    __device__ __forceinline__ uint32_t slot_bytes() const {
-        if constexpr (!MC) return kStage;  // out-of-bounds x rows count too (as zeros)
-        int live = 0;
-        for (int r = 0; r < x_ranks; ++r) live += piece_live(r);
-        return kXOffset + live * piece_rows() * kTmaTileK * 2;
-    }
-
-    // Slot i's weight copies into ring slot s, armed for the slot's bytes (the producer's lane only).
-    __device__ __forceinline__ void issue_weights(int i, int s, uint32_t bytes) const {
+    // Slot i's copies into ring slot s (the producer's lane only).
+    __device__ __forceinline__ void issue(int i, int s) const {
         uint8_t* slot = slots + s * kStage;
         const int k_tiles = a.K / kSlotK;
-        mbar_arrive_expect_tx(&full[s], bytes);
+        const int k0 = (kt0 + i) * kSlotK;
+        mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
 #pragma unroll
         for (int g = 0; g < WG; ++g) {  // packed: one 8 KB block per 64-row tile and K tile
             const size_t block = (size_t)((tile * WG + g) * k_tiles + kt0 + i) * kTmaWBytes;
             bulk_load_1d(slot + g * kWSet, a.w + block, kTmaWBytes, &full[s]);
             if constexpr (DUAL) bulk_load_1d(slot + g * kWSet + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
         }
-    }
-
-    // Slot i's x copy into ring slot s: the whole box, or (MC) this rank's piece into every rank's slot.
-    __device__ __forceinline__ void issue_x(int i, int s) const {
-        uint8_t* slot = slots + s * kStage;
-        const int k0 = (kt0 + i) * kSlotK;
-        if constexpr (MC) {
-            const int row0 = x_rank * piece_rows();
-            if (piece_live(x_rank))
-                tma_load_2d_multicast(slot + kXOffset + row0 * kTmaTileK * 2, x_map, k0, row0, &full[s],
-                                      (uint16_t)((1u << x_ranks) - 1));
-        } else if constexpr (HALF) {  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
+        if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
             tma_load_3d(slot + kXOffset, x_map, 0, 0, k0 / kTmaTileK, &full[s]);
-        } else {
+        else
             tma_load_2d(slot + kXOffset, x_map, k0, 0, &full[s]);
-        }
-    }
-
-    __device__ __forceinline__ void issue(int i, int s, uint32_t bytes) const {
-        issue_weights(i, s, bytes);
-        issue_x(i, s);
     }
 
     // Phase 1, the producer's lane, before the CTA barrier: fetch x's tensor map, initialise the full barriers and
     // send the first round's copies, then initialise the empty barriers, which no one touches before that barrier.
     // (Initialising every barrier first and copying only after the CTA barrier left the first copy ~0.27 us after
     // the CTA started; issuing early took 1.4-2.0 % off o m = 16 / 32.)
-    // MC: the first round's x waits for the cluster barrier after this (every rank's barriers initialised);
-    // produce() sends it.
     __device__ __forceinline__ void start() const {
         prefetch_tensor_map(x_map);
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);  // the producer's arrive.expect_tx + TMA's bytes
         fence_mbarrier_init();                                    // visible to the async proxy
-        const uint32_t bytes = slot_bytes();
-        for (int s = 0; s < STAGES && s < n_k; ++s) {
-            if constexpr (MC)
-                issue_weights(s, s, bytes);
-            else
-                issue(s, s, bytes);
-        }
-        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4 * WG * x_ranks);  // one arrival per consumer warp
+        for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4 * WG);  // one arrival per consumer warp
         fence_mbarrier_init();
     }
 
     // Phase 2, the producer's lane: the remaining rounds, a round of the ring at a time, its slots unrolled, as the
     // consumers walk it. (A round less than a test per slot, which cost the half tiles 1.5 us.)
     __device__ __forceinline__ void produce() const {
-        const uint32_t bytes = slot_bytes();
-        if constexpr (MC)
-            for (int s = 0; s < STAGES && s < n_k; ++s) issue_x(s, s);
         for (int round = 1; round * STAGES < n_k; ++round) {
 #pragma unroll
             for (int s = 0; s < STAGES; ++s) {
                 const int i = round * STAGES + s;
                 if (i >= n_k) break;
-                mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired (MC: on every rank)
-                issue(i, s, bytes);
+                mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
+                issue(i, s);
             }
         }
     }
@@ -3540,8 +3433,6 @@ struct TmaRing {
     __device__ __forceinline__ void consume(float (&acc)[(HALF ? 2 : 1) * kAcc], int lane) const {
         const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * kWSet);
         const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + kXOffset);
-        // MC: lane r < x_ranks of each warp hands the slot back to rank r
-        const uint32_t empty_of_rank = MC ? cluster_addr(empty, lane < x_ranks ? lane : 0) : 0;
         uint32_t phase = 0;
         for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {
 #pragma unroll
@@ -3557,7 +3448,7 @@ struct TmaRing {
                     const uint64_t b = desc_plus(x_desc0, at);
                     if constexpr (HALF) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
                         wgmma_bf16<2 * NB>(acc, desc_plus(w_desc0, at), b);
-                    } else {  // one wgmma of N = 8 NB takes every token of the box (up to 256)
+                    } else {  // one wgmma of N = 8 NB takes every token of the box (up to 256: the GEMM)
                         wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
                         if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
                     }
@@ -3566,14 +3457,7 @@ struct TmaRing {
                 fence_regs(acc);
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
-                if (i >= kInFlight) {
-                    const int freed = (s + STAGES - kInFlight) % STAGES;
-                    if constexpr (MC) {
-                        if (lane < x_ranks) mbar_arrive_cluster(empty_of_rank + freed * 8);
-                    } else if (lane == 0) {
-                        mbar_arrive(&empty[freed]);
-                    }
-                }
+                if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
             }
         }
         wgmma_wait<0>();
@@ -3744,11 +3628,11 @@ __device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float 
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool MC, typename OutT>
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG, typename OutT>
 __global__ void __launch_bounds__(tma_threads(WG), 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
     static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
-    using Ring = TmaRing<NB, STAGES, DUAL, HALF, WG, MC>;
+    using Ring = TmaRing<NB, STAGES, DUAL, HALF, WG>;
     constexpr int kAcc = Ring::kAcc;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
@@ -3762,9 +3646,7 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     const int kt0 = (int)((long long)split * k_tiles / a.S);  // uneven splits differ by at most one K tile
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    // MC: the cluster spans grid.x, neighbouring row tiles of one split, so that its ranks share x's box
-    const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k, MC ? (int)cluster_rank() : 0,
-                    MC ? (int)cluster_size() : 1};
+    const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};
     // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
     const bool cluster = a.S > 1 && (a.reduce == kTmaReduceGather || a.reduce == kTmaReduceScatter);
 
@@ -3776,10 +3658,6 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
         open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
     }
     __syncthreads();
-    if constexpr (MC) {  // every rank's barriers are initialised before any rank multicasts or arrives on them
-        cluster_arrive();
-        cluster_wait();
-    }
 
     float acc[(HALF ? 2 : 1) * kAcc];
 #pragma unroll
@@ -3788,18 +3666,10 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
         if (lane == 0) ring.produce();
         __syncwarp();
         if (cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
-        if constexpr (MC) {          // see the end of the kernel
-            cluster_arrive();
-            cluster_wait();
-        }
         return;
     }
     const int g = warp / 4;  // this thread's warpgroup, and its 64-row tile tile64
     consume_as<0, WG>(ring, acc, lane, g);
-    // MC: no CTA of the cluster leaves while another may still arrive on its barriers or multicast into its ring.
-    // Every thread arrives once done with the ring and waits at the very end, so the wait costs only the ranks'
-    // skew, not the epilogue.
-    if constexpr (MC) cluster_arrive();
 
     const int t = threadIdx.x % kTmaConsumers, tile64 = tile * WG + g;
     if constexpr (HALF) {
@@ -3819,7 +3689,6 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
             finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
         }
     }
-    if constexpr (MC) cluster_wait();
 }
 
 // ---- Host launcher: x's tensor map, then one instantiation per kernel the tables reach (runtime.py's launch
@@ -3866,22 +3735,17 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
 
 // reduce (splits > 1): 0 semaphore, 1 cluster gather, 2 cluster scatter, 3 atomic (tma_gemv.py's and
 // tma_gemm.py's variant()). WG consumer warpgroups (tma_gemm); call.operand[2] = the zeroed accumulator (atomic).
-// multicast: CTAs (on neighbouring row tiles) that share each x box, one cluster; > 1 exactly when MC.
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool MC>
-const char* launch_tma_gemv(const Call& c, int splits, int reduce, int multicast) {
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG>
+const char* launch_tma_gemv(const Call& c, int splits, int reduce) {
     static_assert(TmaRingDepths::contains(STAGES), "a ring depth tma_gemv.py's STAGES does not list");
     static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
-    static_assert(!(MC && HALF), "the multicast ring is the GEMM's (full tiles)");
     if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
     const int cluster = splits > 1 && (reduce == kTmaReduceGather || reduce == kTmaReduceScatter) ? reduce : 0;
     if (cluster && (WG != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
     if (reduce == kTmaReduceAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
     if (c.N % (kTmaTileRows * WG)) return "tma_gemv: N is not a multiple of the CTA's rows";
-    if (MC != (multicast > 1)) return "tma_gemv: multicast > 1 exactly in the MC kernels";
-    if (MC && (cluster || multicast > 8 || (8 * NB) % (8 * multicast) || (c.N / (kTmaTileRows * WG)) % multicast))
-        return "tma_gemv: multicast needs no cluster reduction, at most 8 CTAs, 8-row pieces, and whole clusters";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8 / multicast, HALF ? 2 : 1);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, HALF ? 2 : 1);
     if (err != nullptr) return err;
     const TmaGemvArgs a{static_cast<const uint8_t*>(c.operand[0]),
                         static_cast<const uint8_t*>(c.operand[1]),
@@ -3895,12 +3759,12 @@ const char* launch_tma_gemv(const Call& c, int splits, int reduce, int multicast
                         splits,
                         reduce};
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, MC, OutT>;
+    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT>;
     const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF, WG) + tma_inbox_bytes(NB, splits, cluster);
     if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed 226 KB";
     return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits),
-                         dim3(tma_threads(WG)), (size_t)smem, static_cast<cudaStream_t>(c.stream),
-                         dim3(MC ? multicast : 1, cluster ? splits : 1), x_map, a);
+                         dim3(tma_threads(WG)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
+                         x_map, a);
 }
 
 }  // namespace okc
@@ -4327,7 +4191,7 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
     if (smem > kSmemOptInLimit) return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed 226 KB";
     auto kernel = zgemv_kernel<UG, NB, R, P>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
-                         static_cast<cudaStream_t>(c.stream), dim3(1, cluster ? splits : 1), a);
+                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }
 
 }  // namespace okc

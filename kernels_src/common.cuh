@@ -145,21 +145,20 @@ __device__ __forceinline__ void push_to_rank(int to, float* dst, uint64_t* full,
 }
 
 // Host side, shared by every GEMV launcher: launch `kernel` with `smem` bytes of dynamic shared memory (opting in
-// past 48 KB) on a grid whose blockIdx.y is the K split, either plainly (cluster 1 x 1) or in thread-block clusters
-// of that shape: a column of grid.y CTAs, so that the splits can reduce through distributed shared memory, or a
-// row of neighbouring grid.x CTAs, so that they can share x's multicast (tma_gemm). Returns nullptr, or the CUDA
-// error's text.
+// past 48 KB) on a grid whose blockIdx.y is the K split, either plainly or (cluster) with each column of grid.y CTAs
+// as one thread-block cluster, so that the splits can reduce through distributed shared memory. Returns nullptr, or
+// the CUDA error's text.
 template <typename... Params, typename... Args>
 const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                          dim3 cluster, Args... args) {
+                          bool cluster, Args... args) {
     if (smem > 48 * 1024) {  // past the default dynamic shared-memory limit: opt in (not a stream operation)
         const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess) return cudaGetErrorString(err);
     }
-    if (cluster.x * cluster.y * cluster.z == 1) {
+    if (!cluster) {
         kernel<<<grid, block, smem, stream>>>(args...);
     } else {
-        if (cluster.x * cluster.y * cluster.z > 8) {  // 9..16-CTA clusters are beyond the portable 8: Hopper allows them on request
+        if (grid.y > 8) {  // 9..16-CTA clusters are beyond the portable 8: Hopper allows them on request
             const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
             if (err != cudaSuccess) return cudaGetErrorString(err);
         }
@@ -170,9 +169,9 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
         config.stream = stream;
         cudaLaunchAttribute cluster_dim;
         cluster_dim.id = cudaLaunchAttributeClusterDimension;
-        cluster_dim.val.clusterDim.x = cluster.x;
-        cluster_dim.val.clusterDim.y = cluster.y;
-        cluster_dim.val.clusterDim.z = cluster.z;
+        cluster_dim.val.clusterDim.x = 1;
+        cluster_dim.val.clusterDim.y = grid.y;  // the K splits of one row group
+        cluster_dim.val.clusterDim.z = 1;
         config.attrs = &cluster_dim;
         config.numAttrs = 1;
         const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args...);

@@ -420,7 +420,7 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
     if (smem > kSmemOptInLimit) return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed 226 KB";
     auto kernel = zgemv_kernel<UG, NB, R, P>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
-                         static_cast<cudaStream_t>(c.stream), dim3(1, cluster ? splits : 1), a);
+                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }
 
 }  // namespace okc

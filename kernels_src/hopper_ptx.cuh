@@ -28,45 +28,6 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
         : "memory");
 }
 
-// The same box, read from L2 once and landed at the same shared-memory offset in every CTA of the cluster that
-// `ctas` names (bit r: rank r), each copy counted on that CTA's barrier at `bar`'s offset (tma_gemm's x multicast).
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1,
-                                                      uint64_t* bar, uint16_t ctas) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
-        "{%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(ctas)
-        : "memory");
-}
-
-// Rank `rank`'s copy of the shared variable at `p` (this CTA's address of it), as a shared::cluster address.
-__device__ __forceinline__ uint32_t cluster_addr(const void* p, uint32_t rank) {
-    uint32_t out;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(smem_addr(p)), "r"(rank));
-    return out;
-}
-
-// One arrival on an mbarrier of any CTA of the cluster (a cluster_addr): what a multicast ring's consumers send
-// every rank's producer when they are done with a slot. The default semantics (release at CTA scope), as for the
-// local ring: the slot's readers are wgmmas that have retired, and the writer is the copy engine. With
-// .release.cluster ptxas put MEMBAR.ALL.CTA, two error barriers and an L1 invalidate (CCTL.IVALL) before every
-// arrival, which took the multicast GEMM to twice the time of the plain one.
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
-// The cluster barrier in two halves, every thread of every CTA: arrive, then wait for all of them. Relaxed: what
-// it orders is barrier initialisation, which fence.mbarrier_init.release.cluster publishes already, and the
-// CTAs' exits (a release arrive cost a MEMBAR.ALL.GPU and error barriers).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
-
-__device__ __forceinline__ uint32_t cluster_size() {
-    uint32_t n;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-}
-
 // `bytes` contiguous bytes (a multiple of 16) into shared memory by the bulk copy engine, counted on `bar`: no
 // tensor map, no swizzling on the way (the source is already laid out as shared memory should hold it).
 __device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {

@@ -285,7 +285,7 @@ const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
     if (smem > kSmemOptInLimit) return "mma_gemv: the warps' tiles and the cluster inbox exceed 226 KB";
     auto kernel = gemv_kernel<U, NB, R, P, DUAL, ATOMIC, OutT>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
-                         static_cast<cudaStream_t>(c.stream), dim3(1, cluster ? splits : 1), a);
+                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }
 
 }  // namespace okc

@@ -2,7 +2,7 @@
 and more tokens a slot. Its config, rule, operands and launch; design and figures: docs/tma-gemm.md.
 
 A CTA streams `warpgroups` 64-row weight tiles (the pre-swizzled 8 KB blocks tma_gemv packs) and one x box of
-8 NB tokens per 64-wide K tile; warpgroup g multiplies tile g by the box (wgmma, 64 tokens an instruction), so x
+8 NB tokens per 64-wide K tile; warpgroup g multiplies tile g by the box (one wgmma of N = 8 NB per k16 step), so x
 crosses from L2 once per 64 x warpgroups weight rows. K splits over `splits` CTAs, reduced in the same launch by
 the self-resetting semaphore (the last CTA sums the partials in split order) or by four-float L2 atomics into a
 zeroed accumulator that the last CTA writes out and re-zeroes."""
@@ -13,7 +13,6 @@ from kernels_src.engine import ACCUMULATOR_FLOATS, SMEM_LIMIT, WORKSPACE_FLOATS,
 from kernels_src.tma_gemv import TILE_K, TILE_ROWS, TMA_GEMV, TMA_STAGES, ring_bytes
 
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
-TMA_GEMM_MULTICAST = (1, 2, 4)  # CTAs of one cluster sharing each x box (tma_gemv.cuh, MC; 8 left no SMs' room)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
 # A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
 # takes more (NB = 8 at WG = 1: 113-117 registers in all), and `compile` fails a kernel that spills.
@@ -33,7 +32,6 @@ def gemm_column_blocks(m: int) -> int:
 
 class TmaGemmConfig(NamedTuple):
     warpgroups: int  # consumer warpgroups per CTA, each one 64-row tile against the slot's x box (1, 2, 4)
-    multicast: int  # CTAs on neighbouring row tiles, one cluster, that share each x box: each copies 1/multicast
     splits: int  # CTAs that split the CTA tile's K (1 .. K/64, uneven splits allowed)
     stages: int  # shared-memory ring slots per CTA: the warpgroups' weight tiles and x's box each
     reduce: str  # none (splits = 1), semaphore (workspace, the last CTA sums), atomic (accumulator, last writes)
@@ -47,15 +45,15 @@ def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
 class TmaGemm(Engine):
     name = "tma_gemm"
     Config = TmaGemmConfig
-    values = {"warpgroups": TMA_GEMM_WARPGROUPS, "multicast": TMA_GEMM_MULTICAST, "stages": TMA_STAGES}
+    values = {"warpgroups": TMA_GEMM_WARPGROUPS, "stages": TMA_STAGES}
     modes = {"reduce": TMA_GEMM_REDUCTIONS}
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
     launcher = "okc::launch_tma_gemv"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups", "multicast")
+    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
     summary = (
         "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
-        " weight tile against one shared x box of up to 256 tokens (64-token wgmmas), so x crosses from L2 once"
+        " weight tile against one shared x box of up to 256 tokens (wgmma N = 8 NB), so x crosses from L2 once"
         " per 64 x warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2"
         " atomics into a zeroed accumulator that the last CTA writes out and re-zeroes."
     )
@@ -74,11 +72,6 @@ class TmaGemm(Engine):
         if n % (TILE_ROWS * wg) or k % TILE_K:
             return (
                 f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
-            )
-        if (n // (TILE_ROWS * wg)) % cfg.multicast:
-            return (
-                f"multicast={cfg.multicast} needs the {n // (TILE_ROWS * wg)} CTAs of a split"
-                f" ({TILE_ROWS * wg} rows each) in whole clusters"
             )
         if not 1 <= cfg.splits <= k // TILE_K:
             return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
@@ -105,8 +98,8 @@ class TmaGemm(Engine):
 
     def variant(self, cfg, layer, m):
         reduce = {"semaphore": 0, "atomic": 3}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
-        template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups, cfg.multicast > 1)
-        return Variant(self.name, template, (cfg.splits, reduce, cfg.multicast))
+        template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups)
+        return Variant(self.name, template, (cfg.splits, reduce))
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands["tiles"]
@@ -116,14 +109,12 @@ class TmaGemm(Engine):
     def candidates(self, layer, m):
         out = []
         for warpgroups in TMA_GEMM_WARPGROUPS:
-            # a shared x box lost with more warpgroups on every shape (docs/tma-gemm.md): multicast with one
-            for multicast in TMA_GEMM_MULTICAST if warpgroups == 1 else (1,):
-                for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
-                    for stages in (4, 6, 8):
-                        for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
-                            cfg = TmaGemmConfig(warpgroups, multicast, splits, stages, reduce)
-                            if self.config_error(cfg, layer, m) is None:
-                                out.append(cfg)
+            for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
+                for stages in (4, 6, 8):
+                    for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
+                        cfg = TmaGemmConfig(warpgroups, splits, stages, reduce)
+                        if self.config_error(cfg, layer, m) is None:
+                            out.append(cfg)
         return out
 
 

@@ -16,8 +16,8 @@
 //    from a pointer: no tensor map to fetch before the first byte moves (0.6-0.75 us faster than tensor-map
 //    copies of the same tiles). x comes through a tensor map in the same 128-byte swizzle; its rows m..NB*8-1
 //    are out of bounds, which TMA fills with zeros: no masking of x;
-//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens; past 64 tokens NB / 8 of
-//    N = 64 each), weights as A, x as B, both straight from shared memory, keeping kInFlight slots' wgmmas in
+//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens, up to 256 in the GEMM),
+//    weights as A, x as B, both straight from shared memory, keeping kInFlight slots' wgmmas in
 //    flight while it waits for the next;
 //  * full / empty mbarriers per stage: TMA completes `full` by its byte count; each consumer warp arrives on
 //    `empty` once its wgmmas that read the stage have retired;
@@ -136,16 +136,10 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t,
 
 // One CTA's ring: its slots in shared memory, their full / empty barriers, and which K tiles it streams. WG
 // warpgroups: warpgroup g reads its own weight block(s) of each slot (64-row tile WG tile + g) and the slot's x.
-// MC (x multicast, tma_gemm): the CTA is rank `x_rank` of a cluster of `x_ranks` CTAs on neighbouring row tiles
-// of one K split. Each rank copies its own weights, and only its 1 / x_ranks of the slot's x box, rows
-// [x_rank, x_rank + 1) x 8 NB / x_ranks, multicast into the same slot of every rank: x crosses from L2 once per
-// cluster instead of once per CTA. So a slot is free only when every rank's consumers are done with it: `empty`
-// counts the consumer warps of all ranks, each of which arrives on every rank's copy of it.
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1, bool MC = false>
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
 struct TmaRing {
     static_assert(WG == 1 || !HALF, "half tiles run one warpgroup");
-    static_assert(!(MC && HALF), "the multicast ring is the GEMM's (full tiles)");
-    static_assert(NB <= 8 || NB % 8 == 0, "past 64 tokens x is met in 64-token wgmmas");
+    static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32, "wgmma's N = 8 NB: 8 .. 32, 64, 128 or 256");
     static constexpr int kAcc = 4 * NB;                                 // fp32 accumulators per consumer thread (per set)
     static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF, WG);  // bytes TMA lands in one ring slot
     static constexpr int kWSet = kTmaWBytes * (DUAL ? 2 : 1);           // one warpgroup's weight bytes in a slot
@@ -163,88 +157,48 @@ struct TmaRing {
     const CUtensorMap* x_map;
     const TmaGemvArgs& a;
     int tile, kt0, n_k;
-    int x_rank = 0, x_ranks = 1;  // MC: this CTA's rank in its multicast cluster, and the cluster's CTAs
 
-    // MC: x rows each rank copies (a multiple of 8: the swizzle's 1 KB atom), and whether this rank's rows hold
-    // any token: pieces wholly past m are not copied (their rows only meet D columns of tokens never written).
-    __device__ __forceinline__ int piece_rows() const { return 8 * NB / x_ranks; }
-    __device__ __forceinline__ bool piece_live(int rank) const { return rank * piece_rows() < a.M; }
-    // The bytes that land in each slot of this CTA: every weight block, and x's box (MC: its live pieces).
-    __device__ __forceinline__ uint32_t slot_bytes() const {
-        if constexpr (!MC) return kStage;  // out-of-bounds x rows count too (as zeros)
-        int live = 0;
-        for (int r = 0; r < x_ranks; ++r) live += piece_live(r);
-        return kXOffset + live * piece_rows() * kTmaTileK * 2;
-    }
-
-    // Slot i's weight copies into ring slot s, armed for the slot's bytes (the producer's lane only).
-    __device__ __forceinline__ void issue_weights(int i, int s, uint32_t bytes) const {
+    // Slot i's copies into ring slot s (the producer's lane only).
+    __device__ __forceinline__ void issue(int i, int s) const {
         uint8_t* slot = slots + s * kStage;
         const int k_tiles = a.K / kSlotK;
-        mbar_arrive_expect_tx(&full[s], bytes);
+        const int k0 = (kt0 + i) * kSlotK;
+        mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
 #pragma unroll
         for (int g = 0; g < WG; ++g) {  // packed: one 8 KB block per 64-row tile and K tile
             const size_t block = (size_t)((tile * WG + g) * k_tiles + kt0 + i) * kTmaWBytes;
             bulk_load_1d(slot + g * kWSet, a.w + block, kTmaWBytes, &full[s]);
             if constexpr (DUAL) bulk_load_1d(slot + g * kWSet + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
         }
-    }
-
-    // Slot i's x copy into ring slot s: the whole box, or (MC) this rank's piece into every rank's slot.
-    __device__ __forceinline__ void issue_x(int i, int s) const {
-        uint8_t* slot = slots + s * kStage;
-        const int k0 = (kt0 + i) * kSlotK;
-        if constexpr (MC) {
-            const int row0 = x_rank * piece_rows();
-            if (piece_live(x_rank))
-                tma_load_2d_multicast(slot + kXOffset + row0 * kTmaTileK * 2, x_map, k0, row0, &full[s],
-                                      (uint16_t)((1u << x_ranks) - 1));
-        } else if constexpr (HALF) {  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
+        if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
             tma_load_3d(slot + kXOffset, x_map, 0, 0, k0 / kTmaTileK, &full[s]);
-        } else {
+        else
             tma_load_2d(slot + kXOffset, x_map, k0, 0, &full[s]);
-        }
-    }
-
-    __device__ __forceinline__ void issue(int i, int s, uint32_t bytes) const {
-        issue_weights(i, s, bytes);
-        issue_x(i, s);
     }
 
     // Phase 1, the producer's lane, before the CTA barrier: fetch x's tensor map, initialise the full barriers and
     // send the first round's copies, then initialise the empty barriers, which no one touches before that barrier.
     // (Initialising every barrier first and copying only after the CTA barrier left the first copy ~0.27 us after
     // the CTA started; issuing early took 1.4-2.0 % off o m = 16 / 32.)
-    // MC: the first round's x waits for the cluster barrier after this (every rank's barriers initialised);
-    // produce() sends it.
     __device__ __forceinline__ void start() const {
         prefetch_tensor_map(x_map);
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);  // the producer's arrive.expect_tx + TMA's bytes
         fence_mbarrier_init();                                    // visible to the async proxy
-        const uint32_t bytes = slot_bytes();
-        for (int s = 0; s < STAGES && s < n_k; ++s) {
-            if constexpr (MC)
-                issue_weights(s, s, bytes);
-            else
-                issue(s, s, bytes);
-        }
-        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4 * WG * x_ranks);  // one arrival per consumer warp
+        for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4 * WG);  // one arrival per consumer warp
         fence_mbarrier_init();
     }
 
     // Phase 2, the producer's lane: the remaining rounds, a round of the ring at a time, its slots unrolled, as the
     // consumers walk it. (A round less than a test per slot, which cost the half tiles 1.5 us.)
     __device__ __forceinline__ void produce() const {
-        const uint32_t bytes = slot_bytes();
-        if constexpr (MC)
-            for (int s = 0; s < STAGES && s < n_k; ++s) issue_x(s, s);
         for (int round = 1; round * STAGES < n_k; ++round) {
 #pragma unroll
             for (int s = 0; s < STAGES; ++s) {
                 const int i = round * STAGES + s;
                 if (i >= n_k) break;
-                mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired (MC: on every rank)
-                issue(i, s, bytes);
+                mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
+                issue(i, s);
             }
         }
     }
@@ -258,8 +212,6 @@ struct TmaRing {
     __device__ __forceinline__ void consume(float (&acc)[(HALF ? 2 : 1) * kAcc], int lane) const {
         const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * kWSet);
         const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + kXOffset);
-        // MC: lane r < x_ranks of each warp hands the slot back to rank r
-        const uint32_t empty_of_rank = MC ? cluster_addr(empty, lane < x_ranks ? lane : 0) : 0;
         uint32_t phase = 0;
         for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {
 #pragma unroll
@@ -275,7 +227,7 @@ struct TmaRing {
                     const uint64_t b = desc_plus(x_desc0, at);
                     if constexpr (HALF) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
                         wgmma_bf16<2 * NB>(acc, desc_plus(w_desc0, at), b);
-                    } else {  // one wgmma of N = 8 NB takes every token of the box (up to 256)
+                    } else {  // one wgmma of N = 8 NB takes every token of the box (up to 256: the GEMM)
                         wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
                         if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
                     }
@@ -284,14 +236,7 @@ struct TmaRing {
                 fence_regs(acc);
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
-                if (i >= kInFlight) {
-                    const int freed = (s + STAGES - kInFlight) % STAGES;
-                    if constexpr (MC) {
-                        if (lane < x_ranks) mbar_arrive_cluster(empty_of_rank + freed * 8);
-                    } else if (lane == 0) {
-                        mbar_arrive(&empty[freed]);
-                    }
-                }
+                if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
             }
         }
         wgmma_wait<0>();
@@ -462,11 +407,11 @@ __device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float 
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool MC, typename OutT>
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG, typename OutT>
 __global__ void __launch_bounds__(tma_threads(WG), 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
     static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
-    using Ring = TmaRing<NB, STAGES, DUAL, HALF, WG, MC>;
+    using Ring = TmaRing<NB, STAGES, DUAL, HALF, WG>;
     constexpr int kAcc = Ring::kAcc;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
@@ -480,9 +425,7 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     const int kt0 = (int)((long long)split * k_tiles / a.S);  // uneven splits differ by at most one K tile
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    // MC: the cluster spans grid.x, neighbouring row tiles of one split, so that its ranks share x's box
-    const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k, MC ? (int)cluster_rank() : 0,
-                    MC ? (int)cluster_size() : 1};
+    const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};
     // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
     const bool cluster = a.S > 1 && (a.reduce == kTmaReduceGather || a.reduce == kTmaReduceScatter);
 
@@ -494,10 +437,6 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
         open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
     }
     __syncthreads();
-    if constexpr (MC) {  // every rank's barriers are initialised before any rank multicasts or arrives on them
-        cluster_arrive();
-        cluster_wait();
-    }
 
     float acc[(HALF ? 2 : 1) * kAcc];
 #pragma unroll
@@ -506,18 +445,10 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
         if (lane == 0) ring.produce();
         __syncwarp();
         if (cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
-        if constexpr (MC) {          // see the end of the kernel
-            cluster_arrive();
-            cluster_wait();
-        }
         return;
     }
     const int g = warp / 4;  // this thread's warpgroup, and its 64-row tile tile64
     consume_as<0, WG>(ring, acc, lane, g);
-    // MC: no CTA of the cluster leaves while another may still arrive on its barriers or multicast into its ring.
-    // Every thread arrives once done with the ring and waits at the very end, so the wait costs only the ranks'
-    // skew, not the epilogue.
-    if constexpr (MC) cluster_arrive();
 
     const int t = threadIdx.x % kTmaConsumers, tile64 = tile * WG + g;
     if constexpr (HALF) {
@@ -537,7 +468,6 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
             finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
         }
     }
-    if constexpr (MC) cluster_wait();
 }
 
 // ---- Host launcher: x's tensor map, then one instantiation per kernel the tables reach (runtime.py's launch
@@ -584,22 +514,17 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
 
 // reduce (splits > 1): 0 semaphore, 1 cluster gather, 2 cluster scatter, 3 atomic (tma_gemv.py's and
 // tma_gemm.py's variant()). WG consumer warpgroups (tma_gemm); call.operand[2] = the zeroed accumulator (atomic).
-// multicast: CTAs (on neighbouring row tiles) that share each x box, one cluster; > 1 exactly when MC.
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool MC>
-const char* launch_tma_gemv(const Call& c, int splits, int reduce, int multicast) {
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG>
+const char* launch_tma_gemv(const Call& c, int splits, int reduce) {
     static_assert(TmaRingDepths::contains(STAGES), "a ring depth tma_gemv.py's STAGES does not list");
     static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
-    static_assert(!(MC && HALF), "the multicast ring is the GEMM's (full tiles)");
     if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
     const int cluster = splits > 1 && (reduce == kTmaReduceGather || reduce == kTmaReduceScatter) ? reduce : 0;
     if (cluster && (WG != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
     if (reduce == kTmaReduceAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
     if (c.N % (kTmaTileRows * WG)) return "tma_gemv: N is not a multiple of the CTA's rows";
-    if (MC != (multicast > 1)) return "tma_gemv: multicast > 1 exactly in the MC kernels";
-    if (MC && (cluster || multicast > 8 || (8 * NB) % (8 * multicast) || (c.N / (kTmaTileRows * WG)) % multicast))
-        return "tma_gemv: multicast needs no cluster reduction, at most 8 CTAs, 8-row pieces, and whole clusters";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8 / multicast, HALF ? 2 : 1);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, HALF ? 2 : 1);
     if (err != nullptr) return err;
     const TmaGemvArgs a{static_cast<const uint8_t*>(c.operand[0]),
                         static_cast<const uint8_t*>(c.operand[1]),
@@ -613,12 +538,12 @@ const char* launch_tma_gemv(const Call& c, int splits, int reduce, int multicast
                         splits,
                         reduce};
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, MC, OutT>;
+    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT>;
     const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF, WG) + tma_inbox_bytes(NB, splits, cluster);
     if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed 226 KB";
     return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits),
-                         dim3(tma_threads(WG)), (size_t)smem, static_cast<cudaStream_t>(c.stream),
-                         dim3(MC ? multicast : 1, cluster ? splits : 1), x_map, a);
+                         dim3(tma_threads(WG)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
+                         x_map, a);
 }
 
 }  // namespace okc

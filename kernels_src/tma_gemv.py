@@ -54,7 +54,7 @@ class TmaGemv(DecodeGemv):
     values = {"stages": TMA_STAGES}
     modes = {"tile": TMA_TILES, "reduce": TMA_REDUCTIONS}
     launcher = "okc::launch_tma_gemv"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups", "multicast")
+    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
     summary = (
         "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
         " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
@@ -98,8 +98,8 @@ class TmaGemv(DecodeGemv):
 
     def variant(self, cfg, layer, m):
         reduce = {"cluster_gather": 1, "cluster_scatter": 2}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
-        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half", 1, False)
-        return Variant(self.name, template, (cfg.splits, reduce, 1))
+        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half", 1)
+        return Variant(self.name, template, (cfg.splits, reduce))
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands[self.operands(cfg, layer)[0]]

@@ -42,13 +42,8 @@ ATOMIC += [
 ]
 ATOMIC += [(4, 32, 1, "batch", 4, "atomic")]
 # tma_gemm past 32 tokens: every warpgroup count, both reductions, uneven splits; GEMM_EDGES cross its classes.
-GEMM = [(1, 1, 1, 4, "none"), (2, 1, 1, 4, "none"), (4, 1, 1, 4, "none"), (2, 1, 3, 4, "semaphore")]
-GEMM += [(1, 1, 5, 6, "semaphore"), (2, 1, 7, 4, "atomic"), (1, 1, 16, 4, "atomic"), (4, 1, 5, 4, "atomic")]
-GEMM += [(2, 1, 2, 4, "atomic")]
-# x multicast over clusters of 2 and 4 with every reduction and with two warpgroups; at m = 33 and 65 the last
-# ranks' pieces of the box lie wholly past m (not copied, not counted).
-GEMM += [(1, 2, 1, 4, "none"), (1, 4, 1, 6, "none"), (1, 4, 3, 4, "semaphore"), (1, 2, 5, 6, "atomic")]
-GEMM += [(1, 4, 16, 4, "atomic"), (2, 2, 3, 4, "semaphore")]
+GEMM = [(1, 1, 4, "none"), (2, 1, 4, "none"), (4, 1, 4, "none"), (2, 3, 4, "semaphore"), (1, 5, 6, "semaphore")]
+GEMM += [(2, 7, 4, "atomic"), (1, 16, 4, "atomic"), (4, 5, 4, "atomic"), (2, 2, 4, "atomic")]
 GEMM_EDGES = (33, 64, 65, 100, 128, 129, 200, 256)
 
 

@@ -24,26 +24,23 @@ QKV, ROUTER = PROBLEM.layers["qkv_gate"], PROBLEM.layers["router"]
 )
 def test_column_blocks_cover_m_by_64_token_wgmmas(m, nb):
     assert gemm_column_blocks(m) == nb
-    assert nb * 8 >= m and nb % 8 == 0  # tma_gemv.cuh: past 64 tokens x is met in 64-token wgmmas
+    assert nb * 8 >= m and nb in (8, 16, 32)  # tma_gemv.cuh: one wgmma of N = 8 NB = 64, 128 or 256
 
 
 @pytest.mark.parametrize(
     "cfg, layer, m, says",
     [
-        (TmaGemmConfig(1, 1, 2, 4, "none"), QKV, 64, "reduce=none with splits=2"),
-        (TmaGemmConfig(1, 1, 1, 4, "atomic"), QKV, 64, "reduce=atomic with splits=1"),
-        (TmaGemmConfig(2, 1, 1, 4, "none"), Layer("odd", 320, 1024, "bfloat16"), 64, "warpgroups=2 needs N divisible by 128"),
-        (TmaGemmConfig(1, 1, 129, 4, "atomic"), QKV, 64, "splits=129 must be 1..128"),
-        (TmaGemmConfig(4, 1, 2, 4, "atomic"), QKV, 256, "warpgroups=4 at m=256 holds 128 accumulators"),
-        (TmaGemmConfig(2, 1, 1, 6, "none"), QKV, 256, "stages=6, warpgroups=2 at m=256 need"),
-        (TmaGemmConfig(1, 1, 1, 4, "none"), QKV, 32, "serves 33 <= m <= 256, not m=32"),
-        (TmaGemmConfig(1, 1, 1, 4, "none"), QKV, 257, "not m=257"),
-        (TmaGemmConfig(3, 1, 1, 4, "none"), QKV, 64, "warpgroups=3 is not one of (1, 2, 4)"),
-        (TmaGemmConfig(1, 1, 1, 5, "none"), QKV, 64, "stages=5 is not one of"),
-        (TmaGemmConfig(1, 1, 64, 4, "semaphore"), Layer("wide", 8192, 8192, "bfloat16"), 256, "workspace"),
-        (TmaGemmConfig(1, 8, 1, 4, "none"), QKV, 64, "multicast=8 is not one of (1, 2, 4)"),
-        (TmaGemmConfig(1, 4, 1, 4, "none"), Layer("odd", 384, 1024, "bfloat16"), 64, "multicast=4 needs the 6 CTAs"),
-        (TmaGemmConfig(2, 4, 1, 4, "none"), QKV, 64, "multicast=4 needs the 18 CTAs of a split (128 rows each)"),
+        (TmaGemmConfig(1, 2, 4, "none"), QKV, 64, "reduce=none with splits=2"),
+        (TmaGemmConfig(1, 1, 4, "atomic"), QKV, 64, "reduce=atomic with splits=1"),
+        (TmaGemmConfig(2, 1, 4, "none"), Layer("odd", 320, 1024, "bfloat16"), 64, "warpgroups=2 needs N divisible by 128"),
+        (TmaGemmConfig(1, 129, 4, "atomic"), QKV, 64, "splits=129 must be 1..128"),
+        (TmaGemmConfig(4, 2, 4, "atomic"), QKV, 256, "warpgroups=4 at m=256 holds 128 accumulators"),
+        (TmaGemmConfig(2, 1, 6, "none"), QKV, 256, "stages=6, warpgroups=2 at m=256 need"),
+        (TmaGemmConfig(1, 1, 4, "none"), QKV, 32, "serves 33 <= m <= 256, not m=32"),
+        (TmaGemmConfig(1, 1, 4, "none"), QKV, 257, "not m=257"),
+        (TmaGemmConfig(3, 1, 4, "none"), QKV, 64, "warpgroups=3 is not one of (1, 2, 4)"),
+        (TmaGemmConfig(1, 1, 5, "none"), QKV, 64, "stages=5 is not one of"),
+        (TmaGemmConfig(1, 64, 4, "semaphore"), Layer("wide", 8192, 8192, "bfloat16"), 256, "workspace"),
     ],
 )
 def test_the_rule_names_the_field_and_the_limit(cfg, layer, m, says):
@@ -53,34 +50,30 @@ def test_the_rule_names_the_field_and_the_limit(cfg, layer, m, says):
 
 def test_the_atomic_tile_fits_the_shared_accumulator_on_every_layer():
     for layer in PROBLEM.layers.values():
-        cfg = TmaGemmConfig(1, 1, 2, 4, "atomic")
+        cfg = TmaGemmConfig(1, 2, 4, "atomic")
         assert layer.n_for(256) * 8 * gemm_column_blocks(256) <= ACCUMULATOR_FLOATS
         assert TMA_GEMM.config_error(cfg, layer, 256) is None, layer.name
 
 
 def test_smem_matches_the_kernels_slot_layout():
     # tma_gemv.cuh's tma_smem_bytes: stages x (8 KB a weight block x (2 for dual) x WG + 8 NB x 128 bytes) + 1 KB
-    assert gemm_smem_bytes(TmaGemmConfig(2, 1, 1, 6, "none"), 16, False) == 6 * (16384 + 16384) + 1024
-    assert gemm_smem_bytes(TmaGemmConfig(1, 1, 1, 4, "none"), 32, True) == 4 * (16384 + 32768) + 1024
-    assert gemm_smem_bytes(TmaGemmConfig(2, 1, 1, 4, "none"), 32, False) <= SMEM_LIMIT
+    assert gemm_smem_bytes(TmaGemmConfig(2, 1, 6, "none"), 16, False) == 6 * (16384 + 16384) + 1024
+    assert gemm_smem_bytes(TmaGemmConfig(1, 1, 4, "none"), 32, True) == 4 * (16384 + 32768) + 1024
+    assert gemm_smem_bytes(TmaGemmConfig(2, 1, 4, "none"), 32, False) <= SMEM_LIMIT
 
 
 def test_variants_are_the_shared_kernels_template_and_reduce_codes():
-    v = TMA_GEMM.variant(TmaGemmConfig(2, 1, 7, 6, "atomic"), QKV, 100)
-    assert v == Variant("tma_gemm", (16, 6, False, False, 2, False), (7, 3, 1))
-    assert TMA_GEMM.variant(TmaGemmConfig(1, 1, 3, 4, "semaphore"), ROUTER, 64) == Variant(
-        "tma_gemm", (8, 4, True, False, 1, False), (3, 0, 1)
+    v = TMA_GEMM.variant(TmaGemmConfig(2, 7, 6, "atomic"), QKV, 100)
+    assert v == Variant("tma_gemm", (16, 6, False, False, 2), (7, 3))
+    assert TMA_GEMM.variant(TmaGemmConfig(1, 3, 4, "semaphore"), ROUTER, 64) == Variant(
+        "tma_gemm", (8, 4, True, False, 1), (3, 0)
     )
-    # x multicast: the MC kernel, the cluster's CTAs a run-time argument
-    assert TMA_GEMM.variant(TmaGemmConfig(1, 4, 24, 6, "atomic"), ROUTER, 128) == Variant(
-        "tma_gemm", (16, 6, True, False, 1, True), (24, 3, 4)
-    )
-    # the GEMV passes one warpgroup through the same launcher, no multicast, and its cluster codes 1 / 2
+    # the GEMV passes one warpgroup through the same launcher and its cluster codes 1 / 2
     gemv = TMA_GEMV.variant(TmaGemvConfig(3, 8, "full", "cluster_scatter"), QKV, 32)
-    assert gemv == Variant("tma_gemv", (4, 8, False, False, 1, False), (3, 2, 1))
+    assert gemv == Variant("tma_gemv", (4, 8, False, False, 1), (3, 2))
     assert TMA_GEMM.launcher == TMA_GEMV.launcher
     assert TMA_GEMM.template_fields == TMA_GEMV.template_fields
-    assert TMA_GEMM.operands(TmaGemmConfig(1, 1, 1, 4, "none"), QKV) == TMA_GEMV.operands(
+    assert TMA_GEMM.operands(TmaGemmConfig(1, 1, 4, "none"), QKV) == TMA_GEMV.operands(
         TmaGemvConfig(1, 8, "full", "none"), QKV
     )  # one packed copy of the weights serves both
 
@@ -89,15 +82,15 @@ def test_the_cuda_side_holds_the_same_limits():
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
     assert "kTmaReduceAtomic = 3;" in src and "kTmaReduceSemaphore = 0" in src  # the codes variant() passes
     assert re.search(r"tma_threads\(int wg\) \{ return kTmaConsumers \* wg \+ 32; \}", src)
-    assert "static_assert(NB <= 8 || NB % 8 == 0" in src
+    assert "static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32" in src
+    ptx = (REPO_ROOT / "kernels_src" / "hopper_ptx.cuh").read_text()
+    for n in (64, 128, 256):  # the wgmma shapes those NB take
+        assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" in ptx
     assert "reduce=atomic needs its accumulator" in src  # the launcher refuses a plan without operand[2]
-    # multicast: clusters along grid.x of whole row-tile groups, pieces of whole 8-row swizzle atoms
-    assert "(c.N / (kTmaTileRows * WG)) % multicast" in src and "(8 * NB) % (8 * multicast)" in src
-    assert "dim3(MC ? multicast : 1, cluster ? splits : 1)" in src
 
 
 def test_it_routes_between_the_gemvs_and_splitk():
-    gemm = TmaGemmConfig(1, 1, 3, 8, "atomic")
+    gemm = TmaGemmConfig(1, 3, 8, "atomic")
     split = SPLITK_GEMM.Config(64, 64, 128, 16, 4, 3, "tma", "atomic")
     tables = {engine.name: Table({}, {}) for engine in registry.ENGINES}
     tables["tma_gemm"] = Table({("qkv_gate", 64): gemm, ("qkv_gate", 128): None}, {})
@@ -113,15 +106,10 @@ def test_it_routes_between_the_gemvs_and_splitk():
 def test_the_sweep_reaches_every_warpgroup_count_and_reduction_it_can(m):
     """What the candidates leave out must be what the rule refuses: at m <= 128 every warpgroup count and both
     reductions are timed somewhere, at m = 256 (128 accumulators a thread) four warpgroups never are."""
-    candidates = [cfg for layer in PROBLEM.layers.values() for cfg in TMA_GEMM.candidates(layer, m)]
-    found = {(cfg.warpgroups, cfg.reduce) for cfg in candidates}
+    found = {(cfg.warpgroups, cfg.reduce) for layer in PROBLEM.layers.values() for cfg in TMA_GEMM.candidates(layer, m)}
     warpgroups = (1, 2) if m > 128 else (1, 2, 4)
     assert found >= {(wg, reduce) for wg in warpgroups for reduce in ("none", "semaphore", "atomic")}
     assert all(wg in warpgroups for wg, _ in found)
-    # every multicast size with every reduction, on one warpgroup (the only count it is swept with)
-    shared = {(cfg.multicast, cfg.reduce) for cfg in candidates if cfg.warpgroups == 1}
-    assert shared >= {(mc, reduce) for mc in (1, 2, 4) for reduce in ("none", "semaphore", "atomic")}
-    assert all(cfg.multicast == 1 for cfg in candidates if cfg.warpgroups > 1)
 
 
 def test_the_register_budget_is_what_the_launch_bounds_leave():
@@ -174,7 +162,7 @@ def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
         if row[0] == "threads":
             continue
         nb, stages, dual, wg, smem, fits = map(int, row)
-        cfg = TmaGemmConfig(wg, 1, 1, stages, "none")
+        cfg = TmaGemmConfig(wg, 1, stages, "none")
         assert gemm_smem_bytes(cfg, nb, bool(dual)) == smem, row
         layer = ROUTER if dual else QKV
         error = TMA_GEMM.config_error(cfg, layer, m_of_nb[nb])
