@@ -22,7 +22,7 @@ QKV, ROUTER = PROBLEM.layers["qkv_gate"], PROBLEM.layers["router"]
 @pytest.mark.parametrize(
     "m, nb", [(33, 8), (64, 8), (65, 16), (128, 16), (129, 32), (256, 32)]
 )
-def test_column_blocks_cover_m_by_64_token_wgmmas(m, nb):
+def test_column_blocks_cover_m_by_one_wgmma_of_n_8nb(m, nb):
     assert gemm_column_blocks(m) == nb
     assert nb * 8 >= m and nb in (8, 16, 32)  # tma_gemv.cuh: one wgmma of N = 8 NB = 64, 128 or 256
 
