@@ -102,3 +102,36 @@ def compile_cuda(
     for kernel, name in zip(kernels, demangle([k.mangled for k in kernels])):
         kernel.name = name
     return proc.returncode, messages, kernels, sass
+
+
+# nvcc's front end: `file(line): error: what`; the host compiler (gcc): `file:line:col: error: what`.
+_NVCC_ERROR = re.compile(r"^(.+?)\((\d+)\): (?:catastrophic )?error:?\s*(.*)$")
+_HOST_ERROR = re.compile(r"^(.+?):(\d+):(?:\d+:)? (?:fatal )?error: (.*)$")
+
+
+def first_compile_error(messages: str, code: int) -> str:
+    """nvcc's first error as one line `file:line: error: what` (the file a #line of CUDA_SRC names), and how many
+    more there are; else its last line."""
+    found = []
+    for line in messages.splitlines():
+        match = _NVCC_ERROR.match(line) or _HOST_ERROR.match(line)
+        if match:
+            found.append(f"{match.group(1)}:{match.group(2)}: error: {match.group(3).strip()}")
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        return found[0] + more
+    tail = [line for line in messages.splitlines() if line.strip()][-1:] or ["(no message)"]
+    return f"nvcc exited {code}: {tail[0].strip()}"
+
+
+def syntax_check(cuda_src: str, nvcc: str = "nvcc") -> str | None:
+    """nvcc's first error for CUDA_SRC on its own (no launch table, so no kernel is instantiated: ~2 s), as one
+    line, or None when it compiles. What instantiation finds (a template argument a kernel refuses) is `compile`'s
+    job."""
+    flags = [flag for flag in nvcc_flags() if flag not in ("-Xptxas", "-v")]
+    with tempfile.TemporaryDirectory(prefix="okc_syntax_") as tmp:
+        src = Path(tmp) / "cuda_src.cu"
+        src.write_text(cuda_src)
+        cmd = [nvcc, "-c", *flags, str(src), "-o", str(Path(tmp) / "cuda_src.o")]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return None if proc.returncode == 0 else first_compile_error(proc.stdout + proc.stderr, proc.returncode)

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from generator.errors import BuildError
+from generator.errors import BuildError, read_text
 
 
 @dataclass(frozen=True)
@@ -49,16 +49,20 @@ def load_located(path: Path, shown_as: str) -> Located:
 
     Malformed YAML and a missing file become a BuildError naming `shown_as` and the line."""
     try:
-        text = Path(path).read_text()
+        text = read_text(Path(path), shown_as)
     except FileNotFoundError:
         raise BuildError(shown_as, None, "file not found") from None
+    except OSError as exc:
+        raise BuildError(shown_as, None, f"cannot read: {exc.strerror or exc}") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
+        if node is None:
+            raise BuildError(shown_as, 1, "empty YAML document")
+        return _locate(node, shown_as)
+    except yaml.MarkedYAMLError as exc:  # malformed, or a value the safe loader does not build (a !!tag)
         raise BuildError(shown_as, *_yaml_error(exc)) from None
-    if node is None:
-        raise BuildError(shown_as, 1, "empty YAML document")
-    return _locate(node, shown_as)
+    except yaml.YAMLError as exc:
+        raise BuildError(shown_as, None, f"malformed YAML: {exc}") from None
 
 
 def _yaml_error(exc: yaml.MarkedYAMLError) -> tuple[int | None, str]:

@@ -27,11 +27,24 @@ def fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+HELP_OPTIONS = ("-h", "--help")
+
+
+class Commands(click.Group):
+    """The command group; it notes whether the subcommand was asked for its help, which needs no kernels_src."""
+
+    def resolve_command(self, ctx, args):
+        ctx.meta["help_asked"] = any(arg in HELP_OPTIONS for arg in args[1:])
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": list(HELP_OPTIONS)})
 @click.version_option(__version__, prog_name="muse-proj")
-def main() -> None:
+@click.pass_context
+def main(ctx) -> None:
     """Build dist/submission.py from kernels_src/ and tables/, and check and tune it like the judge does."""
-    import_kernels()
+    if not ctx.meta.get("help_asked"):  # a broken module must not hide every command's help
+        import_kernels()
 
 
 def import_kernels() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -12,12 +13,26 @@ from generator import REPO_ROOT
 from generator.cli.app import DISTRIBUTIONS_OPTION, FILE_ARGUMENT, fail, load_file, main, require_engines
 from generator.errors import BuildError
 
+
+def _checked_root(ctx, param, root: Path) -> Path:
+    if not root.is_dir():
+        fail(f"--root {root}: no such folder" if not root.exists() else f"--root {root}: not a folder")
+    if not any((root / folder).is_dir() for folder in ("templates", "kernels_src", "tables")):
+        fail(
+            f"--root {root}: holds none of templates/, kernels_src/, tables/ (not a checkout of this project)"
+        )
+    return root
+
+
 ROOT_OPTION = click.option(
     "--root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=REPO_ROOT,
     show_default=True,
-    help="Repository root holding templates/, kernels_src/ and tables/.",
+    callback=_checked_root,
+    help="The inputs to read: a folder holding templates/, kernels_src/ and tables/ (a scratch copy of this"
+    " checkout's, say). Its kernels_src/*.py must be the ones this command imports (those of the checkout it runs"
+    " in): for another checkout, run the command inside it.",
 )
 
 
@@ -32,20 +47,45 @@ ROOT_OPTION = click.option(
     default=None,
     help="Output file [default: ROOT/dist/submission.py].",
 )
-def build(check: bool, root: Path, out: Path | None) -> None:
-    """Render the template with the kernel sources and tables into one submission file."""
+@click.option(
+    "--no-nvcc",
+    is_flag=True,
+    help="Skip the CUDA syntax check (nvcc -c of CUDA_SRC, about 2 s), which runs wherever nvcc is on PATH.",
+)
+def build(check: bool, root: Path, out: Path | None, no_nvcc: bool) -> None:
+    """Render the template with the kernel sources and tables into one submission file; where nvcc is on PATH,
+    check that CUDA_SRC compiles first (`compile` also instantiates every kernel the tables reach)."""
     from generator.build import diff_summary, write_atomic
-    from generator.render import render_submission
+    from generator.render import BLACK_VERSION, build_tool, formatted_by, render_submission
 
     out = out or root / "dist" / "submission.py"
+    old = out.read_text(errors="replace") if check and out.is_file() else ""
     try:
+        black = build_tool("black")
+        if check and black.__version__ != BLACK_VERSION:
+            fail(
+                f"{out}: formatted by black {formatted_by(old) or '(not named in the file)'}, this machine has"
+                f" black {black.__version__}: it formats the file differently, so no rebuild here would pass CI;"
+                f" pip install 'black=={BLACK_VERSION}' (pyproject.toml's pin) and check again"
+            )
         text = render_submission(root)
     except BuildError as exc:
         fail(str(exc))
+    if not no_nvcc and shutil.which("nvcc"):
+        from generator.compile import syntax_check
+        from generator.sources import load_sources
+
+        error = syntax_check(load_sources(root).cuda)
+        if error:
+            fail(f"{error} (nvcc -c of CUDA_SRC; --no-nvcc skips this check)")
     if check:
-        old = out.read_text() if out.exists() else ""
         if old != text:
             click.echo(diff_summary(old, text, str(out)), err=True)
+            if formatted_by(old) not in (None, BLACK_VERSION):
+                click.echo(
+                    f"(it was formatted by black {formatted_by(old)}; this build by {BLACK_VERSION})",
+                    err=True,
+                )
             click.echo("run `python -m generator build` and commit the result", err=True)
             sys.exit(1)
         click.echo(f"{out} is up to date")
@@ -108,7 +148,7 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     instructions ptxas had to serialise."""
     import shutil
 
-    from generator.compile import compile_cuda, demangle, serialized_wgmma
+    from generator.compile import compile_cuda, demangle, first_compile_error, serialized_wgmma
     from generator.problem import load_problem
     from generator.sass import find_cuobjdump
     from generator.sources import load_sources
@@ -137,7 +177,7 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
         if cuobjdump is None:
             fail("--loops / --waits need cuobjdump: none on PATH, beside nvcc or in triton; pass --cuobjdump")
-    click.echo(f"compiling {len(kernels)} kernels with {nvcc} for sm_90a ...", err=True)
+    click.echo(f"compiling the launch table's {len(kernels)} cases with {nvcc} for sm_90a ...", err=True)
     start = time.perf_counter()
     try:
         code, messages, found, sass = compile_cuda(
@@ -147,9 +187,7 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         fail(f"{nvcc}: {exc.strerror or exc}")
     click.echo(f"compiled in {time.perf_counter() - start:.0f} s", err=True)
     if code != 0:
-        errors = [line for line in messages.splitlines() if "error" in line] or messages.splitlines()[-5:]
-        click.echo("\n".join(errors[:20]), err=True)
-        fail(f"nvcc failed (exit {code})", 1)
+        fail(first_compile_error(messages, code))
     click.echo(f"{'regs':>4} {'smem':>5} {'stack':>5} {'spill st/ld':>11}  kernel")
     for k in found:
         click.echo(
@@ -157,7 +195,8 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         )
     spilled = [k for k in found if k.spills]
     click.echo(
-        f"{len(found)} kernels, max {max((k.registers for k in found), default=0)} registers, {len(spilled)} spilling"
+        f"{len(found)} kernels (the distinct instantiations of the {len(kernels)} cases), max"
+        f" {max((k.registers for k in found), default=0)} registers, {len(spilled)} spilling"
     )
     if not found:
         fail("ptxas reported no kernels", 1)
