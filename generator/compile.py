@@ -110,28 +110,48 @@ _HOST_ERROR = re.compile(r"^(.+?):(\d+):(?:\d+:)? (?:fatal )?error: (.*)$")
 
 
 def first_compile_error(messages: str, code: int) -> str:
-    """nvcc's first error as one line `file:line: error: what` (the file a #line of CUDA_SRC names), and how many
+    """A compiler's first error as one line `file:line: what` (the file a #line of the source names), and how many
     more there are; else its last line."""
     found = []
     for line in messages.splitlines():
         match = _NVCC_ERROR.match(line) or _HOST_ERROR.match(line)
         if match:
-            found.append(f"{match.group(1)}:{match.group(2)}: error: {match.group(3).strip()}")
+            found.append(f"{match.group(1)}:{match.group(2)}: {match.group(3).strip()}")
     if found:
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        more = f" (and {len(found) - 1} more errors)" if len(found) > 1 else ""
         return found[0] + more
     tail = [line for line in messages.splitlines() if line.strip()][-1:] or ["(no message)"]
-    return f"nvcc exited {code}: {tail[0].strip()}"
+    return f"the compiler exited {code}: {tail[0].strip()}"
 
 
-def syntax_check(cuda_src: str, nvcc: str = "nvcc") -> str | None:
-    """nvcc's first error for CUDA_SRC on its own (no launch table, so no kernel is instantiated: ~2 s), as one
-    line, or None when it compiles. What instantiation finds (a template argument a kernel refuses) is `compile`'s
-    job."""
+def syntax_check(
+    cuda_src: str, binding_src: str, nvcc: str | None = "nvcc", cxx: str | None = "c++"
+) -> str | None:
+    """The first error, as one line, of CUDA_SRC on its own through nvcc (no launch table, so no kernel is
+    instantiated: ~2 s) and of BINDING_SRC through the host compiler (-fsyntax-only, with torch's pybind11), both
+    at once; None when both compile. A compiler given as None is skipped. What instantiation finds (a template
+    argument a kernel refuses) is `compile`'s job."""
+    import sysconfig
+
+    from torch.utils.cpp_extension import include_paths
+
     flags = [flag for flag in nvcc_flags() if flag not in ("-Xptxas", "-v")]
     with tempfile.TemporaryDirectory(prefix="okc_syntax_") as tmp:
-        src = Path(tmp) / "cuda_src.cu"
-        src.write_text(cuda_src)
-        cmd = [nvcc, "-c", *flags, str(src), "-o", str(Path(tmp) / "cuda_src.o")]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    return None if proc.returncode == 0 else first_compile_error(proc.stdout + proc.stderr, proc.returncode)
+        cuda, binding = Path(tmp) / "cuda_src.cu", Path(tmp) / "binding_src.cpp"
+        cuda.write_text(cuda_src)
+        binding.write_text(binding_src)
+        includes = [f"-I{path}" for path in [*include_paths(), sysconfig.get_paths()["include"]]]
+        commands = []
+        if nvcc:
+            commands.append([nvcc, "-c", *flags, str(cuda), "-o", str(Path(tmp) / "cuda_src.o")])
+        if cxx:
+            commands.append([cxx, "-fsyntax-only", "-std=c++17", *includes, str(binding)])
+        running = [
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for cmd in commands
+        ]
+        results = [(proc.communicate()[0], proc.returncode) for proc in running]
+    for messages, code in results:
+        if code != 0:
+            return first_compile_error(messages, code)
+    return None

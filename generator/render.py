@@ -187,8 +187,22 @@ def foreign_engines(root: Path) -> BuildError | None:
     own = (root / "kernels_src").resolve()
     if own == imported:
         return None
-    for path in sorted(set(own.glob("*.py")) | {imported / p.name for p in own.glob("*.py")}):
-        mine, theirs = own / path.name, imported / path.name
+    pairs = [(own, imported)]
+    if (root / "generator").is_dir():  # a checkout of its own: its generator builds it, not this one
+        pairs.append(((root / "generator").resolve(), Path(__file__).resolve().parent))
+    for own, imported in pairs:
+        error = _first_difference(own, imported, root)
+        if error:
+            return error
+    return None
+
+
+def _first_difference(own: Path, imported: Path, root: Path) -> BuildError | None:
+    names = {p.relative_to(own) for p in own.rglob("*.py")} | {
+        p.relative_to(imported) for p in imported.rglob("*.py")
+    }
+    for name in sorted(names):
+        mine, theirs = own / name, imported / name
         a = mine.read_bytes().splitlines() if mine.is_file() else []
         b = theirs.read_bytes().splitlines() if theirs.is_file() else []
         if a != b:
@@ -196,8 +210,8 @@ def foreign_engines(root: Path) -> BuildError | None:
             return BuildError(
                 display_path(mine, root),
                 line,
-                f"differs from {theirs}, the kernels_src this generator imported: its engines would check these"
-                f" tables; run the command inside {root} (cd {root} && python -m generator ...)",
+                f"differs from {theirs}, which this command imported (its engines would check these tables, its"
+                f" generator build them): run the command inside {root} (cd {root} && python -m generator ...)",
             )
     return None
 

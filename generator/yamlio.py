@@ -27,8 +27,17 @@ def _plain(node: yaml.Node) -> Any:
     return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
 
 
+# What a table may hold: mappings, lists, strings, numbers, booleans and null (no !!binary, dates, sets, objects).
+PLAIN_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("map", "seq", "str", "int", "float", "bool", "null")}
+
+
 def _locate(node: yaml.Node, file: str) -> Located:
     line = node.start_mark.line + 1
+    if node.tag not in PLAIN_TAGS:
+        shown = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise BuildError(
+            file, line, f"a {shown} value is not allowed here (plain mappings, lists and scalars only)"
+        )
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, tuple[Located, Located]] = {}
         for key_node, value_node in node.value:

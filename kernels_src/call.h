@@ -13,8 +13,8 @@ struct Call {
     int N, K;                // output width (the unpooler's slice at small m) and K
     const void* operand[4];  // what prepare() built for the engine: packed weights, lo weights, 12-bit parts ...
     long long scalar[3];     // per-layer constants (the 12-bit format's table words ...)
-    float* ws;               // split-K workspace (runtime.py: WORKSPACE_FLOATS)
-    int* sem;                // self-resetting counters (runtime.py: SEMAPHORES), 0 between launches
+    float* ws;               // split-K workspace (engine.py: WORKSPACE_FLOATS)
+    int* sem;                // self-resetting counters (engine.py: SEMAPHORES), 0 between launches
 };
 
 }  // namespace okc

@@ -29,7 +29,7 @@
 
 namespace okc {
 
-// Software-pipelining styles (P; the table's pipeline, mma_gemv.py PIPELINES in this order). A "trip" is U
+// Software-pipelining styles (P; the table's pipeline, mma_gemv.py MMA_PIPELINES in this order). A "trip" is U
 // (unroll) consecutive 32-wide K blocks per warp.
 //   0  BATCH      issue the trip's loads (weights, x), then its mmas; warps hide each other's latency.
 //   1  DOUBLE     two register sets: the next trip's loads are issued before this trip's mmas, so each

@@ -67,7 +67,7 @@ constexpr int kTmaConsumers = 128;                        // threads of one cons
 // per 64 WG weight rows: at m = 128 a 64-row tile reads twice as many bytes of x as of weights.
 __host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
 
-// The ring depths (stages) the engine admits. This is the one list: tma_gemv.py's STAGES is kept equal to it by
+// The ring depths (stages) the engine admits. This is the one list: tma_gemv.py's TMA_STAGES is kept equal to it by
 // a test, and the launcher refuses any other depth.
 template <int... Depths>
 struct RingDepths {

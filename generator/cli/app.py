@@ -33,6 +33,21 @@ HELP_OPTIONS = ("-h", "--help")
 class Commands(click.Group):
     """The command group; it notes whether the subcommand was asked for its help, which needs no kernels_src."""
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's own, but a wrong call (unknown option, bad value, missing argument) is one line, exit 2."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "muse-proj"
+            fail(f"{exc.format_message()} (see `{command} --help`)")
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            fail("aborted", 1)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def resolve_command(self, ctx, args):
         ctx.meta["help_asked"] = any(arg in HELP_OPTIONS for arg in args[1:])
         return super().resolve_command(ctx, args)

@@ -38,8 +38,11 @@ ROOT_OPTION = click.option(
 
 @main.command()
 @click.option(
-    "--check", is_flag=True, help="Exit 1 with a diff summary if the file differs from a fresh build."
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 with one line (the first line that differs) if the file differs from a fresh build.",
 )
+@click.option("--diff", is_flag=True, help="With --check: also print a summary of the differences.")
 @ROOT_OPTION
 @click.option(
     "--out",
@@ -48,14 +51,16 @@ ROOT_OPTION = click.option(
     help="Output file [default: ROOT/dist/submission.py].",
 )
 @click.option(
-    "--no-nvcc",
+    "--no-compilers",
     is_flag=True,
-    help="Skip the CUDA syntax check (nvcc -c of CUDA_SRC, about 2 s), which runs wherever nvcc is on PATH.",
+    help="Skip the syntax check (about 2 s) of CUDA_SRC by nvcc and of BINDING_SRC by the host compiler (c++),"
+    " which runs with whichever of the two is on PATH.",
 )
-def build(check: bool, root: Path, out: Path | None, no_nvcc: bool) -> None:
-    """Render the template with the kernel sources and tables into one submission file; where nvcc is on PATH,
-    check that CUDA_SRC compiles first (`compile` also instantiates every kernel the tables reach)."""
-    from generator.build import diff_summary, write_atomic
+def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: bool) -> None:
+    """Render the template with the kernel sources and tables into one submission file; where nvcc or c++ is on
+    PATH, check that CUDA_SRC or BINDING_SRC parses first (`compile` also instantiates every kernel the tables
+    reach)."""
+    from generator.build import diff_summary, stale_line, write_atomic
     from generator.render import BLACK_VERSION, build_tool, formatted_by, render_submission
 
     out = out or root / "dist" / "submission.py"
@@ -71,22 +76,20 @@ def build(check: bool, root: Path, out: Path | None, no_nvcc: bool) -> None:
         text = render_submission(root)
     except BuildError as exc:
         fail(str(exc))
-    if not no_nvcc and shutil.which("nvcc"):
+    compilers = (shutil.which("nvcc"), shutil.which("c++"))
+    if not no_compilers and any(compilers):
         from generator.compile import syntax_check
         from generator.sources import load_sources
 
-        error = syntax_check(load_sources(root).cuda)
+        sources = load_sources(root)
+        error = syntax_check(sources.cuda, sources.binding, *compilers)
         if error:
-            fail(f"{error} (nvcc -c of CUDA_SRC; --no-nvcc skips this check)")
+            fail(f"{error} (the syntax check of CUDA_SRC and BINDING_SRC; --no-compilers skips it)")
     if check:
         if old != text:
-            click.echo(diff_summary(old, text, str(out)), err=True)
-            if formatted_by(old) not in (None, BLACK_VERSION):
-                click.echo(
-                    f"(it was formatted by black {formatted_by(old)}; this build by {BLACK_VERSION})",
-                    err=True,
-                )
-            click.echo("run `python -m generator build` and commit the result", err=True)
+            click.echo("error: " + stale_line(old, text, str(out)), err=True)
+            if diff:
+                click.echo(diff_summary(old, text, str(out)), err=True)
             sys.exit(1)
         click.echo(f"{out} is up to date")
         return
@@ -151,7 +154,7 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     from generator.compile import compile_cuda, demangle, first_compile_error, serialized_wgmma
     from generator.problem import load_problem
     from generator.sass import find_cuobjdump
-    from generator.sources import load_sources
+    from generator.sources import check_launchers, load_sources
     from generator.tables import load_tables
     from kernels_src import registry
     from kernels_src.runtime import launch_table
@@ -160,6 +163,8 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         sources = load_sources(root)
         problem = load_problem(root)
         tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
+        routed = dict.fromkeys(engine for *_, engine, _ in registry.routes(problem.layers.values(), tables))
+        check_launchers(sources, routed, root)
     except BuildError as exc:
         fail(str(exc))
     if shutil.which(nvcc) is None and not Path(nvcc).is_file():
@@ -177,7 +182,8 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
         if cuobjdump is None:
             fail("--loops / --waits need cuobjdump: none on PATH, beside nvcc or in triton; pass --cuobjdump")
-    click.echo(f"compiling the launch table's {len(kernels)} cases with {nvcc} for sm_90a ...", err=True)
+    if sys.stderr.isatty():  # progress on a terminal only: a failure stays one line in a log
+        click.echo(f"compiling the launch table's {len(kernels)} cases with {nvcc} for sm_90a ...", err=True)
     start = time.perf_counter()
     try:
         code, messages, found, sass = compile_cuda(
@@ -185,7 +191,7 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         )
     except OSError as exc:
         fail(f"{nvcc}: {exc.strerror or exc}")
-    click.echo(f"compiled in {time.perf_counter() - start:.0f} s", err=True)
+    seconds = time.perf_counter() - start
     if code != 0:
         fail(first_compile_error(messages, code))
     click.echo(f"{'regs':>4} {'smem':>5} {'stack':>5} {'spill st/ld':>11}  kernel")
@@ -195,7 +201,8 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         )
     spilled = [k for k in found if k.spills]
     click.echo(
-        f"{len(found)} kernels (the distinct instantiations of the {len(kernels)} cases), max"
+        f"{len(found)} kernels (the distinct instantiations of the launch table's {len(kernels)} cases, compiled"
+        f" with {nvcc} for sm_90a in {seconds:.0f} s), max"
         f" {max((k.registers for k in found), default=0)} registers, {len(spilled)} spilling"
     )
     if not found:

@@ -37,8 +37,9 @@ def parse_where(texts, engine) -> dict:
     "--engine",
     default="mma_gemv",
     show_default=True,
-    help="Whose table to tune: mma_gemv, tma_gemv, compressed_gemv or splitk_gemm (tables/<engine>.yaml); an entry is kept only where the engine beats what would serve"
-    " the shape without it (the engines after it, cuBLAS last) by >= 2 %.",
+    help="Whose table to tune: compressed_gemv, tma_gemv, mma_gemv, tma_gemm or splitk_gemm (tables/<engine>.yaml);"
+    " an entry is kept only where the engine beats what would serve the shape without it (the engines after it,"
+    " cuBLAS last) by >= 2 %.",
 )
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
 @click.option(
