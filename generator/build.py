@@ -41,6 +41,10 @@ def stale_line(old: str, new: str, shown: str) -> str:
     _, i1, _, j1, j2 = changes[0] if changes else ("equal", 0, 0, 0, 0)
     reads = f"it would read {new_lines[j1].strip()[:60]!r}" if j2 > j1 else "a rebuild drops it"
     return (
-        f"{shown}:{i1 + 1}: stale ({reads}; a rebuild adds {added} lines, removes {removed}): run"
+        f"{shown}:{i1 + 1}: stale ({reads}; a rebuild adds {_lines(added)}, removes {_lines(removed)}): run"
         " `python -m generator build` and commit the result"
     )
+
+
+def _lines(count: int) -> str:
+    return f"{count} line" + ("" if count == 1 else "s")

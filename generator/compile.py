@@ -118,10 +118,19 @@ def first_compile_error(messages: str, code: int) -> str:
         if match:
             found.append(f"{match.group(1)}:{match.group(2)}: {match.group(3).strip()}")
     if found:
-        more = f" (and {len(found) - 1} more errors)" if len(found) > 1 else ""
+        more = len(found) - 1
+        more = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
         return found[0] + more
     tail = [line for line in messages.splitlines() if line.strip()][-1:] or ["(no message)"]
     return f"the compiler exited {code}: {tail[0].strip()}"
+
+
+def python_headers() -> Path | None:
+    """The folder holding Python.h, which pybind11 needs (a machine without python3-dev has none)."""
+    import sysconfig
+
+    include = Path(sysconfig.get_paths()["include"])
+    return include if (include / "Python.h").is_file() else None
 
 
 def syntax_check(
@@ -131,8 +140,6 @@ def syntax_check(
     instantiated: ~2 s) and of BINDING_SRC through the host compiler (-fsyntax-only, with torch's pybind11), both
     at once; None when both compile. A compiler given as None is skipped. What instantiation finds (a template
     argument a kernel refuses) is `compile`'s job."""
-    import sysconfig
-
     from torch.utils.cpp_extension import include_paths
 
     flags = [flag for flag in nvcc_flags() if flag not in ("-Xptxas", "-v")]
@@ -140,7 +147,7 @@ def syntax_check(
         cuda, binding = Path(tmp) / "cuda_src.cu", Path(tmp) / "binding_src.cpp"
         cuda.write_text(cuda_src)
         binding.write_text(binding_src)
-        includes = [f"-I{path}" for path in [*include_paths(), sysconfig.get_paths()["include"]]]
+        includes = [f"-I{path}" for path in [*include_paths(), python_headers()]]
         commands = []
         if nvcc:
             commands.append([nvcc, "-c", *flags, str(cuda), "-o", str(Path(tmp) / "cuda_src.o")])

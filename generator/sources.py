@@ -259,7 +259,13 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
     )
     lines = {key: [item.line for item in manifest[key].value] for key in ("cuda", "binding", "python")}
     for key, files in (("cuda", cuda_files), ("binding", binding_files), ("python", python_files)):
-        for name, line in zip(files, lines[key]):
+        for index, (name, line) in enumerate(zip(files, lines[key])):
+            if name in files[:index]:
+                raise BuildError(display_path(manifest_path, root), line, f"{name} is listed twice in {key}:")
+            if key == "python" and not name.endswith(".py"):
+                raise BuildError(
+                    display_path(manifest_path, root), line, f"{name}: python: lists .py modules"
+                )
             if not (src_dir / name).is_file():
                 raise BuildError(
                     display_path(manifest_path, root), line, f"{name}: no such file in kernels_src/"

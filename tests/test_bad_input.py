@@ -315,7 +315,7 @@ def test_a_stale_check_is_one_line_exit_1_at_the_first_changed_line(repo_copy):
     result = CliRunner().invoke(main, ["build", "--check", "--root", str(repo_copy), "--no-compilers"])
     assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
     assert result.output.startswith(f"error: {out}:{line}: stale (it would read 'WORKSPACE_FLOATS = ")
-    assert "adds 1 lines, removes 1" in result.output and "commit the result" in result.output
+    assert "adds 1 line, removes 1 line" in result.output and "commit the result" in result.output
     with_diff = CliRunner().invoke(
         main, ["build", "--check", "--diff", "--root", str(repo_copy), "--no-compilers"]
     )
@@ -347,3 +347,37 @@ def test_the_tests_leave_no_cache_folder_behind(tmp_path):
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("okc_test_")) == []
+
+
+@pytest.mark.parametrize(
+    "old, new, says",
+    [
+        (
+            "  - packing.py ",
+            "  - call.h ",
+            r"kernels_src/sources\.yaml:\d+: call\.h: python: lists \.py modules",
+        ),
+        (
+            "  - packing.py ",
+            "  - compress.py\n  - packing.py ",
+            r"kernels_src/sources\.yaml:\d+: compress\.py is listed twice in python:",
+        ),
+    ],
+)
+def test_a_source_list_that_would_inline_the_wrong_thing_is_refused(repo_copy, old, new, says):
+    _edit(repo_copy / "kernels_src" / "sources.yaml", old, new)
+    message = _build(repo_copy)
+    assert re.match("error: " + says, message), message
+
+
+@pytest.mark.parametrize(
+    "entry, says",
+    [
+        ("2024-01-01: null", "a !!timestamp value is not allowed here"),
+        ("8: !!binary aGVsbG8=", "a !!binary value is not allowed here"),
+        ("8: !!set {a}", "a !!set value is not allowed here"),
+    ],
+)
+def test_yaml_values_no_table_field_can_take_are_refused_at_their_line(repo_copy, entry, says):
+    (repo_copy / "tables" / "tma_gemv.yaml").write_text(f"entries:\n  o:\n    {entry}\n")
+    assert _build(repo_copy).startswith(f"error: tables/tma_gemv.yaml:3: {says}")
