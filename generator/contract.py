@@ -21,8 +21,10 @@ def contract_violations(text: str) -> list[tuple[int, str]]:
         problems.append((1, f"first line must be exactly {TAG_LINE!r}, got {first!r}"))
     try:
         tree = ast.parse(text)
-    except SyntaxError as exc:
-        return problems + [(exc.lineno or 0, f"not valid Python: {exc.msg}")]
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte, before Python 3.12
+        nul = text[: text.find("\0")].count("\n") + 1 if "\0" in text else 1
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        return problems + [(getattr(exc, "lineno", None) or nul, f"not valid Python: {message}")]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

@@ -147,8 +147,10 @@ def inline_python(text: str, shown: str, earlier: set[str], later: set[str] = fr
     imports from modules inlined after it (`later`) may be used only inside functions."""
     try:
         tree = ast.parse(text, filename=shown)
-    except SyntaxError as exc:
-        raise BuildError(shown, exc.lineno, f"invalid Python: {exc.msg}") from None
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte, on some Pythons
+        nul = text[: text.find("\0")].count("\n") + 1 if "\0" in text else None
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        raise BuildError(shown, getattr(exc, "lineno", None) or nul, f"invalid Python: {message}") from None
     from generator.contract import forbidden_uses  # (it imports this module's ALLOWED_IMPORTS)
 
     for line, message in forbidden_uses(tree)[:1]:

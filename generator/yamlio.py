@@ -70,8 +70,12 @@ def load_located(path: Path, shown_as: str) -> Located:
         return _locate(node, shown_as)
     except yaml.MarkedYAMLError as exc:  # malformed, or a value the safe loader does not build (a !!tag)
         raise BuildError(shown_as, *_yaml_error(exc)) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a NUL, a control character)
+        line = text[: exc.position].count("\n") + 1
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        raise BuildError(shown_as, line, f"malformed YAML: character U+{code:04X} is not allowed") from None
     except yaml.YAMLError as exc:
-        raise BuildError(shown_as, None, f"malformed YAML: {exc}") from None
+        raise BuildError(shown_as, None, f"malformed YAML: {str(exc).splitlines()[0]}") from None
 
 
 def _yaml_error(exc: yaml.MarkedYAMLError) -> tuple[int | None, str]:

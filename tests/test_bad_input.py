@@ -298,6 +298,8 @@ def test_a_broken_module_leaves_every_commands_help(repo_copy):
         (["verify", "--seed", "x"], "'x' is not a valid integer"),
         (["ab"], "Missing argument 'LAUNCHES...'"),
         (["dispatch", "/"], "is a directory"),
+        (["verify", "--shrink", "0"], "0 is not in the range x>=1"),
+        (["sweep", "--reps", "0"], "0 is not in the range x>=1"),
     ],
 )
 def test_a_wrong_call_is_one_line_exit_2(args, says):
@@ -381,3 +383,33 @@ def test_a_source_list_that_would_inline_the_wrong_thing_is_refused(repo_copy, o
 def test_yaml_values_no_table_field_can_take_are_refused_at_their_line(repo_copy, entry, says):
     (repo_copy / "tables" / "tma_gemv.yaml").write_text(f"entries:\n  o:\n    {entry}\n")
     assert _build(repo_copy).startswith(f"error: tables/tma_gemv.yaml:3: {says}")
+
+
+@pytest.mark.parametrize(
+    "file, needle",
+    [
+        ("tables/tma_gemv.yaml", "entries:"),
+        ("kernels_src/packing.py", '"""'),
+        ("kernels_src/sources.yaml", "cuda:"),
+    ],
+)
+def test_a_nul_byte_is_one_line_at_its_line(repo_copy, file, needle):
+    path = repo_copy / file
+    line = path.read_text()[: path.read_text().index(needle)].count("\n") + 1
+    _insert_bytes(path, needle, b"\0")
+    assert re.match(rf"error: {re.escape(file)}:{line}: ", _build(repo_copy))
+
+
+def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):
+    file = tmp_path / "sub.py"
+    file.write_bytes(b"# okc: problem=muse_bf16_proj\nx = '\xff'\n")
+    for command in (["dispatch", str(file)], ["verify", str(file), "--device", "cpu"]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+        assert result.output.startswith(f"error: {file}:2: not UTF-8: byte 0xff")
+
+
+def test_no_command_prints_the_help():
+    result = CliRunner().invoke(main, [])
+    assert result.exit_code == 0 and result.output.startswith("Usage: "), result.output
+    assert "error" not in result.output.lower()

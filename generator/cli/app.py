@@ -28,6 +28,8 @@ def fail(message: str, code: int = 2) -> None:
 
 
 HELP_OPTIONS = ("-h", "--help")
+# click >= 8.2 raises this (a UsageError whose message is the whole help) for a group called without a command
+NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 class Commands(click.Group):
@@ -39,6 +41,9 @@ class Commands(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
+        except NO_ARGS_IS_HELP as exc:  # no command at all: the group's help, as --help gives it
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
         except click.UsageError as exc:
             command = exc.ctx.command_path if exc.ctx is not None else "muse-proj"
             fail(f"{exc.format_message()} (see `{command} --help`)")

@@ -49,7 +49,13 @@ def launch_arguments(verb: str):
     " says so.",
 )
 @click.option("--no-graphs", is_flag=True, help="Skip the CUDA-graph capture/replay checks.")
-@click.option("--shrink", default=1, show_default=True, help="Divide every n and k by this (CPU smoke runs).")
+@click.option(
+    "--shrink",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Divide every n and k by this (CPU smoke runs of a reference file).",
+)
 def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: bool, shrink: int) -> None:
     """Check FILE like the judge: every layer x m, float64 reference, poisoned outputs, graph replays."""
     import os

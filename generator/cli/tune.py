@@ -46,7 +46,11 @@ def parse_where(texts, engine) -> dict:
     "--m", "ms", multiple=True, type=int, help="Only these m (repeatable; default: the engine's table rows)."
 )
 @click.option(
-    "--reps", default=30, show_default=True, help="Cold replays per candidate in the coarse pass (median)."
+    "--reps",
+    default=30,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Cold replays per candidate in the coarse pass (median).",
 )
 @click.option(
     "--where",
