@@ -13,6 +13,8 @@ def test_every_case_fits_the_probe_kernel():
         assert ring * case.ctas_per_sm <= SMEM_LIMIT, case
         assert case.slots % case.lanes == 0 and 1 <= case.rings <= 4, case
         assert (case.distinct + case.shared) % 16 == 0 and case.copy % 16 == 0, case
+        # the x box reads the [shared / 128, 8192] bf16 matrix the shared region holds (2 MB: 16 KB boxes)
+        assert not case.shared_box or case.shared * 8192 * 2 // 128 == intake.SHARED_REGION, case
 
 
 def test_the_table_has_a_row_per_case():

@@ -34,6 +34,12 @@ class Case(NamedTuple):
     rings: int = 1  # independent rings a CTA, each its own producer and consumer warp
     test_wait: bool = False  # poll mbarrier.test_wait instead of the suspending try_wait
     lanes: int = 1  # lanes of the producer warp that issue copies (lane j: slots j, j + lanes, ...)
+    shared_box: bool = (
+        False  # the shared bytes as the GEMM's x box (tensor map, 128-byte swizzle), not bulk copies
+    )
+    hold_ns: int = (
+        0  # how long the consumer holds each landed slot before handing it back (the GEMM's wgmmas)
+    )
 
 
 class Row(NamedTuple):
@@ -109,6 +115,16 @@ def cases() -> list[Case]:
         )
         for n in (2, 3, 6)
     ]
+    box = "GEMM slot, 64 rows + x of 128 tokens, x by its tensor-map box"
+    out += [Case(box, 8 * KB, 16 * KB, 8, 1, True, 8 * KB, lanes=n, shared_box=True) for n in (1, 2, 4)]
+    box = "GEMM slot, 128 rows + x of 128 tokens, x by its tensor-map box"
+    out += [Case(box, 16 * KB, 16 * KB, 6, 1, True, 8 * KB, lanes=n, shared_box=True) for n in (1, 2, 3)]
+    held = "GEMM slot, 64 rows + x of 128 tokens (box), each slot held"
+    out += [
+        Case(held, 8 * KB, 16 * KB, 8, 1, True, 8 * KB, lanes=n, shared_box=True, hold_ns=h)
+        for h in (100, 200, 400)
+        for n in (1, 4)
+    ]
     out += [
         Case("polling test_wait, own lines, L2", size, 0, 4, 1, False, test_wait=True)
         for size in (8 * KB, 16 * KB)
@@ -123,11 +139,12 @@ def build():
     binding = (
         "#include <pybind11/pybind11.h>\n#include <string>\n"
         "const char* tma_intake_launch(int, long long, long long, long long, long long, int, int, int, int, int,"
-        " int, int, int, long long, long long);\n"
+        " int, int, int, int, long long, long long, long long);\n"
         "static std::string launch(int grid, long long d, long long s, long long dr, long long sr, int db, int sb,"
-        " int cb, int slots, int n, int rings, int poll, int lanes, long long stamps, long long stream) {\n"
-        "    return tma_intake_launch(grid, d, s, dr, sr, db, sb, cb, slots, n, rings, poll, lanes, stamps,"
-        " stream);\n}\n"
+        " int cb, int slots, int n, int rings, int poll, int lanes, int box, long long hold, long long stamps,"
+        " long long stream) {\n"
+        "    return tma_intake_launch(grid, d, s, dr, sr, db, sb, cb, slots, n, rings, poll, lanes, box, hold,"
+        " stamps, stream);\n}\n"
     )
     return load_inline(
         name="okc_tma_intake_probe",
@@ -169,6 +186,8 @@ def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
             case.rings,
             int(case.test_wait),
             case.lanes,
+            int(case.shared_box),
+            int(case.hold_ns * 1.98),  # SM clock cycles at the H200's 1980 MHz
             stamps.data_ptr(),
             stream,
         )
@@ -238,6 +257,8 @@ def table(rows: list[Row]) -> str:
             f" ({c.copy // KB} KB copies)" if c.copy < 32 * KB else ""
         )
         slot += " (test_wait)" if c.test_wait else ""
+        slot += " (x box)" if c.shared_box else ""
+        slot += f" (held {c.hold_ns} ns)" if c.hold_ns else ""
         lines.append(
             f"| {c.group} | {slot} | {c.slots} | {c.ctas_per_sm} | {c.rings} | {c.lanes}"
             f" | {c.slots * (c.distinct + c.shared) * c.ctas_per_sm * c.rings // KB}"

@@ -6,7 +6,7 @@
 // (x). Each CTA stamps its SM clock when it starts, when its first slot lands and when its last does, so the
 // steady intake (slots 1 .. n - 1 over the time between the first and the last landing) is apart from the
 // launch and the first copy's latency.
-#include "hopper_ptx.cuh"
+#include "tma_gemv.cuh"  // bf16_rows_map: x's tensor map as the GEMM encodes it
 
 namespace okc {
 
@@ -23,6 +23,10 @@ struct IntakeArgs {
     int rings;                   // independent rings a CTA (a producer warp and a consumer warp each)
     int test_wait;               // 1: wait by polling mbarrier.test_wait instead of the suspending try_wait
     int lanes;                   // lanes of a producer warp that issue copies, lane j every slot i = j mod lanes
+    int shared_box;              // 1: the shared bytes come as the GEMM's x box (a tensor-map copy of shared_bytes
+                                 // / 128 rows of 64 bf16, 128-byte swizzle) from a [rows, 8192] bf16 matrix
+    long long hold;              // SM clock cycles the consumer holds each slot before handing it back (the
+                                 // GEMM's wgmmas on it)
     long long* stamps;           // [grid][rings][6]: SM clock at start, first landing, last landing; SM id; global
                                  // timer (ns) at the first and the last landing (the clock's rate)
 };
@@ -60,7 +64,7 @@ __device__ __forceinline__ void copy_span(uint8_t* dst, const uint8_t* src, int 
     }
 }
 
-__global__ void __launch_bounds__(256) tma_intake_kernel(IntakeArgs a) {
+__global__ void __launch_bounds__(256) tma_intake_kernel(const __grid_constant__ CUtensorMap x_map, IntakeArgs a) {
     extern __shared__ __align__(1024) uint8_t smem[];
     const int slot_bytes = a.distinct_bytes + a.shared_bytes;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, ring = warp / 2;
@@ -84,7 +88,9 @@ __global__ void __launch_bounds__(256) tma_intake_kernel(IntakeArgs a) {
             if (a.distinct_bytes)
                 copy_span(slot, own + ((long long)i * a.distinct_bytes) % a.distinct_region, a.distinct_bytes,
                           a.copy_bytes, &full[s]);
-            if (a.shared_bytes)
+            if (a.shared_bytes && a.shared_box)
+                tma_load_2d(slot + a.distinct_bytes, &x_map, (i * kTmaTileK) % 8192, 0, &full[s]);
+            else if (a.shared_bytes)
                 copy_span(slot + a.distinct_bytes, a.shared + ((long long)i * a.shared_bytes) % a.shared_region,
                           a.shared_bytes, a.copy_bytes, &full[s]);
         }
@@ -94,6 +100,9 @@ __global__ void __launch_bounds__(256) tma_intake_kernel(IntakeArgs a) {
             const int s = i % a.slots;
             ring_wait(&full[s], (i / a.slots) & 1, a.test_wait);
             if (i == 0) first = sm_clock(), first_ns = global_ns();
+            if (a.hold)
+                for (const long long until = sm_clock() + a.hold; sm_clock() < until;) {
+                }
             mbar_arrive(&empty[s]);
         }
         last = sm_clock();
@@ -111,11 +120,18 @@ __global__ void __launch_bounds__(256) tma_intake_kernel(IntakeArgs a) {
 // types); "" once launched, else why not.
 const char* tma_intake_launch(int grid, long long distinct, long long shared, long long distinct_region,
                               long long shared_region, int distinct_bytes, int shared_bytes, int copy_bytes,
-                              int slots, int n, int rings, int test_wait, int lanes, long long stamps,
-                              long long stream) {
+                              int slots, int n, int rings, int test_wait, int lanes, int shared_box,
+                              long long hold, long long stamps, long long stream) {
     okc::IntakeArgs a{reinterpret_cast<const uint8_t*>(distinct), reinterpret_cast<const uint8_t*>(shared),
                       distinct_region, shared_region, distinct_bytes, shared_bytes, copy_bytes, slots, n, rings,
-                      test_wait, lanes, reinterpret_cast<long long*>(stamps)};
+                      test_wait, lanes, shared_box, hold, reinterpret_cast<long long*>(stamps)};
+    CUtensorMap x_map{};
+    if (shared_box) {
+        if (shared_bytes % 1024 || shared_region != (long long)shared_bytes / 128 * 8192 * 2)
+            return "shared_box: the shared region must be the [shared_bytes / 128, 8192] bf16 matrix";
+        const char* err = okc::bf16_rows_map(&x_map, a.shared, shared_bytes / 128, 8192, shared_bytes / 128, 1);
+        if (err != nullptr) return err;
+    }
     const size_t smem = (size_t)rings * slots * (distinct_bytes + shared_bytes + 16);
     if (rings < 1 || rings > 4) return "rings must be 1..4";
     if (lanes < 1 || lanes > 32 || slots % lanes) return "lanes must be 1..32 and divide slots";
@@ -123,6 +139,6 @@ const char* tma_intake_launch(int grid, long long distinct, long long shared, lo
     if (cudaFuncSetAttribute(okc::tma_intake_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
         cudaSuccess)
         return "cudaFuncSetAttribute failed";
-    okc::tma_intake_kernel<<<grid, 64 * rings, smem, reinterpret_cast<cudaStream_t>(stream)>>>(a);
+    okc::tma_intake_kernel<<<grid, 64 * rings, smem, reinterpret_cast<cudaStream_t>(stream)>>>(x_map, a);
     return cudaGetLastError() == cudaSuccess ? "" : "launch failed";
 }
