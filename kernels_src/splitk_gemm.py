@@ -350,7 +350,14 @@ def weight_descriptors(weights: tuple, cfg) -> tuple:
 def splitk_gemm(
     x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()
 ) -> torch.Tensor:
-    """Launch on the current stream; returns out. len(weights) == 2 means dual (fp32 out).
+    """Launch on the current stream through Triton's JIT (launch_splitk_gemm); returns out."""
+    launch_splitk_gemm(x, weights, out, workspace, counters, accumulator, cfg, descriptors)
+    return out
+
+
+def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()):
+    """Launch on the current stream; returns Triton's compiled kernel (what BoundSplitKLaunch.bind reads; None
+    under the interpreter). len(weights) == 2 means dual (fp32 out).
 
     x [M, K] bf16 and the weights [N_total, K] bf16 row-major contiguous, out [M, n] contiguous (bf16, or fp32
     for dual), workspace fp32 (WORKSPACE_FLOATS), counters int32 (COUNTERS) and accumulator fp32
@@ -371,7 +378,7 @@ def splitk_gemm(
         a = x
         b = weights
     grid = (n // cfg.block_n, cfg.splits, triton.cdiv(m, cfg.block_m))
-    _splitk_gemm_kernel[grid](
+    return _splitk_gemm_kernel[grid](
         a,
         b[0],
         b[-1],
@@ -386,7 +393,6 @@ def splitk_gemm(
         num_warps=cfg.warps,
         num_stages=cfg.stages,
     )
-    return out
 
 
 class BoundSplitKLaunch:
@@ -410,29 +416,10 @@ class BoundSplitKLaunch:
         self.expand = None  # triton's make_tensordesc_arg
 
     @classmethod
-    def bind(cls, x, weights, out, workspace, counters, accumulator, cfg, descriptors):
-        if cfg.loads != "tma":
+    def bind(cls, compiled, dual, n, k, workspace, counters, accumulator, cfg, descriptors):
+        """The launch of `compiled` (what launch_splitk_gemm returned for cfg on a layer of (n, k)), or None."""
+        if cfg.loads != "tma" or compiled is None or not hasattr(compiled, "run"):
             return None
-        m, k = x.shape
-        n = out.shape[1]
-        grid = (n // cfg.block_n, cfg.splits, triton.cdiv(m, cfg.block_m))
-        x_desc = TensorDescriptor.from_tensor(x, [cfg.block_m, cfg.block_k])
-        compiled = _splitk_gemm_kernel.warmup(
-            x_desc,
-            descriptors[0],
-            descriptors[-1],
-            out,
-            accumulator if cfg.reduce == "atomic" else workspace,
-            counters,
-            m,
-            n,
-            k,
-            cfg.splits,
-            **splitk_constexprs(cfg, len(weights) == 2, False),
-            num_warps=cfg.warps,
-            num_stages=cfg.stages,
-            grid=grid,
-        )
         launcher = compiled.run  # Triton's CudaLauncher: .launch wraps the C launcher, expanding descriptors
         meta = getattr(compiled.metadata, "tensordesc_meta", None)
         wrapped = getattr(launcher, "launch", None)
@@ -460,7 +447,7 @@ class BoundSplitKLaunch:
             n,
             k,
             cfg.splits,
-            *splitk_constexprs(cfg, len(weights) == 2, False).values(),
+            *splitk_constexprs(cfg, dual, False).values(),
         ]
         head = [
             launcher.launch_cooperative_grid,
@@ -473,7 +460,7 @@ class BoundSplitKLaunch:
             None,
         ]
         stream = triton.runtime.driver.active.get_current_stream
-        bound = cls(compiled, launch, head, values, meta[0], grid[0], cfg, stream)
+        bound = cls(compiled, launch, head, values, meta[0], n // cfg.block_n, cfg, stream)
         bound.expand = expand
         return bound
 
@@ -563,12 +550,11 @@ class SplitKGemm(Engine):
             out = torch.empty((x.shape[0], n), dtype=out_dtype, device=device)
             if bound is not None:
                 return bound(x, out)
-            splitk_gemm(x, parts, out, workspace, counters, accumulator, cfg, descriptors)
+            compiled = launch_splitk_gemm(x, parts, out, workspace, counters, accumulator, cfg, descriptors)
             if x.is_cuda:
-                bound = BoundSplitKLaunch.bind(
-                    x, parts, out, workspace, counters, accumulator, cfg, descriptors
+                call.bound = bound = BoundSplitKLaunch.bind(
+                    compiled, layer.dual, n, layer.k, workspace, counters, accumulator, cfg, descriptors
                 )
-                call.bound = bound
             return out
 
         call.bound = None
