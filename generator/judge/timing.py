@@ -65,6 +65,23 @@ def time_warm_us(fn: Callable[[], object], calls: int = 20, reps: int = 20) -> f
     return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)) / calls
 
 
+def time_eager_us(fn: Callable[[], object], flush: L2Flusher, reps: int = 100) -> float:
+    """Median microseconds of one eager call of fn, host time included: L2 read-flushed, the GPU idle
+    (synchronized), then events around the call, so the GPU waits for the host's launch work between them."""
+    fn()
+    times = []
+    for _ in range(reps):
+        flush()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    return statistics.median(times)
+
+
 def launch_floor_us(flush: L2Flusher, reps: int = 200) -> float:
     """The per-call floor every shape pays: one trivial kernel, timed exactly like a submission call."""
     tiny = torch.zeros(1, device="cuda")
