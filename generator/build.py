@@ -28,7 +28,11 @@ def diff_summary(old: str, new: str, shown: str, max_lines: int = 20) -> str:
     removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
     head = diff[:max_lines]
     more = f"\n... {len(diff) - max_lines} more diff lines" if len(diff) > max_lines else ""
-    return f"{shown} is stale: {added} lines added, {removed} removed by a rebuild\n" + "\n".join(head) + more
+    return (
+        f"{shown} is stale: {_lines(added)} added, {_lines(removed)} removed by a rebuild\n"
+        + "\n".join(head)
+        + more
+    )
 
 
 def stale_line(old: str, new: str, shown: str) -> str:
