@@ -106,7 +106,13 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
 @FILE_ARGUMENT
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
 @click.option("--m", "ms", multiple=True, type=int, help="Only these m (repeatable).")
-@click.option("--reps", default=100, show_default=True, help="Cold replays per measurement (median).")
+@click.option(
+    "--reps",
+    default=100,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Cold replays per measurement (median).",
+)
 @click.option(
     "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every figure here."
 )

@@ -13,7 +13,7 @@ L2_FLUSH_BYTES = 1 << 30  # >= 2x the H200's 60 MiB L2 many times over
 
 class L2Flusher:
     """Evicts L2 by READING a large buffer. A write-flush (zero_) leaves dirty lines whose write-back is billed to
-    the next kernel: +4 to +6 us on a 37-67 MB read (../shared/facts/h200-baseline.md)."""
+    the next kernel: +4 to +6 us on a 37-67 MB read (docs/method.md)."""
 
     def __init__(self, nbytes: int = L2_FLUSH_BYTES, device="cuda"):
         self.buffer = torch.ones(nbytes // 2, dtype=torch.bfloat16, device=device)
