@@ -402,39 +402,57 @@ class BoundSplitKLaunch:
     Through `_splitk_gemm_kernel[grid](...)` each call paid ~30 us of Triton's argument binding and cache
     lookup, plus the encoding of every tensor descriptor (x's and the weights') and ~3 us of
     TensorDescriptor.from_tensor (docs/splitk-gemm.md, "Host time"). Here the weights' tensor maps are encoded
-    once, and x's is encoded once per (address, M) and kept (a caller that reuses its buffers, as a forward
-    pass or a graph capture does, encodes it once). bind() returns None where Triton's compiled kernel is not
-    what this class expects (another Triton, a kernel with global scratch); the plan then keeps the JIT call.
-    """
+    once, and x's is encoded once per (address, M) and kept: it holds only the address, [M, K], the strides
+    (K, 1), the box and the swizzle, and K is the plan's, so any x at that address with that M encodes the same
+    (a caller that reuses its buffers, as a forward pass or a graph capture does, encodes it once). The launch
+    goes to the C launcher Triton generated for the kernel, with the arguments Triton's own path passes it (its
+    launch hooks, such as a profiler's, do not see these launches). bind() returns None where the compiled
+    kernel or the launcher is not what this class expects (another Triton, global scratch); the plan then keeps
+    the JIT call."""
 
     CACHED_X_MAPS = 16  # x's tensor maps kept per plan, by (address, M)
+    LAUNCHER_FORMAT = "iiiKKppOOOOOO"  # Triton 3.6's base arguments of the C launcher, before the kernel's
 
-    def __init__(self, compiled, launch, head, args, x_meta, grid_n, cfg, stream):
-        self.compiled, self.launch, self.head, self.args = compiled, launch, head, args
-        self.x_meta, self.grid_n, self.cfg, self.stream = x_meta, grid_n, cfg, stream
+    def __init__(self, compiled, launch, expand, values, x_meta, cfg, n, device):
+        self.launch, self.expand, self.x_meta = launch, expand, x_meta
+        self.block_m, self.block_k, self.splits, self.grid_n = (
+            cfg.block_m,
+            cfg.block_k,
+            cfg.splits,
+            n // cfg.block_n,
+        )
+        self.function = compiled.function
+        # values: [x's map (per call), w's and w2's expanded maps, out (per call), partials, counters, M (per
+        # call), N, K, splits, the constexprs], as the launcher takes them after its base arguments
+        self.weights, self.buffers, self.rest = tuple(values[1:11]), tuple(values[12:14]), tuple(values[15:])
+        self.head = (compiled.run.launch_cooperative_grid, compiled.run.launch_pdl, None, None)
+        self.head += (compiled.packed_metadata, None, None, None)  # the launch metadata, enter and exit hooks
+        self.stream, self.device = triton.runtime.driver.active.get_current_stream, device
         self.x_maps = {}  # (x's address, M) -> x's expanded descriptor arguments
-        self.expand = None  # triton's make_tensordesc_arg
 
     @classmethod
     def bind(cls, compiled, dual, n, k, workspace, counters, accumulator, cfg, descriptors):
         """The launch of `compiled` (what launch_splitk_gemm returned for cfg on a layer of (n, k)), or None."""
         if cfg.loads != "tma" or compiled is None or not hasattr(compiled, "run"):
             return None
+        # Triton's own descriptor expansion and launcher layout, loaded with its CUDA driver by the compile
+        driver = getattr(getattr(getattr(triton, "backends", None), "nvidia", None), "driver", None)
+        expand = getattr(driver, "make_tensordesc_arg", None)
+        if expand is None or getattr(driver, "_BASE_ARGS_FORMAT", None) != cls.LAUNCHER_FORMAT:
+            return None
         launcher = compiled.run  # Triton's CudaLauncher: .launch wraps the C launcher, expanding descriptors
         meta = getattr(compiled.metadata, "tensordesc_meta", None)
         wrapped = getattr(launcher, "launch", None)
         free = getattr(getattr(wrapped, "__code__", None), "co_freevars", ())
         scratch = getattr(launcher, "global_scratch_size", 1) or getattr(launcher, "profile_scratch_size", 1)
-        if not meta or len(meta) != 3 or "launcher" not in free or scratch:
+        flags = all(hasattr(launcher, f) for f in ("launch_cooperative_grid", "launch_pdl"))
+        if not meta or len(meta) != 3 or "launcher" not in free or scratch or not flags:
             return None
-        launch = wrapped.__closure__[free.index("launcher")].cell_contents
         names = list(compiled.src.fn.arg_names)
-        if names[:7] != ["x", "w", "w2", "out", "partials", "counters", "M"]:
+        if names[:10] != ["x", "w", "w2", "out", "partials", "counters", "M", "N", "K", "splits"]:
             return None
-        # Triton's own descriptor expansion, loaded with its CUDA driver by the compile above
-        expand = getattr(getattr(getattr(triton, "backends", None), "nvidia", None), "driver", None)
-        expand = getattr(expand, "make_tensordesc_arg", None)
-        if expand is None:
+        constexprs = splitk_constexprs(cfg, dual, False)
+        if names[10:] != list(constexprs):
             return None
         values = [
             None,  # x's descriptor: per call
@@ -447,22 +465,10 @@ class BoundSplitKLaunch:
             n,
             k,
             cfg.splits,
-            *splitk_constexprs(cfg, dual, False).values(),
+            *constexprs.values(),
         ]
-        head = [
-            launcher.launch_cooperative_grid,
-            launcher.launch_pdl,
-            None,
-            None,
-            compiled.packed_metadata,
-            None,
-            None,
-            None,
-        ]
-        stream = triton.runtime.driver.active.get_current_stream
-        bound = cls(compiled, launch, head, values, meta[0], n // cfg.block_n, cfg, stream)
-        bound.expand = expand
-        return bound
+        launch = wrapped.__closure__[free.index("launcher")].cell_contents
+        return cls(compiled, launch, expand, values, meta[0], cfg, n, workspace.device.index)
 
     def x_map(self, x):
         """x's tensor map, as Triton's launcher would encode it (its shape, strides and block), kept by address."""
@@ -471,31 +477,25 @@ class BoundSplitKLaunch:
         if found is None:
             if len(self.x_maps) >= self.CACHED_X_MAPS:
                 self.x_maps.pop(next(iter(self.x_maps)))
-            found = self.expand(
-                TensorDescriptor.from_tensor(x, [self.cfg.block_m, self.cfg.block_k]), self.x_meta
-            )
+            found = self.expand(TensorDescriptor.from_tensor(x, [self.block_m, self.block_k]), self.x_meta)
             self.x_maps[key] = found
         return found
 
     def __call__(self, x, out):
         m = x.shape[0]
-        args = self.args
-        x_arg = self.x_map(x)
-        grid_m = -(-m // self.cfg.block_m)
-        device = x.device.index
         self.launch(
             self.grid_n,
-            self.cfg.splits,
-            grid_m,
-            self.stream(device),
-            self.compiled.function,
+            self.splits,
+            -(-m // self.block_m),
+            self.stream(self.device),
+            self.function,
             *self.head,
-            *x_arg,
-            *args[1:11],
+            *self.x_map(x),
+            *self.weights,
             out.data_ptr(),
-            *args[12:14],
+            *self.buffers,
             m,
-            *args[15:],
+            *self.rest,
         )
         return out
 
@@ -541,20 +541,34 @@ class SplitKGemm(Engine):
         b = ctx.buffers
         workspace, counters, accumulator = b["workspace"], b["counters"], b["accumulator"]
         out_dtype, device = (torch.float32 if layer.dual else torch.bfloat16), workspace.device
-        bound = None  # the BoundSplitKLaunch, made by the first call on the GPU (prepare()'s warm-up)
+        bound = (
+            None  # the BoundSplitKLaunch, made by the first call (prepare()'s warm-up); False: it cannot be
+        )
 
         def call(x):
             nonlocal bound
-            if x.dtype is not torch.bfloat16 or not x.is_contiguous() or x.data_ptr() % 16:
+            if (
+                x.dtype is not torch.bfloat16
+                or not x.is_contiguous()
+                or x.data_ptr() % 16
+                or x.device != device
+            ):
                 return fallback(x)
             out = torch.empty((x.shape[0], n), dtype=out_dtype, device=device)
-            if bound is not None:
+            if bound:
                 return bound(x, out)
             compiled = launch_splitk_gemm(x, parts, out, workspace, counters, accumulator, cfg, descriptors)
-            if x.is_cuda:
-                call.bound = bound = BoundSplitKLaunch.bind(
+            if bound is None and x.is_cuda:
+                made = BoundSplitKLaunch.bind(
                     compiled, layer.dual, n, layer.k, workspace, counters, accumulator, cfg, descriptors
                 )
+                if made is not None:
+                    try:  # once more through the bound launch, into the same out: a misread launcher refuses here
+                        made(x, out)
+                    except (TypeError, ValueError, SystemError):
+                        made = None
+                bound = made or False
+                call.bound = made
             return out
 
         call.bound = None

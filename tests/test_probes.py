@@ -15,6 +15,10 @@ def test_every_case_fits_the_probe_kernel():
         assert (case.distinct + case.shared) % 16 == 0 and case.copy % 16 == 0, case
         # the x box reads the [shared / 128, 8192] bf16 matrix the shared region holds (2 MB: 16 KB boxes)
         assert not case.shared_box or case.shared * 8192 * 2 // 128 == intake.SHARED_REGION, case
+        assert not case.shared_box or (case.distinct % 1024 == 0 and case.shared % 1024 == 0), case
+        if not case.cold and case.distinct:  # warm rows: every ring's region together stays in L2
+            assert intake.WARM_REGION * 132 <= 50 * 2**20, case
+            assert (intake.WARM_REGION // (case.rings * case.ctas_per_sm)) % case.distinct == 0, case
 
 
 def test_the_table_has_a_row_per_case():

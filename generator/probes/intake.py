@@ -19,7 +19,7 @@ SOURCE = Path(__file__).with_name("tma_intake.cu")
 KERNELS_SRC = Path(__file__).resolve().parents[2] / "kernels_src"
 KB = 1024
 PER_CTA_BYTES = 3 * KB * KB // 2  # what each CTA streams: about a GEMM CTA's share at m = 128 (1-1.5 MB)
-WARM_REGION = 128 * KB  # a warm CTA's own region (132 x 2 x 128 KB stays in the 60 MiB L2)
+WARM_REGION = 128 * KB  # a warm SM's own bytes, shared by its CTAs and rings (132 x 128 KB stays in L2)
 SHARED_REGION = 2 * KB * KB  # x at m = 128, K = 8192
 
 
@@ -45,7 +45,9 @@ class Case(NamedTuple):
 class Row(NamedTuple):
     case: Case
     sm_gbs: float  # steady intake per SM, GB/s (median over SMs)
-    total_tbs: float  # the same summed over the SMs, TB/s
+    total_tbs: (
+        float  # every ring's steady bytes over the span from the grid's first landing to its last, TB/s
+    )
     first_us: float  # first slot's latency from the CTA's start, us (median)
     round_trip_us: float  # Little's law: bytes in flight a SM / its intake
     event_us: float  # the whole launch, events around it (median)
@@ -164,12 +166,19 @@ def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
     slot = case.distinct + case.shared
     n = max(32, PER_CTA_BYTES // slot)
     grid = sms * case.ctas_per_sm
-    region = (n * case.distinct if case.cold else WARM_REGION) if case.distinct else 16
-    distinct = torch.empty(max(grid * case.rings * region, 16), dtype=torch.uint8, device="cuda")
+    streams = grid * case.rings  # rings in the grid, each with its own region and stamps
+    # warm: the rings' regions together stay in L2, whatever the rings a CTA
+    region = (
+        (n * case.distinct if case.cold else WARM_REGION // (case.rings * case.ctas_per_sm))
+        if case.distinct
+        else 16
+    )
+    distinct = torch.empty(max(streams * region, 16), dtype=torch.uint8, device="cuda")
     distinct.random_(0, 255)
     shared = torch.ones(SHARED_REGION, dtype=torch.uint8, device="cuda")
-    stamps = torch.zeros(grid * case.rings, 6, dtype=torch.int64, device="cuda")
+    stamps = torch.zeros(streams, 6, dtype=torch.int64, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
+    hold = [round(case.hold_ns * 1.98)]  # SM clock cycles; recalibrated from the first launch's stamps
 
     def launch():
         why = ext.launch(
@@ -187,15 +196,22 @@ def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
             int(case.test_wait),
             case.lanes,
             int(case.shared_box),
-            int(case.hold_ns * 1.98),  # SM clock cycles at the H200's 1980 MHz
+            hold[0],
             stamps.data_ptr(),
             stream,
         )
         if why:
             raise RuntimeError(f"{case}: {why}")
 
+    def clock_hz(stamped) -> float:  # SM clock ticks per globaltimer second, over the CTAs' steady windows
+        return statistics.median(
+            (t2 - t1) / (g2 - g1) * 1e9 for _, t1, t2, _, g1, g2 in stamped if g2 - g1 > 1000
+        )
+
     launch()
-    rates, firsts, events, used = [], [], [], 0
+    torch.cuda.synchronize()
+    hold[0] = round(case.hold_ns * clock_hz(stamps.cpu().tolist()) / 1e9)
+    rates, totals, firsts, events, used = [], [], [], [], 0
     for _ in range(reps):
         if case.cold:
             flush()
@@ -205,24 +221,24 @@ def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
         end.record()
         torch.cuda.synchronize()
         events.append(start.elapsed_time(end) * 1000.0)
-        st = stamps.cpu()
+        stamped = stamps.cpu().tolist()
+        hz = clock_hz(stamped)
         per_sm: dict[int, float] = {}
-        stamped = st.tolist()
-        hz = statistics.median(
-            (t2 - t1) / (g2 - g1) * 1e9 for _, t1, t2, _, g1, g2 in stamped if g2 - g1 > 1000
-        )
         for t0, t1, t2, sm, _, _ in stamped:
             if t2 > t1:
                 per_sm[sm] = per_sm.get(sm, 0.0) + (n - 1) * slot / ((t2 - t1) / hz)
             firsts.append((t1 - t0) / hz * 1e6)
         rates.append(statistics.median(per_sm.values()))
+        # all SMs together: every ring's steady bytes over the span from the first landing to the last
+        span_ns = max(g2 for *_, g2 in stamped) - min(g1 for *_, g1, _ in stamped)
+        totals.append(streams * (n - 1) * slot / (span_ns * 1e-9))
         used = len(per_sm)
     rate = statistics.median(rates)
     in_flight = case.slots * slot * case.ctas_per_sm * case.rings
     return Row(
         case,
         rate / 1e9,
-        rate * used / 1e12,
+        statistics.median(totals) / 1e12,
         statistics.median(firsts),
         in_flight / rate * 1e6,
         statistics.median(events),

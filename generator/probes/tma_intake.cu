@@ -127,8 +127,8 @@ const char* tma_intake_launch(int grid, long long distinct, long long shared, lo
                       test_wait, lanes, shared_box, hold, reinterpret_cast<long long*>(stamps)};
     CUtensorMap x_map{};
     if (shared_box) {
-        if (shared_bytes % 1024 || shared_region != (long long)shared_bytes / 128 * 8192 * 2)
-            return "shared_box: the shared region must be the [shared_bytes / 128, 8192] bf16 matrix";
+        if (shared_bytes % 1024 || distinct_bytes % 1024 || shared_region != (long long)shared_bytes / 128 * 8192 * 2)
+            return "shared_box: 1 KB-aligned parts (the 128-byte swizzle), the shared region [shared_bytes / 128, 8192] bf16";
         const char* err = okc::bf16_rows_map(&x_map, a.shared, shared_bytes / 128, 8192, shared_bytes / 128, 1);
         if (err != nullptr) return err;
     }
