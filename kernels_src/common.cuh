@@ -10,9 +10,10 @@
 
 namespace okc {
 
-// Dynamic shared memory a block may opt into: Hopper's 227 KB per block, less 1 KB kept for the kernels' static
-// shared variables (barriers, flags), which count against the same limit.
-constexpr size_t kSmemOptInLimit = 226 * 1024;
+// kSmemOptInLimit, the dynamic shared memory a block may opt into (Hopper's 227 KB per block, less 1 KB kept for
+// the kernels' static shared variables, which count against the same limit), and the semaphore array's layout
+// (kTicketAt, kTicketGroups, kTicketSplits, kSemaphoreInts) come from engine.py, rendered ahead of this file
+// (registry.py, cuda_prelude).
 
 // One lane's 16 bytes: a whole mma A fragment (8 bf16), or 8 consecutive bf16 of x.
 struct alignas(16) Frag {
@@ -181,7 +182,7 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
-// Atomic split-K (reduce = atomic, fp32 outputs only): the S CTAs of a row group add their partial tiles straight into
+// Output-atomic split-K (mma_gemv reduce = atomic_out, fp32 outputs only): the S CTAs of a row group add their partial tiles straight into
 // the output with red.global.add, so the end of a CTA is one fire-and-forget trip to L2 instead of the
 // semaphore's three round trips, and no cluster has to fit (clusters of 8 do not all fit on the H200:
 // docs/mma-gemv.md). The output must read zero before the first add lands, and the caller hands over a fresh
@@ -196,11 +197,10 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
 //           CTA of this launch waits for (its ticket rounded down to a multiple of S) + S.
 // Both counters only grow, so a launch leaves them ready for the next one and a graph replay needs no clearing
 // kernel; launches of another S use other counters. They live in the semaphore array past the semaphore reduction's counters.
-constexpr int kTicketAt = 4096;     // int offset of the tickets in the semaphore array
-constexpr int kTicketGroups = 256;  // row groups an atomic launch may have
-constexpr int kTicketSplits = 5;    // S = 2, 4, 8, 16, 32
+// kTicketAt (the tickets' int offset in the semaphore array), kTicketGroups (row groups an output-atomic launch
+// may have) and kTicketSplits (S = 2, 4, 8, 16, 32) are engine.py's, rendered ahead of this file.
 constexpr int kFlagAt = kTicketAt + kTicketSplits * kTicketGroups;
-constexpr int kSemaphoreInts = kFlagAt + kTicketSplits * kTicketGroups;  // engine.py's SEMAPHORES (a test checks)
+static_assert(kFlagAt + kTicketSplits * kTicketGroups == kSemaphoreInts, "the flags end the semaphore array");
 
 // The counters' slot for (group, S), S a power of two in 2..32.
 __device__ __forceinline__ int ticket_slot(int group, int S) { return (__ffs(S) - 2) * kTicketGroups + group; }

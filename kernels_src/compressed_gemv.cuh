@@ -34,14 +34,13 @@ constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row 
 constexpr int kZTileBytes = 16 * 64 * 2;            // a warp's overflow tile: one bucket, 16 x 64 bf16
 
 // Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
-// buffered, + 4 R NB accumulators. Budgets (512-thread CTAs, 128 registers): P = 1 the plain kernel's 100;
-// P = 0 104, under the plain kernel's 112 because the decode's temporaries need room (<2, 4, 1, 0>, 106, spilled
-// 48 bytes). compressed_gemv.py mirrors both.
-__host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) {
-    return (p == 1 ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
+// buffered, + 4 R NB accumulators. The budgets (512-thread CTAs, 128 registers), kZDoubleDataRegs and
+// kZBatchDataRegs, are compressed_gemv.py's, rendered ahead of this file (the figures: docs/compressed-gemv.md).
+__host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, MmaPipeline p) {
+    return (p == MmaPipeline::kDouble ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
 }
-__host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, int p) {
-    return zgemv_data_regs(ug, nb, r, p) <= (p == 1 ? 100 : 104);
+__host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, MmaPipeline p) {
+    return zgemv_data_regs(ug, nb, r, p) <= (p == MmaPipeline::kDouble ? kZDoubleDataRegs : kZBatchDataRegs);
 }
 
 struct ZGemvArgs {
@@ -324,7 +323,7 @@ __device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0,
     if (token < a.M) store_out(a.out + (size_t)token * a.N + (rb0 + r) * 16 + i, v);
 }
 
-template <int UG, int NB, int R, int P>
+template <int UG, int NB, int R, MmaPipeline P>
 __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     extern __shared__ float red[];  // [NW][R * NB * 4][32], inbox, overflow tiles [NW][2 KB], offsets [R][ng + 1]
     __shared__ __align__(8) uint64_t inbox_full;
@@ -362,7 +361,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
 
     const int stride = nw * UG;
     const int first = g_begin + warp * UG;
-    if constexpr (P == 0) {
+    if constexpr (P == MmaPipeline::kBatch) {
         for (int g = first; g < g_end; g += stride) {
             ZTrip<UG, NB, R> tr;
             load_ztrip<UG, NB, R>(tr, wp, row_frags, hp, groups, xp, xvalid, g, g_end);
@@ -400,7 +399,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
 // call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3] their bucket
 // offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries (0:
 // none, and the pass after the loop is skipped).
-template <int UG, int NB, int R, int P>
+template <int UG, int NB, int R, MmaPipeline P>
 const char* launch_compressed_gemv(const Call& c, int warps, int splits, int cluster) {
     static_assert(zgemv_fits(UG, NB, R, P), "compressed_gemv.py's rule admits only configs that fit");
     if (c.M < 1 || c.M > 8 * NB) return "compressed_gemv: M does not fit this kernel's column blocks";
@@ -417,7 +416,8 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
     const size_t smem = zgemv_smem_bytes(warps, R, NB, a.n_overflow ? a.K / 64 / splits : 0, cluster ? splits - 1 : 0);
-    if (smem > kSmemOptInLimit) return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed 226 KB";
+    if (smem > kSmemOptInLimit)
+        return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed the shared memory limit";
     auto kernel = zgemv_kernel<UG, NB, R, P>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);

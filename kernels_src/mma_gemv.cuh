@@ -17,7 +17,7 @@
 //    cluster    (Hopper) the S CTAs form one thread-block cluster; ranks 1..S-1 push their tiles into rank 0's
 //               shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
 //               writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
-//    atomic     (fp32 output, i.e. dual mode only) every CTA adds its tile into the output with red.global.add;
+//    atomic_out (fp32 output, i.e. dual mode only) every CTA adds its tile into the output with red.global.add;
 //               split 0 zeroed that part of the output at kernel start (common.cuh, take_ticket,
 //               zero_and_raise). S up to 32, no cluster to fit; the order of the adds varies from run to run.
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
@@ -29,32 +29,36 @@
 
 namespace okc {
 
-// Software-pipelining styles (P; the table's pipeline, mma_gemv.py PIPELINES in this order). A "trip" is U
-// (unroll) consecutive 32-wide K blocks per warp.
-//   0  BATCH      issue the trip's loads (weights, x), then its mmas; warps hide each other's latency.
-//   1  DOUBLE     two register sets: the next trip's loads are issued before this trip's mmas, so each
+// Software-pipelining styles (P: the table's pipeline, MmaPipeline, generated from mma_gemv.py's MMA_PIPELINE).
+// A "trip" is U (unroll) consecutive 32-wide K blocks per warp.
+//   batch        issue the trip's loads (weights, x), then its mmas; warps hide each other's latency.
+//   double       two register sets: the next trip's loads are issued before this trip's mmas, so each
 //                 warp keeps up to 2U blocks in flight.
-//   2  BATCH_L2   as 0, with the L2::256B prefetch hint on weight loads.
-//   3  DOUBLE_L2  as 1, with the hint.
-//   4  DOUBLE_W   two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
+//   batch_l2     as batch, with the L2::256B prefetch hint on weight loads.
+//   double_l2    as double, with the hint.
+//   double_w     two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
 //                 this trip's mmas, its x (an L2 hit, short) only after them. Fewer registers (U = 2, NB = 2,
 //                 R = 2: 96 data registers, DOUBLE 112) and, measured, faster at equal U: qkv_gate m = 16 ran
 //                 15.0 us against DOUBLE's 16.1 us in one sweep (docs/mma-gemv.md); a likely reason, not
 //                 measured: the weight requests no longer queue behind x's.
-//   5  DOUBLE_W_L2 as 4, with the hint.
-__host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3; }
-__host__ __device__ constexpr bool pipe_double_w(int p) { return p == 4 || p == 5; }
-__host__ __device__ constexpr bool pipe_l2_hint(int p) { return p == 2 || p == 3 || p == 5; }
+//   double_w_l2  as double_w, with the hint.
+__host__ __device__ constexpr bool pipe_double(MmaPipeline p) {
+    return p == MmaPipeline::kDouble || p == MmaPipeline::kDoubleL2;
+}
+__host__ __device__ constexpr bool pipe_double_w(MmaPipeline p) {
+    return p == MmaPipeline::kDoubleW || p == MmaPipeline::kDoubleWL2;
+}
+__host__ __device__ constexpr bool pipe_l2_hint(MmaPipeline p) {
+    return p == MmaPipeline::kBatchL2 || p == MmaPipeline::kDoubleL2 || p == MmaPipeline::kDoubleWL2;
+}
 
 // Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
 // times the live sets of each (2 and 2 double buffered, 2 and 1 for DOUBLE_W); plus the 4*R*NB accumulators.
 // Budgets keep the kernel under 128 registers (512-thread CTAs) without spilling, as ptxas reports them: a
 // single set may take 112 (U=2, NB=4, R=4 at 160 spilled); two live weight sets leave less room for addresses,
-// so 100 (U=2, NB=4 double-buffered at 112 spilled).
-// kernels_src/mma_gemv.py (register_error) applies the same rule to the tables.
-constexpr int kBatchDataRegs = 112;
-constexpr int kDoubleDataRegs = 100;
-__host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bool dual) {
+// so 100 (U=2, NB=4 double-buffered at 112 spilled). The budgets, kBatchDataRegs and kDoubleDataRegs, are
+// mma_gemv.py's, rendered ahead of this file; its register_error applies the same rule to the tables.
+__host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, MmaPipeline p, bool dual) {
     const int weight_sets = (pipe_double(p) || pipe_double_w(p)) ? 2 : 1, x_sets = pipe_double(p) ? 2 : 1;
     return u * (weight_sets * 8 * r * (dual ? 2 : 1) + x_sets * 4 * nb) + 4 * r * nb;
 }
@@ -62,7 +66,7 @@ __host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bo
 // the count above, spilled: ptxas kept more x fragments live than the loop order needs); DOUBLE at NB <= 2
 // without the dual weights may take the single-set budget (U = 2, NB = 2, R = 2 at 112 compiled to 128
 // registers without spilling, where U = 2, NB = 4, R = 1 at 112 spilled).
-__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual) {
+__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, MmaPipeline p, bool dual) {
     if (pipe_double_w(p) && nb == 4 && u > 1) return false;
     const int budget = pipe_double_w(p) || (pipe_double(p) && (nb == 4 || dual)) ? kDoubleDataRegs : kBatchDataRegs;
     return gemv_data_regs(u, nb, r, p, dual) <= budget;
@@ -94,14 +98,14 @@ struct Trip {
     Frag x[U][NB];                            // shared by all R row blocks
 };
 
-template <int P>
+template <MmaPipeline P>
 __device__ __forceinline__ Frag ld_weights_pipe(const Frag* p, bool ok) {
     return ok ? (pipe_l2_hint(P) ? ld_weights_l2_256(p) : ld_weights(p)) : zero_frag();
 }
 
 // wp / w2p: this lane's first fragment of the CTA's first row block; row_frags: fragments per row block.
 // WEIGHTS / X: which of the trip's loads to issue (DOUBLE_W issues them at different points of the loop).
-template <int U, int NB, int R, int P, bool DUAL, bool WEIGHTS = true, bool X = true>
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool WEIGHTS = true, bool X = true>
 __device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* wp, const Frag* w2p,
                                           size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
                                           int kb0, int kb_end) {
@@ -154,7 +158,7 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// reduce = atomic: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums its elements
+// reduce = atomic_out: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums its elements
 // over the warps, conflict-free as finish_tile does, in place of warp 0's slice; then each quad of four rows of
 // one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted, 4x the
 // wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
@@ -180,8 +184,8 @@ __device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0)
     }
 }
 
-// ATOMIC: reduce = atomic (a separate instantiation, so that the other kernels carry none of its registers).
-template <int U, int NB, int R, int P, bool DUAL, bool ATOMIC, typename OutT>
+// ATOMIC: reduce = atomic_out (a separate instantiation, so that the other kernels carry none of its registers).
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool ATOMIC, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     static_assert(!ATOMIC || DUAL, "the atomic reduction adds into an fp32 output: dual mode only");
     extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
@@ -274,7 +278,7 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
 // call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
-template <int U, int NB, int R, int P, bool DUAL, bool ATOMIC>
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool ATOMIC>
 const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
     static_assert(gemv_fits(U, NB, R, P, DUAL), "mma_gemv.py's register_error admits only configs that fit");
     if (c.M < 1 || c.M > 8 * NB) return "mma_gemv: M does not fit this kernel's column blocks";
@@ -282,7 +286,7 @@ const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
     const GemvArgs a{static_cast<const Frag*>(c.x), static_cast<const Frag*>(c.operand[0]),
                      static_cast<const Frag*>(c.operand[1]), c.out, c.ws, c.sem, c.M, c.N, c.K, splits, cluster};
     const size_t smem = gemv_smem_bytes(warps, R, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
-    if (smem > kSmemOptInLimit) return "mma_gemv: the warps' tiles and the cluster inbox exceed 226 KB";
+    if (smem > kSmemOptInLimit) return "mma_gemv: the warps' tiles and the cluster inbox exceed the shared memory limit";
     auto kernel = gemv_kernel<U, NB, R, P, DUAL, ATOMIC, OutT>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);

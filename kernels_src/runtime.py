@@ -13,7 +13,7 @@ from kernels_src.compress import CompressionError
 from kernels_src.cublas import fallback_plan
 from kernels_src.engine import ACCUMULATOR_FLOATS, SEMAPHORES, WORKSPACE_FLOATS, Layer
 from kernels_src.packing import split_hi_lo
-from kernels_src.registry import BY_NAME, make_tables, plan_max_m, route, variants
+from kernels_src.registry import BY_NAME, cuda_prelude, make_tables, plan_max_m, route, variants
 from kernels_src.splitk_gemm import COUNTERS
 
 # Defined ahead of this code in dist/submission.py (templates/submission.py.j2): LAYERS and TABLES (tables/),
@@ -235,7 +235,15 @@ def launch_table(kernels) -> str:
 
 
 def _cpp(value) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return getattr(value, "cpp", None) or str(value)  # a mode's code by its enumerator (engine.CudaCode)
+
+
+def cuda_source(cuda_src: str, kernels) -> str:
+    """What nvcc compiles for these kernels: the constants and mode codes generated from the engines
+    (registry.cuda_prelude), the kernels' sources (CUDA_SRC) and the launch table."""
+    return cuda_prelude() + cuda_src + launch_table(kernels)
 
 
 def build_extension(kernels):
@@ -251,7 +259,7 @@ def build_extension(kernels):
         options = dict(
             name=f"{EXTENSION_NAME}_{digest:x}",
             cpp_sources=own_names + BINDING_SRC,
-            cuda_sources=own_names + CUDA_SRC + launch_table(kernels),
+            cuda_sources=own_names + cuda_source(CUDA_SRC, kernels),
             functions=["plan", "run"],
             extra_cflags=["-O1", "-fvisibility=hidden"],
             extra_cuda_cflags=CUDA_FLAGS,

@@ -57,8 +57,6 @@ runtime too; Triton keys them only on divisibility by 16, which every admitted s
 K % BLOCK_K), so they add no compiles and tell the compiler that rows start 16-element aligned.
 """
 
-from typing import NamedTuple
-
 import torch
 import triton
 import triton.language as tl
@@ -68,28 +66,36 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
     ACCUMULATOR_FLOATS,
     WORKSPACE_FLOATS,
     Engine,
+    Field,
+    Layer,
+    config_type,
+    split_rule,
 )
-
-
-class SplitKGemmConfig(NamedTuple):
-    block_n: int  # weight rows per program (64, 128, 256)
-    block_m: int  # tokens per program (16, 32, 64, 128, 256)
-    block_k: int  # K per loop step (32, 64, 128)
-    splits: int  # programs sharing one tile's K range (1 .. K / block_k); uneven splits allowed
-    warps: int  # triton num_warps (4, 8: whole warpgroups for wgmma)
-    stages: int  # triton num_stages (1 .. 8)
-    loads: str  # "tma" (TensorDescriptor for x and the weights) or "pointers" (plain masked tl.load)
-    reduce: str  # "none" (splits == 1 only), "semaphore" or "atomic" (splits > 1)
-
 
 LOADS = ("tma", "pointers")
 REDUCE = ("none", "semaphore", "atomic")
+SPLITK_GEMM_FIELDS = (
+    Field("block_n", int, (64, 128, 256), "weight rows per program"),
+    Field("block_m", int, (16, 32, 64, 128, 256), "tokens per program"),
+    Field("block_k", int, (32, 64, 128), "K per loop step"),
+    Field(
+        "splits", int, None, "programs sharing one tile's K range", bounds="1 .. K / block_k, uneven allowed"
+    ),
+    Field("warps", int, (4, 8), "Triton num_warps (whole warpgroups for wgmma)"),
+    Field("stages", int, (1, 2, 3, 4, 5, 6, 7, 8), "Triton num_stages"),
+    Field(
+        "loads", str, LOADS, "tma (TensorDescriptor for x and the weights) or pointers (plain masked tl.load)"
+    ),
+    Field(
+        "reduce",
+        str,
+        REDUCE,
+        "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
+        " zeroed accumulator, the last program writes out and re-zeroes)",
+    ),
+)
+SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-SPLITK_BLOCK_N = (64, 128, 256)
-SPLITK_BLOCK_M = (16, 32, 64, 128, 256)
-SPLITK_BLOCK_K = (32, 64, 128)
-SPLITK_WARPS = (4, 8)
-SPLITK_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)
 SPLITK_SMEM_LIMIT = 227 * 1024  # shared memory per block on Hopper
 SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
 # Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
@@ -109,32 +115,19 @@ def splitk_smem_bytes(cfg, dual):
 
 
 def splitk_gemm_config_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
-    """Why cfg cannot serve this shape (one line naming the field and the limit), or None. Pure Python."""
-    if not isinstance(cfg, tuple) or len(cfg) != len(SplitKGemmConfig._fields):
-        return f"cfg: expected a SplitKGemmConfig {SplitKGemmConfig._fields}, got {cfg!r}"
-    cfg = SplitKGemmConfig(*cfg)
-    for name, value in zip(cfg._fields[:6], cfg[:6]):
-        if type(value) is not int:
-            return f"{name}={value!r} must be an int"
-    for name, value in zip(cfg._fields[6:], cfg[6:]):
-        if type(value) is not str:
-            return f"{name}={value!r} must be a str"
-    for name, allowed in (
-        ("block_n", SPLITK_BLOCK_N),
-        ("block_m", SPLITK_BLOCK_M),
-        ("block_k", SPLITK_BLOCK_K),
-        ("warps", SPLITK_WARPS),
-        ("stages", SPLITK_STAGES),
-        ("loads", LOADS),
-        ("reduce", REDUCE),
-    ):
-        if getattr(cfg, name) not in allowed:
-            return f"{name}={getattr(cfg, name)!r} is not one of {allowed}"
+    """Why cfg cannot serve an (m, n, k) launch (dual: the router's two weights), or None: the engine's own
+    checks (SPLITK_GEMM.config_error: the fields, then splitk_shape_error), for a caller without a Layer."""
     for name, value in (("m", m), ("n", n), ("k", k)):
         if type(value) is not int or value < 1:
             return f"{name}={value!r} must be a positive int"
     if type(dual) is not bool:
         return f"dual={dual!r} must be a bool"
+    return SPLITK_GEMM.config_error(cfg, Layer("splitk_gemm", n, k, "float32" if dual else "bfloat16"), m)
+
+
+def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
+    """Why a config of admitted field values cannot serve this shape (one line naming the field and the limit),
+    or None. Pure Python."""
     if n % cfg.block_n:
         return f"block_n={cfg.block_n} does not divide n={n}"
     if k % cfg.block_k:
@@ -142,9 +135,9 @@ def splitk_gemm_config_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | 
     steps = k // cfg.block_k
     if not 1 <= cfg.splits <= steps:
         return f"splits={cfg.splits} must be 1..{steps} (the K steps of k={k} at block_k={cfg.block_k})"
-    if (cfg.reduce == "none") != (cfg.splits == 1):
-        want = "'none'" if cfg.splits == 1 else "'semaphore' or 'atomic'"
-        return f"reduce={cfg.reduce!r} at splits={cfg.splits}: splits == 1 takes 'none', splits > 1 {want}"
+    error = split_rule(cfg)
+    if error:
+        return error
     if m * max(k, n) >= _SPLITK_INT32:
         return f"m={m} at n={n}, k={k} overflows the kernel's 32-bit offsets (x, out)"
     if n * k >= _SPLITK_INT32:
@@ -394,15 +387,8 @@ def splitk_gemm(
 
 class SplitKGemm(Engine):
     name = "splitk_gemm"
+    FIELDS = SPLITK_GEMM_FIELDS
     Config = SplitKGemmConfig
-    values = {
-        "block_n": SPLITK_BLOCK_N,
-        "block_m": SPLITK_BLOCK_M,
-        "block_k": SPLITK_BLOCK_K,
-        "warps": SPLITK_WARPS,
-        "stages": SPLITK_STAGES,
-    }
-    modes = {"loads": LOADS, "reduce": REDUCE}
     m_min, m_max = 33, None
     sweep_m = (64, 128, 256)  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
     summary = (
@@ -414,7 +400,7 @@ class SplitKGemm(Engine):
     )
 
     def rule(self, cfg, layer, m):
-        return splitk_gemm_config_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
+        return splitk_shape_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
 
     def operands(self, cfg, layer):
         return (f"descriptors_{cfg.block_n}x{cfg.block_k}",) if cfg.loads == "tma" else ()
@@ -456,7 +442,14 @@ class SplitKGemm(Engine):
                             for splits in (1, 2, 4, 8, 16, 32):
                                 for reduce in ("none",) if splits == 1 else ("semaphore", "atomic"):
                                     cfg = SplitKGemmConfig(
-                                        block_n, block_m, block_k, splits, warps, stages, "tma", reduce
+                                        block_n=block_n,
+                                        block_m=block_m,
+                                        block_k=block_k,
+                                        splits=splits,
+                                        warps=warps,
+                                        stages=stages,
+                                        loads="tma",
+                                        reduce=reduce,
                                     )
                                     if self.config_error(cfg, layer, m) is None:
                                         out.append(cfg)

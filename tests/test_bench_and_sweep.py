@@ -119,16 +119,18 @@ def test_every_engines_candidates_are_admissible_and_cover_its_modes():
                 assert configs, (engine.name, layer.name, m)
     router, o = problem.layers["router"], problem.layers["o"]
     # the atomic reduction is the router's alone, and the mma_gemv sweep does try it there
-    assert any(c.reduce == "atomic" for c in MMA_GEMV.candidates(router, 32))
-    assert not any(c.reduce == "atomic" for c in MMA_GEMV.candidates(o, 32))
-    assert TmaGemvConfig(4, 12, "full", "semaphore") not in TMA_GEMV.candidates(router, 32)  # 12 x 20 KB
+    assert any(c.reduce == "atomic_out" for c in MMA_GEMV.candidates(router, 32))
+    assert not any(c.reduce == "atomic_out" for c in MMA_GEMV.candidates(o, 32))
+    assert TmaGemvConfig(splits=4, stages=12, tile="full", reduce="semaphore") not in TMA_GEMV.candidates(
+        router, 32
+    )  # 12 x 20 KB
     assert sweep_m(registry.BY_NAME["splitk_gemm"], problem) == (64, 128, 256)
 
 
 def test_a_sweep_times_the_chosen_values_and_always_the_current_entry():
     problem = load_problem()
     everything = MMA_GEMV.candidates(problem.layers["qkv_gate"], 16)
-    current = MmaGemvConfig(16, 1, 1, "double", 2, "none")
+    current = MmaGemvConfig(warps=16, splits=1, unroll=1, pipeline="double", row_blocks=2, reduce="none")
     assert current in everything
     hinted = configs_to_time(everything, {"pipeline": {"batch_l2", "double_l2"}}, current)
     assert hinted[0] == current and len(set(hinted)) == len(hinted)
@@ -141,15 +143,15 @@ def test_a_sweep_times_the_chosen_values_and_always_the_current_entry():
     ]
     assert configs_to_time(everything, None, current) == everything
     # an entry the candidate rules no longer produce is still timed (and dropped only if it fails or loses)
-    stale = MmaGemvConfig(16, 1, 1, "double", 8, "none")
+    stale = MmaGemvConfig(warps=16, splits=1, unroll=1, pipeline="double", row_blocks=8, reduce="none")
     assert stale not in everything
     assert configs_to_time(everything, None, stale) == [stale] + everything
 
 
 def test_the_current_entry_stays_unless_a_challenger_wins_by_min_gain():
-    current, challenger = MmaGemvConfig(16, 4, 1, "double", 1, "cluster"), MmaGemvConfig(
-        16, 8, 1, "batch", 1, "cluster"
-    )
+    current, challenger = MmaGemvConfig(
+        warps=16, splits=4, unroll=1, pipeline="double", row_blocks=1, reduce="cluster"
+    ), MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster")
     # two H200s ranked these 4 % apart in opposite directions; here 9.504 against 9.536 us is a 0.3 % margin
     assert pick_best({challenger: 9.504, current: 9.536}, current) == current
     assert pick_best({challenger: 9.0, current: 9.536}, current) == challenger  # 5.6 %: a real win
@@ -159,8 +161,8 @@ def test_the_current_entry_stays_unless_a_challenger_wins_by_min_gain():
 
 
 def test_a_table_entry_changes_only_on_a_min_gain_win_either_way():
-    entry = MmaGemvConfig(8, 1, 4, "batch", 2, "none")
-    other = MmaGemvConfig(8, 1, 4, "batch_l2", 2, "none")
+    entry = MmaGemvConfig(warps=8, splits=1, unroll=4, pipeline="batch", row_blocks=2, reduce="none")
+    other = MmaGemvConfig(warps=8, splits=1, unroll=4, pipeline="batch_l2", row_blocks=2, reduce="none")
     point = lambda best, us, base, current=entry: SweepPoint(
         "o", 8, best, us, base, 145, [], current=current
     )  # noqa
@@ -200,8 +202,14 @@ def test_wrong_sweep_calls_are_refused_in_one_line_on_any_machine():
 
 
 def test_best_by_field_keeps_each_values_fastest_config():
-    cfgs = [TmaGemvConfig(1, 12, "half", "none"), TmaGemvConfig(1, 14, "half", "none")]
-    cfgs += [TmaGemvConfig(3, 8, "full", "cluster_scatter"), TmaGemvConfig(16, 8, "full", "cluster_gather")]
+    cfgs = [
+        TmaGemvConfig(splits=1, stages=12, tile="half", reduce="none"),
+        TmaGemvConfig(splits=1, stages=14, tile="half", reduce="none"),
+    ]
+    cfgs += [
+        TmaGemvConfig(splits=3, stages=8, tile="full", reduce="cluster_scatter"),
+        TmaGemvConfig(splits=16, stages=8, tile="full", reduce="cluster_gather"),
+    ]
     timings = dict(zip(cfgs, (15.3, 15.0, 15.4, 15.8)))
     best = best_by_field(timings, "reduce")
     assert best == {
@@ -222,9 +230,19 @@ def test_best_by_field_keeps_each_values_fastest_config():
 
 
 def test_sweep_point_json_ranks_every_timing():
-    a, b = MmaGemvConfig(4, 1, 1, "batch", 1, "none"), MmaGemvConfig(8, 1, 4, "batch", 2, "none")
+    a, b = MmaGemvConfig(
+        warps=4, splits=1, unroll=1, pipeline="batch", row_blocks=1, reduce="none"
+    ), MmaGemvConfig(warps=8, splits=1, unroll=4, pipeline="batch", row_blocks=2, reduce="none")
     point = SweepPoint(
-        "o", 8, b, 9.3, 9.6, 3, [MmaGemvConfig(16, 2, 1, "batch", 1, "cluster")], 0, {a: 12.0, b: 9.4}
+        "o",
+        8,
+        b,
+        9.3,
+        9.6,
+        3,
+        [MmaGemvConfig(warps=16, splits=2, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster")],
+        0,
+        {a: 12.0, b: 9.4},
     )
     js = point.to_json()
     assert js["timings"] == [[[8, 1, 4, "batch", 2, "none"], 9.4], [[4, 1, 1, "batch", 1, "none"], 12.0]]
@@ -234,8 +252,10 @@ def test_sweep_point_json_ranks_every_timing():
 
 def test_sweep_writes_a_table_the_build_accepts(tmp_path):
     problem = load_problem()
-    o1, o8 = MmaGemvConfig(8, 1, 1, "batch", 1, "none"), MmaGemvConfig(8, 1, 2, "double", 2, "none")
-    r8 = MmaGemvConfig(16, 8, 1, "double", 1, "semaphore")
+    o1, o8 = MmaGemvConfig(
+        warps=8, splits=1, unroll=1, pipeline="batch", row_blocks=1, reduce="none"
+    ), MmaGemvConfig(warps=8, splits=1, unroll=2, pipeline="double", row_blocks=2, reduce="none")
+    r8 = MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="semaphore")
     points = [
         SweepPoint("o", 1, o1, 9.0, 10.0, 100, [], engine="mma_gemv"),
         SweepPoint("o", 8, o8, 9.9, 10.0, 100, [], engine="mma_gemv"),  # under 2 % faster: stays cuBLAS
@@ -257,14 +277,24 @@ def test_sweep_writes_a_table_the_build_accepts(tmp_path):
         ("o", 1): o1,
         ("o", 8): None,
         ("router", 8): r8,
-        ("pooler", 1): MmaGemvConfig(8, 1, 4, "double", 1, "none"),
+        ("pooler", 1): MmaGemvConfig(
+            warps=8, splits=1, unroll=4, pipeline="double", row_blocks=1, reduce="none"
+        ),
     }
     assert "# kept" in text and "1: {warps: 8, splits: 1, unroll: 1, pipeline: batch" in text
     assert "# mma_gemv 9.00 us vs cuBLAS 10.00 us" in text
     # a default must run at every class maximum of its kind: o8 alone (row_blocks 2, double) would not fit m = 32
     assert table.defaults == {"plain": o1, "dual": r8}
     assert (
-        pick_defaults(MMA_GEMV, {("o", 1): MmaGemvConfig(8, 1, 8, "double", 2, "none")}, problem)["plain"]
+        pick_defaults(
+            MMA_GEMV,
+            {
+                ("o", 1): MmaGemvConfig(
+                    warps=8, splits=1, unroll=8, pipeline="double", row_blocks=2, reduce="none"
+                )
+            },
+            problem,
+        )["plain"]
         is None
     )
     assert text.startswith("# mma_gemv: the mma.sync tensor-core GEMV")
@@ -274,7 +304,7 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     problem = load_problem()
     text = (REPO_ROOT / "tables" / "mma_gemv.yaml").read_text()
     current = load_table(MMA_GEMV, problem)
-    cfg = MmaGemvConfig(16, 8, 1, "double", 1, "cluster")
+    cfg = MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="cluster")
     point = SweepPoint("router", 8, cfg, 8.0, 19.0, 10, [], engine="mma_gemv")
     path = tmp_path / "mma_gemv.yaml"
     path.write_text(updated_table(text, current, [point], [("router", 8)], problem))
@@ -289,14 +319,14 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
 
 def test_a_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
     problem = load_problem()
-    beats = SweepPoint("qkv_gate", 32, TmaGemvConfig(3, 8, "full", "cluster_gather"), 16.8, 18.0, 40, [],
+    beats = SweepPoint("qkv_gate", 32, TmaGemvConfig(splits=3, stages=8, tile="full", reduce="cluster_gather"), 16.8, 18.0, 40, [],
                        engine="tma_gemv", incumbent="mma_gemv", incumbent_us=17.6)  # fmt: skip
-    loses = SweepPoint("qkv_gate", 1, TmaGemvConfig(4, 6, "full", "semaphore"), 16.3, 17.7, 40, [],
+    loses = SweepPoint("qkv_gate", 1, TmaGemvConfig(splits=4, stages=6, tile="full", reduce="semaphore"), 16.3, 17.7, 40, [],
                        engine="tma_gemv", incumbent="mma_gemv", incumbent_us=14.6)  # fmt: skip
     near = SweepPoint(
         "pooler",
         32,
-        TmaGemvConfig(2, 6, "full", "semaphore"),
+        TmaGemvConfig(splits=2, stages=6, tile="full", reduce="semaphore"),
         23.5,
         24.6,
         40,

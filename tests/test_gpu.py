@@ -34,13 +34,13 @@ COMPRESSED += [
     (8, 2, 2, "batch", 1, "semaphore"),
     (4, 8, 1, "batch", 4, "cluster"),
 ]
-ATOMIC = [(16, s, 1, "double", r, "atomic") for s in (2, 4, 8, 16) for r in (1, 2)]
+ATOMIC = [(16, s, 1, "double", r, "atomic_out") for s in (2, 4, 8, 16) for r in (1, 2)]
 ATOMIC += [
-    (8, 8, 4, "batch", 1, "atomic"),
-    (16, 4, 4, "batch_l2", 1, "atomic"),
-    (16, 8, 1, "double_w", 1, "atomic"),
+    (8, 8, 4, "batch", 1, "atomic_out"),
+    (16, 4, 4, "batch_l2", 1, "atomic_out"),
+    (16, 8, 1, "double_w", 1, "atomic_out"),
 ]
-ATOMIC += [(4, 32, 1, "batch", 4, "atomic")]
+ATOMIC += [(4, 32, 1, "batch", 4, "atomic_out")]
 # tma_gemm past 32 tokens: every warpgroup count, both reductions, uneven splits; GEMM_EDGES cross its classes.
 GEMM = [(1, 1, 4, "none"), (2, 1, 4, "none"), (4, 1, 4, "none"), (2, 3, 4, "semaphore"), (1, 5, 6, "semaphore")]
 GEMM += [(2, 7, 4, "atomic"), (1, 16, 4, "atomic"), (4, 5, 4, "atomic"), (2, 2, 4, "atomic")]
@@ -173,7 +173,7 @@ def test_the_atomic_reduction_leaves_its_tickets_ready_under_graph_replay(submis
     weights = make_weights(PROBLEM, "normal", 3, "cuda")
     state = submission.prepare({name: w.clone() for name, w in weights.items()})
     layer = PROBLEM.layers["router"]
-    (plan,) = make_plans(submission, state, [("router", 32, "mma_gemv", (16, 8, 1, "double", 1, "atomic"))])
+    (plan,) = make_plans(submission, state, [("router", 32, "mma_gemv", (16, 8, 1, "double", 1, "atomic_out"))])
     gen = torch.Generator(device="cuda").manual_seed(9)
     x = make_x(32, layer.k, gen, "cuda")
     plan(x)

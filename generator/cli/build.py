@@ -114,7 +114,7 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     from generator.sources import load_sources
     from generator.tables import load_tables
     from kernels_src import registry
-    from kernels_src.runtime import launch_table
+    from kernels_src.runtime import cuda_source
 
     try:
         sources = load_sources(root)
@@ -141,7 +141,7 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     start = time.perf_counter()
     try:
         code, messages, found, sass = compile_cuda(
-            sources.cuda + launch_table(kernels), nvcc=nvcc, cuobjdump=cuobjdump
+            cuda_source(sources.cuda, kernels), nvcc=nvcc, cuobjdump=cuobjdump
         )
     except OSError as exc:
         fail(f"{nvcc}: {exc.strerror or exc}")
