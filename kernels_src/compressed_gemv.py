@@ -8,6 +8,7 @@ from kernels_src.engine import (
     CudaConstant,
     DecodeGemv,
     Field,
+    Operand,
     Variant,
     column_blocks,
     config_type,
@@ -18,6 +19,7 @@ from kernels_src.mma_gemv import MMA_PIPELINE, split_error, split_k_candidates, 
 COMPRESSED_PIPELINES = MMA_PIPELINE.members[
     :2
 ]  # batch and double: as mma_gemv's, by the same MmaPipeline codes
+COMPRESSED = Operand("compressed")  # the 12-bit stream and its parts (compress.compress)
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
 # Data-register budgets (compressed_gemv.cuh, zgemv_fits): batch 104, under mma_gemv's 112 because the decode needs
 # temporaries (at 106 one configuration spilled 48 bytes); double the plain kernel's 100.
@@ -105,7 +107,7 @@ class CompressedGemv(DecodeGemv):
         return None
 
     def operands(self, cfg, layer):
-        return ("compressed",)
+        return (COMPRESSED,)
 
     def build_operand(self, operand, parts, layer):
         return compress(
@@ -117,7 +119,7 @@ class CompressedGemv(DecodeGemv):
         return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
 
     def plan(self, cfg, layer, m, ctx):
-        z = ctx.operands["compressed"]  # row blocks outermost in every part: the unpooler's slice is a prefix
+        z = ctx.operands[COMPRESSED]  # row blocks outermost in every part: the unpooler's slice is a prefix
         t = z["table_words"]
         pointers = (z["stream"], z["patches"], z["overflow"], z["overflow_starts"])
         words = [

@@ -28,6 +28,9 @@ SEMAPHORE_GROUPS = 4096
 TICKET_GROUPS = 256
 TICKET_SPLITS = 5
 SEMAPHORES = SEMAPHORE_GROUPS + 2 * TICKET_SPLITS * TICKET_GROUPS
+# The call layout (call.h, okc::Call; binding.cpp's plan()): a launch's operand pointers and 64-bit scalars.
+CALL_OPERANDS = 4
+CALL_SCALARS = 3
 # Hopper's largest thread-block cluster (past the portable 8, on request): the cluster reductions' splits limit.
 CLUSTER_MAX = 16
 # prepare() plans every m from 1 to this (or to the largest m a table lists); a larger m goes to cuBLAS.
@@ -62,6 +65,14 @@ class Layer(NamedTuple):
     def weight_bytes(self, m: int) -> int:
         """Bytes of weight a call at m tokens must read at least once (the memory floor's numerator)."""
         return self.n_for(m) * self.k * DTYPE_BYTES[self.dtype]
+
+
+class Operand(NamedTuple):
+    """What prepare() builds once per layer for an engine, as the key its state holds it under: a name, and the
+    block shape for operands built per shape (splitk_gemm's weight descriptors)."""
+
+    name: str
+    shape: tuple = ()
 
 
 class Variant(NamedTuple):
@@ -140,6 +151,8 @@ SHARED_CUDA_CONSTANTS = (
     CudaConstant(
         "kSemaphoreInts", SEMAPHORES, "engine.py SEMAPHORES: the int32 counters runtime.py allocates"
     ),
+    CudaConstant("kCallOperands", CALL_OPERANDS, "engine.py CALL_OPERANDS: operand pointers a call holds"),
+    CudaConstant("kCallScalars", CALL_SCALARS, "engine.py CALL_SCALARS: 64-bit scalars a call holds"),
 )
 
 
@@ -202,6 +215,7 @@ class Engine:
     launcher = ""  # C++ launcher template (CUDA engines)
     template_fields: tuple = ()  # what the launcher's template arguments are, for the launch table's comments
     cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
+    jit_compiled = False  # its kernels compile at their first launch (Triton): `sweep` precompiles them in parallel
     summary = ""  # one paragraph for the submission's docstring
 
     @property
@@ -313,7 +327,7 @@ class Engine:
         return None
 
     def operands(self, cfg, layer: Layer) -> tuple:
-        """Names of what prepare() builds once per layer for cfg (shared by every m routed to it)."""
+        """The Operands prepare() builds once per layer for cfg (shared by every m routed to it)."""
         return ()
 
     def build_operand(self, operand: str, parts: tuple, layer: Layer):

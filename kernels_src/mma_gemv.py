@@ -15,6 +15,7 @@ from kernels_src.engine import (
     CudaEnum,
     DecodeGemv,
     Field,
+    Operand,
     Variant,
     column_blocks,
     config_type,
@@ -29,6 +30,7 @@ MMA_PIPELINE = CudaEnum(
     "mma_gemv.py MMA_PIPELINE: the software-pipelining styles (compressed_gemv: the first two)",
 )
 MMA_PIPELINES = MMA_PIPELINE.members
+FRAGMENTS = Operand("fragments")  # the weights repacked in mma fragment order (packing.pack_mma_a)
 MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic_out")
 # Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments (112), or two
 # live sets (100), under the 128 registers of a 512-thread CTA without spilling.
@@ -205,7 +207,7 @@ class MmaGemv(DecodeGemv):
         )
 
     def operands(self, cfg, layer):
-        return ("fragments",)
+        return (FRAGMENTS,)
 
     def build_operand(self, operand, parts, layer):
         return tuple(pack_mma_a(part) for part in parts)
@@ -222,7 +224,7 @@ class MmaGemv(DecodeGemv):
         return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
 
     def plan(self, cfg, layer, m, ctx):
-        packed = ctx.operands["fragments"]  # dual: hi, lo; plain: the one matrix
+        packed = ctx.operands[FRAGMENTS]  # dual: hi, lo; plain: the one matrix
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (packed[0], packed[-1]))
 
     def candidates(self, layer, m):

@@ -68,6 +68,7 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
     Engine,
     Field,
     Layer,
+    Operand,
     config_type,
     split_rule,
 )
@@ -390,6 +391,7 @@ class SplitKGemm(Engine):
     FIELDS = SPLITK_GEMM_FIELDS
     Config = SplitKGemmConfig
     m_min, m_max = 33, None
+    jit_compiled = True
     sweep_m = (64, 128, 256)  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
     summary = (
         "splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens"
@@ -403,11 +405,14 @@ class SplitKGemm(Engine):
         return splitk_shape_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
 
     def operands(self, cfg, layer):
-        return (f"descriptors_{cfg.block_n}x{cfg.block_k}",) if cfg.loads == "tma" else ()
+        """The weights' TensorDescriptors, one set per (block_n, block_k)."""
+        return (Operand("descriptors", (cfg.block_n, cfg.block_k)),) if cfg.loads == "tma" else ()
 
     def build_operand(self, operand, parts, layer):
-        block_n, block_k = map(int, operand.split("_")[1].split("x"))
-        cfg = SplitKGemmConfig(block_n, 64, block_k, 1, 4, 3, "tma", "none")  # only the block shape matters
+        block_n, block_k = operand.shape
+        cfg = SplitKGemmConfig(  # only the block shape matters
+            block_n=block_n, block_m=64, block_k=block_k, splits=1, warps=4, stages=3, loads="tma", reduce="none"
+        )
         return weight_descriptors(parts, cfg)
 
     def plan(self, cfg, layer, m, ctx):

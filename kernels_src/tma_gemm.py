@@ -20,6 +20,7 @@ from kernels_src.engine import (
 from kernels_src.tma_gemv import (
     TILE_K,
     TILE_ROWS,
+    TILES,
     TMA_CUDA_CONSTANTS,
     TMA_GEMV,
     TMA_REDUCE,
@@ -121,7 +122,7 @@ class TmaGemm(Engine):
         return None
 
     def operands(self, cfg, layer):
-        return ("tiles",)  # tma_gemv's packed 64 x 64 tiles: one copy serves both engines
+        return (TILES,)  # tma_gemv's packed 64 x 64 tiles: one copy serves both engines
 
     def build_operand(self, operand, parts, layer):
         return TMA_GEMV.build_operand(operand, parts, layer)
@@ -132,7 +133,7 @@ class TmaGemm(Engine):
         return Variant(self.name, template, (cfg.splits, reduce))
 
     def plan(self, cfg, layer, m, ctx):
-        tiles = ctx.operands["tiles"]
+        tiles = ctx.operands[TILES]
         accumulator = ctx.buffers["accumulator"]
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1], accumulator))
 

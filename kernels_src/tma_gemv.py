@@ -10,6 +10,7 @@ from kernels_src.engine import (
     CudaEnum,
     DecodeGemv,
     Field,
+    Operand,
     Variant,
     column_blocks,
     config_type,
@@ -23,6 +24,8 @@ HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup
 TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths compiled in (the launcher refuses any other)
 TMA_TILES = ("full", "half")
+TILES = Operand("tiles")  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
+HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 # The split-K reductions as tma_gemv.cuh's kernel numbers them, for both engines on it (tma_gemm: semaphore and
 # atomic); splits = 1 passes the semaphore's code and reduces nothing.
@@ -125,10 +128,10 @@ class TmaGemv(DecodeGemv):
         return None
 
     def operands(self, cfg, layer):
-        return ("half_tiles",) if cfg.tile == "half" else ("tiles",)
+        return (HALF_TILES,) if cfg.tile == "half" else (TILES,)
 
     def build_operand(self, operand, parts, layer):
-        pack = pack_tma_half_bulk if operand == "half_tiles" else pack_tma_bulk
+        pack = pack_tma_half_bulk if operand == HALF_TILES else pack_tma_bulk
         return tuple(pack(part) for part in parts)
 
     def variant(self, cfg, layer, m):

@@ -553,3 +553,13 @@ def test_a_field_with_a_default_may_be_left_out_of_a_table_entry():
     with pytest.raises(ValueError, match="missing field 'splits'"):
         probe.make_config({"hint": "on"})
     assert "default off" in "\n".join(probe.header_lines())
+
+
+def test_every_engine_list_comes_from_the_registry():
+    """The help texts name every engine registry.ENGINES lists (tma_gemm was once missing from sweep's), and
+    runtime.py names none by hand."""
+    text = " ".join(CliRunner().invoke(main, ["sweep", "--help"], terminal_width=1000).output.split())
+    for engine in registry.ENGINES:
+        assert engine.name in text, engine.name
+    runtime = (REPO_ROOT / "kernels_src" / "runtime.py").read_text()
+    assert not [e.name for e in registry.ENGINES if f'"{e.name}"' in runtime]

@@ -106,7 +106,7 @@ def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submissio
     state = submission.prepare({name: w.clone() for name, w in weights.items()})
     wanted = []
     for launch in table_routes(submission) + extra_launches(submission):
-        if launch[2] == "compressed_gemv" and launch[0] in state["refused"]:
+        if launch[2] == "compressed_gemv" and launch[0] in state.refused:
             continue  # compress() refused these weights: prepare() said so, and the layer runs its bf16 engines
         wanted.append(launch)
     assert len(wanted) > 500  # the rules must not have filtered the plan away
@@ -160,8 +160,8 @@ def test_planted_overflow_reaches_the_compressed_gemv(submission):
     wanted = [launch for launch in wanted if admitted(submission, *launch)]
     for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
         state = submission.prepare({**weights, "o": w.clone()})
-        state["operands"]["o"]["compressed"] = submission.compress(w, "o", patches_per_group=patches)
-        assert state["operands"]["o"]["compressed"]["overflow"].numel() > 0, case  # the overflow is not empty
+        state.operands["o"][submission.COMPRESSED] = submission.compress(w, "o", patches_per_group=patches)
+        assert state.operands["o"][submission.COMPRESSED]["overflow"].numel() > 0, case  # the overflow is not empty
         for launch, plan in zip(wanted, make_plans(submission, state, wanted)):
             x = make_x(launch[1], layer.k, gen, "cuda")
             check(plan, x, w, layer.n, False, (case, *launch))

@@ -18,6 +18,7 @@ from generator.cli.app import (
     shape_filter,
 )
 from generator.errors import BuildError
+from kernels_src.registry import ENGINES
 
 
 def parse_where(texts, engine) -> dict:
@@ -37,8 +38,9 @@ def parse_where(texts, engine) -> dict:
     "--engine",
     default="mma_gemv",
     show_default=True,
-    help="Whose table to tune: mma_gemv, tma_gemv, compressed_gemv or splitk_gemm (tables/<engine>.yaml); an entry is kept only where the engine beats what would serve"
-    " the shape without it (the engines after it, cuBLAS last) by >= 2 %.",
+    help=f"Whose table to tune: {', '.join(engine.name for engine in ENGINES)} (tables/<engine>.yaml); an entry is"
+    " kept only where the engine beats what would serve the shape without it (the engines after it, cuBLAS"
+    " last) by >= 2 %.",
 )
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
 @click.option(

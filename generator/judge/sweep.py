@@ -246,9 +246,7 @@ def run_sweep(
             log(f"{refused} (the {engine_name} sweep skips {layer_name})")
             continue
         todo[(layer_name, m)] = (cfgs, current, module.route(layer, m, tables, (engine_name,)))
-    if file is not None and hasattr(
-        engine, "precompile"
-    ):  # a JIT-compiled engine: fill its cache in parallel
+    if file is not None and engine.jit_compiled:  # fill its kernel cache in parallel
         from generator.judge.precompile import precompile
 
         first_of_kind = {}  # one layer per weight kind: the kernels do not depend on the layer otherwise
