@@ -184,7 +184,77 @@ __device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0)
     }
 }
 
+// The end of a gemv CTA: the warps' partial tiles reduced through shared memory, then across the S split CTAs
+// (the output-atomic reduction once split 0's zeroes are visible: the flag the ticket waits for).
+template <int NB, int R, bool ATOMIC, typename OutT>
+__device__ __forceinline__ void finish_gemv(const GemvArgs& a, float* red, const float (&acc)[R][NB][4],
+                                            uint64_t* inbox_full, int warp, int lane, uint32_t ticket, uint32_t seen) {
+    constexpr int kTile = R * NB * 4 * 32;
+    const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
+    park_accumulators<R, NB>(red, acc, warp, lane);
+    if constexpr (ATOMIC) {
+        if (threadIdx.x == 0) await_zeroed(a.sem, group, a.S, seen, flag_wanted(ticket, a.S));
+        __syncthreads();
+        add_tile<R, NB>(a, red, rb0);
+    } else {
+        __syncthreads();
+        finish_tile(a, red, red + (blockDim.x >> 5) * kTile, inbox_full, kTile, group, split,
+                    [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
+    }
+}
+
+// The K loop in each software-pipelining style (MmaPipeline): acc += every trip of this warp's K blocks, from
+// `first` to kb_end, `stride` apart a trip (wp, w2p, row_frags, xp, xvalid as load_trip takes them). peek() runs
+// once a trip: the output-atomic reduction's look at its flag, nothing otherwise.
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
+__device__ __forceinline__ void k_loop_double(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
+                                              const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
+                                              int stride, int kb_end, const Peek& peek) {
+    Trip<U, NB, R, DUAL> t0, t1;
+    load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+    for (int kb = first; kb < kb_end; kb += 2 * stride) {
+        peek();
+        load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+        mma_trip<U, NB, R, DUAL>(acc, t0);
+        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+        mma_trip<U, NB, R, DUAL>(acc, t1);
+    }
+}
+
+// t0.x and t1.x are never live at once (each is loaded after the other's mmas), so ptxas gives them the same
+// registers: two weight sets, one x set.
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
+__device__ __forceinline__ void k_loop_double_w(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
+                                              const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
+                                              int stride, int kb_end, const Peek& peek) {
+    Trip<U, NB, R, DUAL> t0, t1;
+    load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+    for (int kb = first; kb < kb_end; kb += 2 * stride) {
+        peek();
+        load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+        mma_trip<U, NB, R, DUAL>(acc, t0);
+        load_trip<U, NB, R, P, DUAL, false, true>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+        load_trip<U, NB, R, P, DUAL, true, false>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+        mma_trip<U, NB, R, DUAL>(acc, t1);
+        load_trip<U, NB, R, P, DUAL, false, true>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+    }
+}
+
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
+__device__ __forceinline__ void k_loop_batch(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
+                                              const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
+                                              int stride, int kb_end, const Peek& peek) {
+    for (int kb = first; kb < kb_end; kb += stride) {
+        Trip<U, NB, R, DUAL> tr;
+        load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
+        peek();
+        mma_trip<U, NB, R, DUAL>(acc, tr);
+    }
+}
+
 // ATOMIC: reduce = atomic_out (a separate instantiation, so that the other kernels carry none of its registers).
+// Phases: the output-atomic reduction's start, the K loop of the pipelining style, then the warps' partial tiles
+// reduced through shared memory and across the S split CTAs.
 template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool ATOMIC, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     static_assert(!ATOMIC || DUAL, "the atomic reduction adds into an fp32 output: dual mode only");
@@ -230,50 +300,14 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
     const int stride = nw * U;
     const int first = kb_begin + warp * U;
-    if constexpr (pipe_double(P)) {
-        Trip<U, NB, R, DUAL> t0, t1;
-        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
-        for (int kb = first; kb < kb_end; kb += 2 * stride) {
-            peek();
-            load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, t0);
-            load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, t1);
-        }
-    } else if constexpr (pipe_double_w(P)) {
-        // t0.x and t1.x are never live at once (each is loaded after the other's mmas), so ptxas gives them
-        // the same registers: two weight sets, one x set.
-        Trip<U, NB, R, DUAL> t0, t1;
-        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
-        for (int kb = first; kb < kb_end; kb += 2 * stride) {
-            peek();
-            load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, t0);
-            load_trip<U, NB, R, P, DUAL, false, true>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-            load_trip<U, NB, R, P, DUAL, true, false>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, t1);
-            load_trip<U, NB, R, P, DUAL, false, true>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
-        }
-    } else {
-        for (int kb = first; kb < kb_end; kb += stride) {
-            Trip<U, NB, R, DUAL> tr;
-            load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
-            peek();
-            mma_trip<U, NB, R, DUAL>(acc, tr);
-        }
-    }
+    if constexpr (pipe_double(P))
+        k_loop_double<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
+    else if constexpr (pipe_double_w(P))
+        k_loop_double_w<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
+    else
+        k_loop_batch<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
 
-    // Reduce the warps' partial tiles through shared memory, then across the S split CTAs.
-    park_accumulators<R, NB>(red, acc, warp, lane);
-    if constexpr (ATOMIC) {
-        if (threadIdx.x == 0) await_zeroed(a.sem, group, a.S, seen, flag_wanted(ticket, a.S));
-        __syncthreads();
-        add_tile<R, NB>(a, red, rb0);
-    } else {
-        __syncthreads();
-        finish_tile(a, red, red + nw * kTile, &inbox_full, kTile, group, split,
-                    [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
-    }
+    finish_gemv<NB, R, ATOMIC, OutT>(a, red, acc, &inbox_full, warp, lane, ticket, seen);
 }
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
