@@ -2,7 +2,6 @@
 
 Design and the measurements behind each field: docs/mma-gemv.md."""
 
-from typing import NamedTuple
 
 from kernels_src.engine import (
     CLUSTER_MAX,

@@ -108,30 +108,13 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     instructions ptxas had to serialise."""
     import shutil
 
-    from generator.compile import compile_cuda, demangle, serialized_wgmma
-    from generator.problem import load_problem
+    from generator.compile import compile_cuda
     from generator.sass import find_cuobjdump
-    from generator.sources import load_sources
-    from generator.tables import load_tables
-    from kernels_src import registry
     from kernels_src.runtime import cuda_source
 
-    try:
-        sources = load_sources(root)
-        problem = load_problem(root)
-        tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
-    except BuildError as exc:
-        fail(str(exc))
+    sources, kernels = _kernels_to_compile(root, launches)
     if shutil.which(nvcc) is None and not Path(nvcc).is_file():
         fail(f"{nvcc}: no such compiler (pass --nvcc PATH)")
-    from generator.cli.app import parse_launches
-
-    kernels = registry.variants(problem.layers.values(), tables)
-    for launch in parse_launches(launches, problem):
-        engine = registry.BY_NAME[launch.engine]
-        variant = engine.variant(engine.Config(*launch.config), problem.layers[launch.layer], launch.m)
-        if variant is not None and variant not in kernels:
-            kernels.append(variant)
     cuobjdump = None
     if loops_of is not None or waits_of is not None:
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
@@ -150,6 +133,39 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         errors = [line for line in messages.splitlines() if "error" in line] or messages.splitlines()[-5:]
         click.echo("\n".join(errors[:20]), err=True)
         fail(f"nvcc failed (exit {code})", 1)
+    _print_resources(found)
+    if loops_of is not None:
+        _print_loops(sass, loops_of)
+    if waits_of is not None:
+        _print_waits(sass, waits_of)
+    _fail_on_spills_or_serialised(found, messages)
+
+
+def _kernels_to_compile(root: Path, launches) -> tuple:
+    """(the sources, the Variants prepare() would compile from the tables plus the --launch ones)."""
+    from generator.cli.app import parse_launches
+    from generator.problem import load_problem
+    from generator.sources import load_sources
+    from generator.tables import load_tables
+    from kernels_src import registry
+
+    try:
+        sources = load_sources(root)
+        problem = load_problem(root)
+        tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
+    except BuildError as exc:
+        fail(str(exc))
+    kernels = registry.variants(problem.layers.values(), tables)
+    for launch in parse_launches(launches, problem):
+        engine = registry.BY_NAME[launch.engine]
+        variant = engine.variant(engine.Config(*launch.config), problem.layers[launch.layer], launch.m)
+        if variant is not None and variant not in kernels:
+            kernels.append(variant)
+    return sources, kernels
+
+
+def _print_resources(found) -> None:
+    """ptxas's figures per kernel, and the summary line."""
     click.echo(f"{'regs':>4} {'smem':>5} {'stack':>5} {'spill st/ld':>11}  kernel")
     for k in found:
         click.echo(
@@ -161,10 +177,12 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     )
     if not found:
         fail("ptxas reported no kernels", 1)
-    if loops_of is not None:
-        _print_loops(sass, loops_of)
-    if waits_of is not None:
-        _print_waits(sass, waits_of)
+
+
+def _fail_on_spills_or_serialised(found, messages: str) -> None:
+    from generator.compile import demangle, serialized_wgmma
+
+    spilled = [k for k in found if k.spills]
     if spilled:
         fail(f"{len(spilled)} kernel(s) spill registers: {spilled[0].name}", 1)
     serialized = serialized_wgmma(messages)
