@@ -7,15 +7,15 @@
 namespace okc {
 
 struct Call {
-    const void* x;           // [M, K] bf16, row-major, 16-byte aligned            (per call)
-    void* out;               // [M, N]: bf16, or fp32 for the router's dual mode   (per call)
-    int M;                   // tokens                                             (per call)
-    void* stream;            // the caller's cudaStream_t (the capture stream inside torch.cuda.graph) (per call)
-    int N, K;                // output width (the unpooler's slice at small m) and K
+    const void* x;  // [M, K] bf16, row-major, 16-byte aligned            (per call)
+    void* out;      // [M, N]: bf16, or fp32 for the router's dual mode   (per call)
+    int M;          // tokens                                             (per call)
+    void* stream;   // the caller's cudaStream_t (the capture stream inside torch.cuda.graph) (per call)
+    int N, K;       // output width (the unpooler's slice at small m) and K
     const void* operand[kCallOperands];  // what prepare() built for the engine: packed weights, lo weights, ...
     long long scalar[kCallScalars];      // per-layer constants (the 12-bit format's table words ...)
-    float* ws;               // split-K workspace (runtime.py: WORKSPACE_FLOATS)
-    int* sem;                // self-resetting counters (runtime.py: SEMAPHORES), 0 between launches
+    float* ws;                           // split-K workspace (runtime.py: WORKSPACE_FLOATS)
+    int* sem;                            // self-resetting counters (runtime.py: SEMAPHORES), 0 between launches
 };
 
 }  // namespace okc

@@ -1,5 +1,6 @@
-// Compressed tensor-core GEMV (engine compressed_gemv, kernels_src/compressed_gemv.py), m <= 32: out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless
-// format of kernels_src/compress.py (lo byte + 4-bit code into a 16-entry hi-byte table; exceptions apart).
+// Compressed tensor-core GEMV (engine compressed_gemv, kernels_src/compressed_gemv.py), m <= 32:
+// out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless format of kernels_src/compress.py (lo byte + 4-bit
+// code into a 16-entry hi-byte table; exceptions apart).
 //
 // Same skeleton as mma_gemv.cuh (read that first): one CTA owns R 16-row blocks, NW warps split its K range, S
 // CTAs may split K and reduce by semaphore or thread-block cluster. Design and measurements:
@@ -26,12 +27,11 @@
 #pragma once
 #include "common.cuh"
 
-
 namespace okc {
 
-constexpr int kZParts = 3;                          // 16-byte parts per lane per row block and K group
-constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
-constexpr int kZTileBytes = 16 * 64 * 2;            // a warp's overflow tile: one bucket, 16 x 64 bf16
+constexpr int kZParts = 3;                     // 16-byte parts per lane per row block and K group
+constexpr int kZFragsPerGroup = kZParts * 32;  // Frags (16 bytes) per row block and K group
+constexpr int kZTileBytes = 16 * 64 * 2;       // a warp's overflow tile: one bucket, 16 x 64 bf16
 
 // Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
 // buffered, + 4 R NB accumulators. The budgets (512-thread CTAs, 128 registers), kZDoubleDataRegs and
@@ -44,15 +44,15 @@ __host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, MmaPipeline
 }
 
 struct ZGemvArgs {
-    const Frag* x;            // [M, K] bf16, row-major, 16-byte aligned
-    const Frag* w;            // compressed stream: [N/16][K/64][3][32 lanes] Frags
-    const uint32_t* patches;  // [N/16][K/64][4] group headers: n <= 3, patch words p0, p1, p2
-    const uint32_t* overflow;  // [n_overflow] entries p | bf16 bits << 16 (p: 256 f + 8 lane + e), by bucket, p
+    const Frag* x;               // [M, K] bf16, row-major, 16-byte aligned
+    const Frag* w;               // compressed stream: [N/16][K/64][3][32 lanes] Frags
+    const uint32_t* patches;     // [N/16][K/64][4] group headers: n <= 3, patch words p0, p1, p2
+    const uint32_t* overflow;    // [n_overflow] entries p | bf16 bits << 16 (p: 256 f + 8 lane + e), by bucket, p
     const int* overflow_starts;  // [N/16 * K/64 + 1]: bucket b = rb * K/64 + g holds entries [starts[b], starts[b+1])
-    __nv_bfloat16* out;       // [M, N]
-    float* ws;                // split-K partials: [N/(16R)][S][R*NB*128]
-    int* sem;                 // arrival counter per CTA row group; 0 between launches
-    uint4 table;              // the 16 hi bytes as four words (compress.py: table_words)
+    __nv_bfloat16* out;          // [M, N]
+    float* ws;                   // split-K partials: [N/(16R)][S][R*NB*128]
+    int* sem;                    // arrival counter per CTA row group; 0 between launches
+    uint4 table;                 // the 16 hi bytes as four words (compress.py: table_words)
     int M, N, K, S, n_overflow;  // n_overflow: the entries of the whole matrix (0: no staging, no pass)
     int cluster;
 };
@@ -99,8 +99,7 @@ __device__ __forceinline__ uint32_t hi_bytes(uint32_t c, const uint4& t) {
 }
 
 // Fragment f (0..3) of a K group from its lane's three parts -> the mma A registers (as pack_mma_a lays them).
-__device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&part)[kZParts], int f,
-                                                const uint4& t) {
+__device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&part)[kZParts], int f, const uint4& t) {
     const Frag& lo = part[f >> 1];
     const uint32_t l0 = lo.r[2 * (f & 1)], l1 = lo.r[2 * (f & 1) + 1];
     const uint32_t c = part[2].r[f];
@@ -145,15 +144,15 @@ __device__ __forceinline__ void mma_patches(float (&acc)[NB][4], uint32_t word, 
 template <int UG, int NB, int R>
 struct ZTrip {
     Frag w[R][UG][kZParts];
-    uint32_t hdr[R];      // the trip's headers, a word a lane (hdr_count, mma_patches)
+    uint32_t hdr[R];    // the trip's headers, a word a lane (hdr_count, mma_patches)
     Frag x[UG][2][NB];  // K blocks 2G and 2G + 1 of each group
 };
 
 // hp: the CTA's first row block's headers; 4 `groups` words per row block.
 template <int UG, int NB, int R>
-__device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp, size_t row_frags,
-                                           const uint32_t* hp, int groups, const Frag* const (&xp)[NB],
-                                           const bool (&xvalid)[NB], int g0, int g_end) {
+__device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp, size_t row_frags, const uint32_t* hp,
+                                           int groups, const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int g0,
+                                           int g_end) {
     const int lane = threadIdx.x & 31;
     const bool hdr_ok = lane < 4 * UG && g0 + (lane >> 2) < g_end;  // this lane's word: group g0 + lane / 4
 #pragma unroll
@@ -166,8 +165,8 @@ __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp,
         for (int r = 0; r < R; ++r)
 #pragma unroll
             for (int p = 0; p < kZParts; ++p)
-                tr.w[r][u][p] = ok ? ld_weights(wp + r * row_frags + (size_t)g * kZFragsPerGroup + p * 32)
-                                   : zero_frag();
+                tr.w[r][u][p] =
+                    ok ? ld_weights(wp + r * row_frags + (size_t)g * kZFragsPerGroup + p * 32) : zero_frag();
 #pragma unroll
         for (int b = 0; b < 2; ++b)
 #pragma unroll
@@ -253,8 +252,8 @@ __device__ __forceinline__ void mma_overflow_tile(float (&acc)[NB][4], Frag* til
 // multiplied by both, each with its own entries. The products go into acc[r] like the stream's: the warps'
 // partials are summed in a fixed order later, so the result is deterministic.
 template <int NB, int R>
-__device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGemvArgs& a, Frag* tile,
-                                              const int* starts, int ng, int g_begin, const Frag* const (&xp)[NB],
+__device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGemvArgs& a, Frag* tile, const int* starts,
+                                              int ng, int g_begin, const Frag* const (&xp)[NB],
                                               const bool (&xvalid)[NB], int warp, int lane) {
     const int nw = blockDim.x >> 5;
 #pragma unroll
@@ -265,7 +264,7 @@ __device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGem
         const int* st = starts + r * (ng + 1);
         const int first = st[0], len = st[ng] - first;
         const int e_begin = first + len * warp / nw, e_end = first + len * (warp + 1) / nw;
-        if (e_begin == e_end) continue;  // warp-uniform
+        if (e_begin == e_end) continue;                   // warp-uniform
         int gl = next_bucket(st, ng, -1, e_begin, lane);  // the bucket holding e_begin
         int bend = min(st[gl + 1], e_end);
         Frag x[2][NB];
@@ -383,8 +382,8 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
         __syncthreads();  // every thread's staged offsets
         uint8_t* region = reinterpret_cast<uint8_t*>(red) + zgemv_overflow_offset(nw, R, NB, inbox_tiles);
         overflow_pass<NB, R>(acc, a, reinterpret_cast<Frag*>(region) + warp * (kZTileBytes / sizeof(Frag)),
-                             reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin,
-                             xp, xvalid, warp, lane);
+                             reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin, xp,
+                             xvalid, warp, lane);
     }
 
     park_accumulators<R, NB>(red, acc, warp, lane);

@@ -26,7 +26,6 @@
 
 #include <type_traits>
 
-
 namespace okc {
 
 // Software-pipelining styles (P: the table's pipeline, MmaPipeline, generated from mma_gemv.py's MMA_PIPELINE).
@@ -80,7 +79,7 @@ struct GemvArgs {
     float* ws;       // split-K partials: [N/(16R)][S][R*NB*128]
     int* sem;        // arrival counter per CTA row group; 0 between launches
     int M, N, K, S;
-    int cluster;     // 1: the S split CTAs are one cluster and reduce through distributed shared memory
+    int cluster;  // 1: the S split CTAs are one cluster and reduce through distributed shared memory
 };  // the atomic reduction is not a field: it is the kernel's ATOMIC template argument
 
 // Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for a cluster, rank
@@ -93,9 +92,9 @@ constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lan
 
 template <int U, int NB, int R, bool DUAL>
 struct Trip {
-    Frag w[R][U][2];                          // row block r, K block u, steps y = 0, 1
-    Frag w2[DUAL ? R : 1][DUAL ? U : 1][2];   // lo weights (unused unless DUAL)
-    Frag x[U][NB];                            // shared by all R row blocks
+    Frag w[R][U][2];                         // row block r, K block u, steps y = 0, 1
+    Frag w2[DUAL ? R : 1][DUAL ? U : 1][2];  // lo weights (unused unless DUAL)
+    Frag x[U][NB];                           // shared by all R row blocks
 };
 
 template <MmaPipeline P>
@@ -106,9 +105,8 @@ __device__ __forceinline__ Frag ld_weights_pipe(const Frag* p, bool ok) {
 // wp / w2p: this lane's first fragment of the CTA's first row block; row_frags: fragments per row block.
 // WEIGHTS / X: which of the trip's loads to issue (DOUBLE_W issues them at different points of the loop).
 template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool WEIGHTS = true, bool X = true>
-__device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* wp, const Frag* w2p,
-                                          size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
-                                          int kb0, int kb_end) {
+__device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* wp, const Frag* w2p, size_t row_frags,
+                                          const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int kb0, int kb_end) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int kb = kb0 + u;
@@ -125,8 +123,7 @@ __device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* 
         }
         if constexpr (X) {
 #pragma unroll
-            for (int nb = 0; nb < NB; ++nb)
-                tr.x[u][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + kb * 4) : zero_frag();
+            for (int nb = 0; nb < NB; ++nb) tr.x[u][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + kb * 4) : zero_frag();
         }
     }
 }
@@ -158,10 +155,10 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// reduce = atomic_out: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums its elements
-// over the warps, conflict-free as finish_tile does, in place of warp 0's slice; then each quad of four rows of
-// one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted, 4x the
-// wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
+// reduce = atomic_out: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums
+// its elements over the warps, conflict-free as finish_tile does, in place of warp 0's slice; then each quad of
+// four rows of one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted,
+// 4x the wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
 // row lr, token t sit at lane 4 (lr & 7) + t / 2, register j = 2 (lr >> 3) + (t & 1).
 template <int R, int NB>
 __device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0) {
@@ -224,9 +221,9 @@ __device__ __forceinline__ void k_loop_double(float (&acc)[R][NB][4], const Frag
 // t0.x and t1.x are never live at once (each is loaded after the other's mmas), so ptxas gives them the same
 // registers: two weight sets, one x set.
 template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
-__device__ __forceinline__ void k_loop_double_w(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
-                                              const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
-                                              int stride, int kb_end, const Peek& peek) {
+__device__ __forceinline__ void k_loop_double_w(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p,
+                                                size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
+                                                int first, int stride, int kb_end, const Peek& peek) {
     Trip<U, NB, R, DUAL> t0, t1;
     load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
     for (int kb = first; kb < kb_end; kb += 2 * stride) {
@@ -242,8 +239,8 @@ __device__ __forceinline__ void k_loop_double_w(float (&acc)[R][NB][4], const Fr
 
 template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
 __device__ __forceinline__ void k_loop_batch(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
-                                              const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
-                                              int stride, int kb_end, const Peek& peek) {
+                                             const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
+                                             int stride, int kb_end, const Peek& peek) {
     for (int kb = first; kb < kb_end; kb += stride) {
         Trip<U, NB, R, DUAL> tr;
         load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
@@ -317,10 +314,20 @@ const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
     static_assert(gemv_fits(U, NB, R, P, DUAL), "mma_gemv.py's register_error admits only configs that fit");
     if (c.M < 1 || c.M > 8 * NB) return "mma_gemv: M does not fit this kernel's column blocks";
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    const GemvArgs a{static_cast<const Frag*>(c.x), static_cast<const Frag*>(c.operand[0]),
-                     static_cast<const Frag*>(c.operand[1]), c.out, c.ws, c.sem, c.M, c.N, c.K, splits, cluster};
+    const GemvArgs a{static_cast<const Frag*>(c.x),
+                     static_cast<const Frag*>(c.operand[0]),
+                     static_cast<const Frag*>(c.operand[1]),
+                     c.out,
+                     c.ws,
+                     c.sem,
+                     c.M,
+                     c.N,
+                     c.K,
+                     splits,
+                     cluster};
     const size_t smem = gemv_smem_bytes(warps, R, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
-    if (smem > kSmemOptInLimit) return "mma_gemv: the warps' tiles and the cluster inbox exceed the shared memory limit";
+    if (smem > kSmemOptInLimit)
+        return "mma_gemv: the warps' tiles and the cluster inbox exceed the shared memory limit";
     auto kernel = gemv_kernel<U, NB, R, P, DUAL, ATOMIC, OutT>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);

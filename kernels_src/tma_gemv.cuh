@@ -137,11 +137,11 @@ template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
 struct TmaRing {
     static_assert(WG == 1 || !HALF, "half tiles run one warpgroup");
     static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32, "wgmma's N = 8 NB: 8 .. 32, 64, 128 or 256");
-    static constexpr int kAcc = 4 * NB;                                 // fp32 accumulators per consumer thread (per set)
+    static constexpr int kAcc = 4 * NB;  // fp32 accumulators per consumer thread (per set)
     static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF, WG);  // bytes TMA lands in one ring slot
     static constexpr int kWSet = kTmaWBytes * (DUAL ? 2 : 1);           // one warpgroup's weight bytes in a slot
     static constexpr int kXOffset = kWSet * WG;                         // x's box follows the weight boxes
-    static constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
+    static constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);           // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back: half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work per
     // slot, so they keep 3 (the 64-row tiles 1); 1, 2 and 3 measured within 1 % of each other once the consumer
@@ -256,8 +256,8 @@ __device__ __forceinline__ void consume_as(const Ring& ring, Acc& acc, int lane,
 // Phase 3, half tiles: row r of the 32 is box 1's set of warp r / 16 plus box 2's set of warp 2 + r / 16. The ring
 // is idle (every copy has landed, every wgmma has retired), so warps 2-3 hand theirs over through it.
 template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_half(const TmaGemvArgs& a, uint8_t* ring, const float (&acc)[2 * kAcc],
-                                            int tile, int t, int warp) {
+__device__ __forceinline__ void finish_half(const TmaGemvArgs& a, uint8_t* ring, const float (&acc)[2 * kAcc], int tile,
+                                            int t, int warp) {
     float* fold = reinterpret_cast<float*>(ring);
     if (warp >= 2) {
 #pragma unroll
@@ -328,8 +328,8 @@ __device__ __forceinline__ bool arrived_last(const TmaGemvArgs& a, int* is_last,
 // coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter. g: this warpgroup
 // (its own barrier; tile is its 64-row tile).
 template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
-                                                 int tile, int split, int t, int g = 0) {
+__device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last, int tile,
+                                                 int split, int t, int g = 0) {
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
     float* mine = a.ws + ((size_t)tile * a.S + split) * kTile;
 #pragma unroll
@@ -375,14 +375,14 @@ __device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const flo
 // fixed. (f32 atomics flush subnormals to zero, as red_add_v4 says: outputs under 2^-126 read 0.) Float4 q holds
 // the 8-token block q; blocks past M are neither added nor read (3 of 8 at m = 33), and stay zero.
 template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
-                                              int tile, int t, int g) {
+__device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last, int tile,
+                                              int t, int g) {
     float4* mine = reinterpret_cast<float4*>(a.acc) + (size_t)tile * (kAcc / 4) * kTmaConsumers + t;
 #pragma unroll
     for (int q = 0; q < kAcc / 4; ++q)
         if (8 * q < a.M)
-            red_add_v4(reinterpret_cast<float*>(mine + q * kTmaConsumers), acc[4 * q], acc[4 * q + 1],
-                       acc[4 * q + 2], acc[4 * q + 3]);
+            red_add_v4(reinterpret_cast<float*>(mine + q * kTmaConsumers), acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                       acc[4 * q + 3]);
     if (!arrived_last(a, is_last, tile, t, g)) return;
     constexpr int kQ = kAcc / 4 > 8 ? 8 : kAcc / 4;  // float4s loaded before any is written: 32 registers
 #pragma unroll
@@ -503,10 +503,10 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     const cuuint64_t dims2[2] = {(cuuint64_t)K, (cuuint64_t)rows};
     const cuuint32_t box2[2] = {(cuuint32_t)kTmaTileK, (cuuint32_t)box_rows};
     const bool flat = k_chunks == 1;
-    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, flat ? 2 : 3, const_cast<void*>(base),
-                              flat ? dims2 : dims, strides, flat ? box2 : box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r =
+        encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, flat ? 2 : 3, const_cast<void*>(base), flat ? dims2 : dims,
+               strides, flat ? box2 : box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
@@ -518,13 +518,12 @@ const char* launch_tma_gemv(const Call& c, int splits, TmaReduce reduce) {
     static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
     if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
     // the inbox's kind (tma_inbox_bytes): 0 none, 1 gather, 2 scatter
-    const int cluster = splits < 2                                  ? 0
+    const int cluster = splits < 2                             ? 0
                         : reduce == TmaReduce::kClusterGather  ? 1
                         : reduce == TmaReduce::kClusterScatter ? 2
-                                                                : 0;
+                                                               : 0;
     if (cluster && (WG != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
-    if (reduce == TmaReduce::kAtomic && c.operand[2] == nullptr)
-        return "tma_gemv: reduce=atomic needs its accumulator";
+    if (reduce == TmaReduce::kAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
     if (c.N % (kTmaTileRows * WG)) return "tma_gemv: N is not a multiple of the CTA's rows";
     CUtensorMap x_map;
     const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, HALF ? 2 : 1);
@@ -544,9 +543,8 @@ const char* launch_tma_gemv(const Call& c, int splits, TmaReduce reduce) {
     auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT>;
     const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF, WG) + tma_inbox_bytes(NB, splits, cluster);
     if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed the shared memory limit";
-    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits),
-                         dim3(tma_threads(WG)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
-                         x_map, a);
+    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits), dim3(tma_threads(WG)),
+                         (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0, x_map, a);
 }
 
 }  // namespace okc

@@ -9,6 +9,8 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
+from tools import needs, on_ci
+
 from generator import REPO_ROOT
 from generator.cli import main
 from generator.problem import load_problem
@@ -22,7 +24,7 @@ from kernels_src.tma_gemv import TMA_STAGES, TMA_GEMV, TmaGemvConfig, smem_bytes
 
 PROBLEM = load_problem()
 O, POOLER, ROUTER = PROBLEM.layers["o"], PROBLEM.layers["pooler"], PROBLEM.layers["router"]
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs the local nvcc")
+needs_nvcc = needs("nvcc")
 
 
 def mma(**fields):
@@ -293,6 +295,8 @@ def _host_program_output(tmp_path, name, source, gencode=()):
     how these tests read the CUDA side's own arithmetic."""
     from kernels_src.registry import cuda_prelude
 
+    if shutil.which("nvcc") is None:
+        pytest.fail("no nvcc on PATH" + (": CI must have it" if on_ci() else ""))
     program = tmp_path / f"{name}.cu"
     program.write_text(cuda_prelude() + source)  # the generated constants first, as in every build
     subprocess.run(["nvcc", "-std=c++17", *gencode, str(program), "-o", str(tmp_path / name)], check=True)

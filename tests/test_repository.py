@@ -53,3 +53,38 @@ def test_the_readme_lists_every_engine_and_links_what_exists():
     for engine in registry.ENGINES:
         assert (REPO_ROOT / "docs" / f"{engine.name.replace('_', '-')}.md").is_file(), engine.name
     assert "black==26.10.1" in (REPO_ROOT / "pyproject.toml").read_text()
+
+
+def test_a_test_needing_a_missing_tool_runs_on_ci(monkeypatch):
+    """Off CI a test whose tool is missing skips; on CI (CI=true) it runs, so that a missing nvcc fails CI."""
+    from tools import needs
+
+    monkeypatch.delenv("CI", raising=False)
+    assert needs("no-such-tool-okc").args[0] is True
+    monkeypatch.setenv("CI", "true")
+    assert needs("no-such-tool-okc").args[0] is False
+    assert needs("sh").args[0] is False
+
+
+def test_the_cuda_sources_are_clang_formatted():
+    """The CUDA / C++ sources as the pinned clang-format (pyproject.toml's test extras, .clang-format) leaves them,
+    none over 120 columns: .ci/run checks the format too."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tools import on_ci
+
+    tool = shutil.which("clang-format", path=str(Path(sys.executable).parent)) or shutil.which("clang-format")
+    sources = sorted(str(p) for ext in ("*.cuh", "*.h", "*.cpp") for p in (REPO_ROOT / "kernels_src").glob(ext))
+    for path in sources:
+        assert all(len(line) <= 120 for line in Path(path).read_text().splitlines()), path
+    if tool is None:
+        if on_ci():
+            pytest.fail("no clang-format: the test extras pin it")
+        pytest.skip("needs clang-format (pip install '.[test]')")
+    version = subprocess.run([tool, "--version"], capture_output=True, text=True).stdout
+    assert "23.1.3" in version, version  # the pinned one: another version formats differently
+    run = subprocess.run([tool, "--dry-run", "--Werror", *sources], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from tools import needs
+
 from generator import REPO_ROOT
 from generator.problem import load_problem
 from kernels_src import registry
@@ -205,7 +207,7 @@ def test_every_config_the_gpu_tests_name_runs_on_some_shape():
     assert sum(launch[2] == "tma_gemm" for launch in launches) > 200
 
 
-@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="needs the local nvcc")
+@needs("nvcc")
 def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
     """tma_gemv.cuh's own arithmetic, compiled: for every (NB, stages, dual, warpgroups) the GEMM can take, the
     header's shared memory equals gemm_smem_bytes, tma_fits agrees with the rule's limit, and the thread count
