@@ -534,9 +534,12 @@ def test_column_blocks():
 def test_every_table_header_is_its_engines_field_declarations():
     """Each field's meaning and allowed values are written once, in its engine's FIELDS: the table headers are
     rendered from them (Engine.header_lines) and must say the same."""
+    from generator.tables import with_field_header
+
     for engine in registry.ENGINES:
-        header = (REPO_ROOT / "tables" / engine.table_file).read_text()
-        assert "\n".join(engine.header_lines()) + "\n" in header, engine.name
+        text = (REPO_ROOT / "tables" / engine.table_file).read_text()
+        assert "\n".join(engine.header_lines()) + "\n" in text, f"{engine.name}: run python -m generator headers"
+        assert with_field_header(engine, text) == text
         assert engine.fields == engine.Config._fields
         assert set(engine.values) | set(engine.modes) <= set(engine.fields)
 
@@ -567,3 +570,13 @@ def test_every_engine_list_comes_from_the_registry():
         assert engine.name in text, engine.name
     runtime = (REPO_ROOT / "kernels_src" / "runtime.py").read_text()
     assert not [e.name for e in registry.ENGINES if f'"{e.name}"' in runtime]
+
+
+def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
+    path = repo_copy / "tables" / "tma_gemm.yaml"
+    path.write_text(path.read_text().replace("consumer warpgroups per CTA", "warpgroups (an old word)"))
+    stale = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
+    assert stale.exit_code == 1 and "tables/tma_gemm.yaml" in stale.output
+    assert CliRunner().invoke(main, ["headers", "--root", str(repo_copy)]).exit_code == 0
+    assert "\n".join(registry.BY_NAME["tma_gemm"].header_lines()) in path.read_text()
+    assert CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)]).exit_code == 0

@@ -70,6 +70,28 @@ def dispatch(file: Path) -> None:
         click.echo(line)
 
 
+@main.command()
+@ROOT_OPTION
+@click.option("--check", is_flag=True, help="Exit 1 naming the tables whose header is stale; write nothing.")
+def headers(root: Path, check: bool) -> None:
+    """Render each table's field lines (tables/<engine>.yaml's header) from its engine's Field declarations."""
+    from generator.tables import with_field_header
+    from kernels_src import registry
+
+    stale = []
+    for engine in registry.ENGINES:
+        path = Path(root) / "tables" / engine.table_file
+        text = path.read_text()
+        fresh = with_field_header(engine, text)
+        if fresh != text:
+            stale.append(f"tables/{engine.table_file}")
+            if not check:
+                path.write_text(fresh)
+    if check and stale:
+        fail(f"stale field lines in {', '.join(stale)} (python -m generator headers)", 1)
+    click.echo(f"{'stale' if check else 'rewrote'}: {', '.join(stale) or 'none'}")
+
+
 @main.command("compile")
 @ROOT_OPTION
 @click.option("--nvcc", default="nvcc", show_default=True, help="The CUDA compiler to run.")

@@ -189,7 +189,9 @@ def updated_table(text: str, current, points: list, shapes, problem: Problem) ->
     if current.engine.has_defaults:
         choices = {key: current.entries[key] for key in kept} | {(p.layer, p.m): p.choice for p in points}
         defaults = pick_defaults(current.engine, choices, problem)
-    return table_yaml(header_of(text), defaults, points, problem, kept)
+    from generator.tables import with_field_header
+
+    return table_yaml(with_field_header(current.engine, header_of(text)), defaults, points, problem, kept)
 
 
 def header_of(text: str) -> str:
