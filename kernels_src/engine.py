@@ -303,9 +303,18 @@ class Engine:
             fields[name] = value if name in self.modes else _integer(name, value)
         return self.make_config(fields)
 
+    def named_values(self, values) -> list:
+        """[(field, value)] of a config (or its values in field order), a field left at its default left out: a
+        field added with a default changes no existing description, label or docstring line."""
+        return [
+            (f.name, value)
+            for f, value in zip(self.FIELDS, values)
+            if f.default is REQUIRED or value != f.default
+        ]
+
     def describe(self, cfg) -> str:
         """`warps=16 splits=1 ...`: a config as a reader wants it."""
-        return " ".join(f"{name}={value}" for name, value in zip(self.fields, cfg))
+        return " ".join(f"{name}={value}" for name, value in self.named_values(cfg))
 
     def config_error(self, cfg, layer: Layer, m: int) -> str | None:
         """Why cfg cannot serve m tokens of `layer` on this engine, or None if it can."""

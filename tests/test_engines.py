@@ -580,3 +580,18 @@ def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
     assert CliRunner().invoke(main, ["headers", "--root", str(repo_copy)]).exit_code == 0
     assert "\n".join(registry.BY_NAME["tma_gemm"].header_lines()) in path.read_text()
     assert CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)]).exit_code == 0
+
+
+def test_a_field_at_its_default_is_left_out_of_descriptions():
+    from kernels_src.engine import Engine, Field, config_type
+
+    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
+
+    class Probe(Engine):
+        name = "probe"
+        FIELDS = fields
+        Config = config_type("ProbeConfig", fields)
+
+    probe = Probe()
+    assert probe.describe(probe.Config(splits=2)) == "splits=2"
+    assert probe.describe(probe.Config(splits=2, hint="on")) == "splits=2 hint=on"
