@@ -153,8 +153,12 @@ def pick_defaults(engine, choices: dict, problem: Problem) -> dict:
 
 
 def flow(cfg) -> str:
-    """A config as a YAML flow mapping: {field: value, ...}, or null."""
-    return "null" if cfg is None else "{" + ", ".join(f"{k}: {v}" for k, v in cfg._asdict().items()) + "}"
+    """A config as a YAML flow mapping: {field: value, ...} (a field at its default left out), or null."""
+    if cfg is None:
+        return "null"
+    defaults = cfg._field_defaults
+    named = [(k, v) for k, v in cfg._asdict().items() if k not in defaults or v != defaults[k]]
+    return "{" + ", ".join(f"{k}: {v}" for k, v in named) + "}"
 
 
 def table_yaml(
