@@ -185,6 +185,7 @@ def config_type(name: str, fields: tuple) -> type:
         if any(f.default is REQUIRED for f in fields[len(fields) - len(defaults) :]):
             raise TypeError(f"{name}: the fields with a default must come last")
         cls.__new__.__defaults__ = tuple(defaults)
+        cls._field_defaults = {f.name: f.default for f in fields if f.default is not REQUIRED}
     return cls
 
 

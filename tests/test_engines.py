@@ -560,6 +560,7 @@ def test_a_field_with_a_default_may_be_left_out_of_a_table_entry():
     with pytest.raises(ValueError, match="missing field 'splits'"):
         probe.make_config({"hint": "on"})
     assert "default off" in "\n".join(probe.header_lines())
+    assert probe.Config._field_defaults == {"hint": "off"}
 
 
 def test_every_engine_list_comes_from_the_registry():
