@@ -22,8 +22,7 @@
 //    block, fp32, into the warp's partial: deterministic). A launch whose matrix has no overflow (n_overflow = 0)
 //    stages nothing and skips the pass and its barrier; shared memory never depends on the number of entries.
 //    The patches exist because a pass after the loop, run for every exception, was most of what this kernel
-//    paid over a plain stream of its bytes on o (m = 8: 9.18-9.34 us with it, 8.48-8.64 without; the decode
-//    itself ~0.1 us).
+//    paid over a plain stream of its bytes (the figures: docs/compressed-gemv.md).
 #pragma once
 #include "common.cuh"
 

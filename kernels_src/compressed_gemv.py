@@ -21,8 +21,8 @@ COMPRESSED_PIPELINES = MMA_PIPELINE.members[
 ]  # batch and double: as mma_gemv's, by the same MmaPipeline codes
 COMPRESSED = Operand("compressed")  # the 12-bit stream and its parts (compress.compress)
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
-# Data-register budgets (compressed_gemv.cuh, zgemv_fits): batch 104, under mma_gemv's 112 because the decode needs
-# temporaries (at 106 one configuration spilled 48 bytes); double the plain kernel's 100.
+# Data-register budgets (compressed_gemv.cuh, zgemv_fits): batch under mma_gemv's because the decode needs
+# temporaries (the spill that set it: docs/compressed-gemv.md); double the plain kernel's.
 COMPRESSED_BATCH_DATA_REGS = 104
 COMPRESSED_DOUBLE_DATA_REGS = 100
 

@@ -36,10 +36,9 @@ namespace okc {
 //   batch_l2     as batch, with the L2::256B prefetch hint on weight loads.
 //   double_l2    as double, with the hint.
 //   double_w     two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
-//                 this trip's mmas, its x (an L2 hit, short) only after them. Fewer registers (U = 2, NB = 2,
-//                 R = 2: 96 data registers, DOUBLE 112) and, measured, faster at equal U: qkv_gate m = 16 ran
-//                 15.0 us against DOUBLE's 16.1 us in one sweep (docs/mma-gemv.md); a likely reason, not
-//                 measured: the weight requests no longer queue behind x's.
+//                 this trip's mmas, its x (an L2 hit, short) only after them. Fewer registers and, measured,
+//                 faster at equal U (the figures: docs/mma-gemv.md); a likely reason, not measured: the weight
+//                 requests no longer queue behind x's.
 //   double_w_l2  as double_w, with the hint.
 __host__ __device__ constexpr bool pipe_double(MmaPipeline p) {
     return p == MmaPipeline::kDouble || p == MmaPipeline::kDoubleL2;
@@ -54,17 +53,16 @@ __host__ __device__ constexpr bool pipe_l2_hint(MmaPipeline p) {
 // Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
 // times the live sets of each (2 and 2 double buffered, 2 and 1 for DOUBLE_W); plus the 4*R*NB accumulators.
 // Budgets keep the kernel under 128 registers (512-thread CTAs) without spilling, as ptxas reports them: a
-// single set may take 112 (U=2, NB=4, R=4 at 160 spilled); two live weight sets leave less room for addresses,
-// so 100 (U=2, NB=4 double-buffered at 112 spilled). The budgets, kBatchDataRegs and kDoubleDataRegs, are
-// mma_gemv.py's, rendered ahead of this file; its register_error applies the same rule to the tables.
+// single set (kBatchDataRegs), or less (kDoubleDataRegs) for two live weight sets, which leave less room for
+// addresses. Both are mma_gemv.py's, rendered ahead of this file (its register_error applies the same rule to the
+// tables); the spills that set them: docs/mma-gemv.md.
 __host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, MmaPipeline p, bool dual) {
     const int weight_sets = (pipe_double(p) || pipe_double_w(p)) ? 2 : 1, x_sets = pipe_double(p) ? 2 : 1;
     return u * (weight_sets * 8 * r * (dual ? 2 : 1) + x_sets * 4 * nb) + 4 * r * nb;
 }
-// Exceptions, both as ptxas measured them: DOUBLE_W at NB = 4 takes U = 1 only (U = 2, 80 data registers by
-// the count above, spilled: ptxas kept more x fragments live than the loop order needs); DOUBLE at NB <= 2
-// without the dual weights may take the single-set budget (U = 2, NB = 2, R = 2 at 112 compiled to 128
-// registers without spilling, where U = 2, NB = 4, R = 1 at 112 spilled).
+// Exceptions, both as ptxas measured them (docs/mma-gemv.md): DOUBLE_W at NB = 4 takes U = 1 only (at U = 2
+// ptxas kept more x fragments live than the loop order needs, and spilled); DOUBLE at NB <= 2 without the dual
+// weights may take the single-set budget.
 __host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, MmaPipeline p, bool dual) {
     if (pipe_double_w(p) && nb == 4 && u > 1) return false;
     const int budget = pipe_double_w(p) || (pipe_double(p) && (nb == 4 || dual)) ? kDoubleDataRegs : kBatchDataRegs;

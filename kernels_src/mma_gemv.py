@@ -31,8 +31,8 @@ MMA_PIPELINE = CudaEnum(
 MMA_PIPELINES = MMA_PIPELINE.members
 FRAGMENTS = Operand("fragments")  # the weights repacked in mma fragment order (packing.pack_mma_a)
 MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic_out")
-# Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments (112), or two
-# live sets (100), under the 128 registers of a 512-thread CTA without spilling.
+# Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments, or two live
+# sets, under the 128 registers of a 512-thread CTA without spilling (the spills that set them: docs/mma-gemv.md).
 MMA_BATCH_DATA_REGS = 112
 MMA_DOUBLE_DATA_REGS = 100
 

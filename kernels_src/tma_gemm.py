@@ -31,7 +31,7 @@ from kernels_src.tma_gemv import (
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
 # A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
-# takes more (NB = 8 at WG = 1: 113-117 registers in all), and `compile` fails a kernel that spills.
+# takes more (docs/tma-gemm.md, the rule), and `compile` fails a kernel that spills.
 _OTHER_REGISTERS = 40
 
 

@@ -13,8 +13,8 @@
 //  * the producer's lane 0 streams each K tile of W (64 x 64 bf16 = 8 KB; hi and lo for the router) and of x
 //    (NB*8 tokens x 64) into a STAGES-deep shared-memory ring with the bulk copy engine. W's tiles are packed
 //    contiguously and pre-swizzled once in prepare() (packing.pack_tma_bulk), so each is one plain 8 KB bulk copy
-//    from a pointer: no tensor map to fetch before the first byte moves (0.6-0.75 us faster than tensor-map
-//    copies of the same tiles). x comes through a tensor map in the same 128-byte swizzle; its rows m..NB*8-1
+//    from a pointer: no tensor map to fetch before the first byte moves (faster than tensor-map copies of the
+//    same tiles: docs/tma-gemv.md). x comes through a tensor map in the same 128-byte swizzle; its rows m..NB*8-1
 //    are out of bounds, which TMA fills with zeros: no masking of x;
 //  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens, up to 256 in the GEMM),
 //    weights as A, x as B, both straight from shared memory, keeping kInFlight slots' wgmmas in
