@@ -256,8 +256,11 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
                 raise BuildError(
                     display_path(manifest_path, root), line, f"{name}: no such file in kernels_src/"
                 )
-    cuda = assemble_c_sources(cuda_files, src_dir, root)
-    binding = assemble_c_sources(binding_files, src_dir, root)
+    from kernels_src.registry import cuda_prelude
+
+    # the constants and mode codes generated from the engines come first in both (CUDA_SRC, BINDING_SRC)
+    cuda = cuda_prelude() + assemble_c_sources(cuda_files, src_dir, root)
+    binding = cuda_prelude() + assemble_c_sources(binding_files, src_dir, root)
     modules = []
     for index, name in enumerate(python_files):
         path = src_dir / name

@@ -20,7 +20,7 @@ from kernels_src.engine import (
     Layer,
 )
 from kernels_src.packing import split_hi_lo
-from kernels_src.registry import BY_NAME, SKIPPABLE, cuda_prelude, make_tables, plan_max_m, route, variants
+from kernels_src.registry import BY_NAME, SKIPPABLE, make_tables, plan_max_m, route, variants
 from kernels_src.splitk_gemm import COUNTERS
 
 # Defined ahead of this code in dist/submission.py (templates/submission.py.j2): LAYERS and TABLES (tables/),
@@ -278,9 +278,9 @@ def _cpp(value) -> str:
 
 
 def cuda_source(cuda_src: str, kernels) -> str:
-    """What nvcc compiles for these kernels: the constants and mode codes generated from the engines
-    (registry.cuda_prelude), the kernels' sources (CUDA_SRC) and the launch table."""
-    return cuda_prelude() + cuda_src + launch_table(kernels)
+    """What nvcc compiles for these kernels: the kernels' sources (CUDA_SRC, which opens with the constants and
+    mode codes generated from the engines: registry.cuda_prelude) and the launch table."""
+    return cuda_src + launch_table(kernels)
 
 
 def build_extension(kernels):
@@ -295,7 +295,7 @@ def build_extension(kernels):
         own_names = f"#define okc okc_{digest:x}\n#define okc_launch okc_launch_{digest:x}\n"
         options = dict(
             name=f"{EXTENSION_NAME}_{digest:x}",
-            cpp_sources=own_names + cuda_prelude() + BINDING_SRC,
+            cpp_sources=own_names + BINDING_SRC,
             cuda_sources=own_names + cuda_source(CUDA_SRC, kernels),
             functions=["plan", "run"],
             extra_cflags=["-O1", "-fvisibility=hidden"],

@@ -38,7 +38,7 @@ def built():
     start = time.perf_counter()
     binding = load_inline(
         name="okc_binding_cpu_test",
-        cpp_sources=[module.cuda_prelude() + module.BINDING_SRC, STUB_TABLE],
+        cpp_sources=[module.BINDING_SRC, STUB_TABLE],
         functions=["plan", "run"],
         extra_cflags=["-O1"],
         with_pytorch_error_handling=False,

@@ -94,3 +94,12 @@ def test_the_launch_table_names_mode_codes():
     assert "okc::launch_mma_gemv<2, 1, 2, okc::MmaPipeline::kDoubleWL2, false, false>(call, 8, 1, 0" in (
         launch_table([variant])
     )
+
+
+def test_the_submission_carries_the_prelude_ahead_of_both_sources():
+    """CUDA_SRC and BINDING_SRC open with the generated constants, so each compiles on its own."""
+    from generator.judge.loader import load_submission
+
+    module = load_submission(REPO_ROOT / "dist" / "submission.py", module_name="prelude_test_submission")
+    assert module.CUDA_SRC.lstrip("\n").startswith(registry.cuda_prelude())
+    assert module.BINDING_SRC.lstrip("\n").startswith(registry.cuda_prelude())
