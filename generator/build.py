@@ -28,4 +28,27 @@ def diff_summary(old: str, new: str, shown: str, max_lines: int = 20) -> str:
     removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
     head = diff[:max_lines]
     more = f"\n... {len(diff) - max_lines} more diff lines" if len(diff) > max_lines else ""
-    return f"{shown} is stale: {added} lines added, {removed} removed by a rebuild\n" + "\n".join(head) + more
+    return (
+        f"{shown} is stale: {_lines(added)} added, {_lines(removed)} removed by a rebuild\n"
+        + "\n".join(head)
+        + more
+    )
+
+
+def stale_line(old: str, new: str, shown: str) -> str:
+    """`file:line: stale ...` in one line: the first line a rebuild changes, what it would read, how much changes."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    added = sum(j2 - j1 for _, _, _, j1, j2 in changes)
+    removed = sum(i2 - i1 for _, i1, i2, _, _ in changes)
+    _, i1, _, j1, j2 = changes[0] if changes else ("equal", 0, 0, 0, 0)
+    reads = f"it would read {new_lines[j1].strip()[:60]!r}" if j2 > j1 else "a rebuild drops it"
+    return (
+        f"{shown}:{i1 + 1}: stale ({reads}; a rebuild adds {_lines(added)}, removes {_lines(removed)}): run"
+        " `python -m generator build` and commit the result"
+    )
+
+
+def _lines(count: int) -> str:
+    return f"{count} line" + ("" if count == 1 else "s")

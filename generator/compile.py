@@ -102,3 +102,63 @@ def compile_cuda(
     for kernel, name in zip(kernels, demangle([k.mangled for k in kernels])):
         kernel.name = name
     return proc.returncode, messages, kernels, sass
+
+
+# nvcc's front end: `file(line): error: what`; the host compiler (gcc): `file:line:col: error: what`.
+_NVCC_ERROR = re.compile(r"^(.+?)\((\d+)\): (?:catastrophic )?error:?\s*(.*)$")
+_HOST_ERROR = re.compile(r"^(.+?):(\d+):(?:\d+:)? (?:fatal )?error: (.*)$")
+
+
+def first_compile_error(messages: str, code: int) -> str:
+    """A compiler's first error as one line `file:line: what` (the file a #line of the source names), and how many
+    more there are; else its last line."""
+    found = []
+    for line in messages.splitlines():
+        match = _NVCC_ERROR.match(line) or _HOST_ERROR.match(line)
+        if match:
+            found.append(f"{match.group(1)}:{match.group(2)}: {match.group(3).strip()}")
+    if found:
+        more = len(found) - 1
+        more = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+        return found[0] + more
+    tail = [line for line in messages.splitlines() if line.strip()][-1:] or ["(no message)"]
+    return f"the compiler exited {code}: {tail[0].strip()}"
+
+
+def python_headers() -> Path | None:
+    """The folder holding Python.h, which pybind11 needs (a machine without python3-dev has none)."""
+    import sysconfig
+
+    include = Path(sysconfig.get_paths()["include"])
+    return include if (include / "Python.h").is_file() else None
+
+
+def syntax_check(
+    cuda_src: str, binding_src: str, nvcc: str | None = "nvcc", cxx: str | None = "c++"
+) -> str | None:
+    """The first error, as one line, of CUDA_SRC on its own through nvcc (no launch table, so no kernel is
+    instantiated: ~2 s) and of BINDING_SRC through the host compiler (-fsyntax-only, with torch's pybind11), both
+    at once; None when both compile. A compiler given as None is skipped. What instantiation finds (a template
+    argument a kernel refuses) is `compile`'s job."""
+    from torch.utils.cpp_extension import include_paths
+
+    flags = [flag for flag in nvcc_flags() if flag not in ("-Xptxas", "-v")]
+    with tempfile.TemporaryDirectory(prefix="okc_syntax_") as tmp:
+        cuda, binding = Path(tmp) / "cuda_src.cu", Path(tmp) / "binding_src.cpp"
+        cuda.write_text(cuda_src)
+        binding.write_text(binding_src)
+        includes = [f"-I{path}" for path in [*include_paths(), python_headers()]]
+        commands = []
+        if nvcc:
+            commands.append([nvcc, "-c", *flags, str(cuda), "-o", str(Path(tmp) / "cuda_src.o")])
+        if cxx:
+            commands.append([cxx, "-fsyntax-only", "-std=c++17", *includes, str(binding)])
+        running = [
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for cmd in commands
+        ]
+        results = [(proc.communicate()[0], proc.returncode) for proc in running]
+    for messages, code in results:
+        if code != 0:
+            return first_compile_error(messages, code)
+    return None

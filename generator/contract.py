@@ -21,8 +21,10 @@ def contract_violations(text: str) -> list[tuple[int, str]]:
         problems.append((1, f"first line must be exactly {TAG_LINE!r}, got {first!r}"))
     try:
         tree = ast.parse(text)
-    except SyntaxError as exc:
-        return problems + [(exc.lineno or 0, f"not valid Python: {exc.msg}")]
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte, before Python 3.12
+        nul = text[: text.find("\0")].count("\n") + 1 if "\0" in text else 1
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        return problems + [(getattr(exc, "lineno", None) or nul, f"not valid Python: {message}")]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -36,14 +38,24 @@ def contract_violations(text: str) -> list[tuple[int, str]]:
                 problems.append(
                     (node.lineno, f"from {node.module} import {sorted(names)} is not in the whitelist")
                 )
-        elif (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS
-        ):
-            problems.append((node.lineno, f"call to {node.func.id}() is not allowed at run time"))
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if (node.value.id, node.attr) in FORBIDDEN_ATTRIBUTES:
-                problems.append((node.lineno, f"{node.value.id}.{node.attr} is not allowed"))
+        else:
+            problems.extend(_forbidden_use(node))
     return problems
+
+
+def _forbidden_use(node: ast.AST) -> list[tuple[int, str]]:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+        return [(node.lineno, f"call to {node.func.id}() is not allowed at run time")]
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        if (node.value.id, node.attr) in FORBIDDEN_ATTRIBUTES:
+            return [(node.lineno, f"{node.value.id}.{node.attr} is not allowed")]
+    return []
+
+
+def forbidden_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, problem) for each call or attribute the contract forbids in a parsed module (its imports are checked
+    where they are hoisted): lets the build name a kernels_src module's own line."""
+    return sorted(problem for node in ast.walk(tree) for problem in _forbidden_use(node))
 
 
 def undefined_names(text: str) -> list[tuple[int, str]]:

@@ -27,3 +27,14 @@ def display_path(path: Path, root: Path) -> str:
         return str(Path(path).resolve().relative_to(root.resolve()))
     except ValueError:
         return str(path)
+
+
+def read_text(path: Path, shown: str) -> str:
+    """A UTF-8 text file's contents; bytes that are not UTF-8 become a BuildError on the line they sit on."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise BuildError(shown, line, f"not UTF-8: byte 0x{data[exc.start]:02x} at column {column}") from None

@@ -6,9 +6,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from generator import REPO_ROOT
+from generator.contract import TAG_LINE
 from generator.errors import display_path
 from generator.yamlio import Located, load_located, require_keys
 from kernels_src.engine import DTYPE_BYTES, Layer
+
+PROBLEM_NAME = TAG_LINE.rsplit("=", 1)[1]  # muse_bf16_proj
 
 # Layer is the submission's own (kernels_src/engine.py): name, n, k, dtype, narrow_n, narrow_max_m, and n_for(m),
 # dual, weight_bytes(m).
@@ -21,6 +24,7 @@ class Problem:
     verify_m: tuple[int, ...]
     bench_m: tuple[int, ...]
     lines: dict = field(default_factory=dict)  # layer name -> its line in tables/problem.yaml
+    layers_line: int | None = None  # the line of `layers:`
     file: str = "tables/problem.yaml"
 
     def shapes(self, ms) -> list[tuple[str, int]]:
@@ -84,12 +88,19 @@ def parse_problem(doc: Located) -> Problem:
         )
     if not layers:
         raise top["layers"].fail("layers must be a non-empty mapping")
+    name = top["problem"]
+    if name.value != PROBLEM_NAME:
+        raise name.fail(
+            f"problem must be {PROBLEM_NAME} (the judge's problem, which the submission's first line names),"
+            f" got {name.value!r}"
+        )
     return Problem(
-        name=str(top["problem"].value),
+        name=PROBLEM_NAME,
         layers=layers,
         verify_m=_m_list(top["verify_m"], "verify_m"),
         bench_m=_m_list(top["bench_m"], "bench_m"),
         lines=lines,
+        layers_line=top["layers"].line,
         file=doc.file,
     )
 

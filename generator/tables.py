@@ -7,6 +7,7 @@ null means "not this engine here": the next engine in precedence order decides."
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,9 +151,54 @@ def load_tables(problem: Problem, root: Path = REPO_ROOT) -> dict[str, Table]:
     """Every engine's table, checked; then every route the tables make for m = 1 .. plan_max_m on every layer
     (also past a compressed engine prepare() may find the weights unfit for) checked at the m it serves: a config
     borrowed from another m or a default must fit there too."""
-    tables = {engine.name: load_table(engine, problem, root) for engine in registry.ENGINES}
+    root = Path(root)
+    check_table_files(root)
+    docs = {}
+    for engine in registry.ENGINES:
+        path = root / "tables" / engine.table_file
+        docs[engine] = load_located(path, display_path(path, root))
+    check_layer_names(problem, docs.values())
+    tables = {engine.name: parse_table(engine, doc, problem) for engine, doc in docs.items()}
     check_routes(problem, tables)
     return tables
+
+
+def check_table_files(root: Path) -> None:
+    """tables/ holds problem.yaml and one table per engine: any other YAML file there would be read by nothing
+    (yet it would enter the inputs digest), most likely a table whose engine is not in kernels_src/registry.py.
+    """
+    known = {"problem.yaml"} | {engine.table_file for engine in registry.ENGINES}
+    for path in sorted((root / "tables").glob("*.yaml")):
+        if path.name not in known:
+            raise BuildError(
+                display_path(path, root),
+                None,
+                f"no engine reads this table (kernels_src/registry.py's engines: "
+                f"{', '.join(engine.name for engine in registry.ENGINES)}): register its engine or remove the file",
+            )
+
+
+def check_layer_names(problem: Problem, docs) -> None:
+    """A layer that two or more tables name but tables/problem.yaml lacks is problem.yaml's mistake (a misspelt or
+    renamed layer there), not each table's: blame its line."""
+    named: dict[str, list[tuple[str, int]]] = {}
+    for doc in docs:
+        entries = doc.value.get("entries") if isinstance(doc.value, dict) else None
+        if entries is None or not isinstance(entries[1].value, dict):
+            continue
+        for name, (loc, _) in entries[1].value.items():
+            named.setdefault(name, []).append((loc.file, loc.line))
+    for name, places in named.items():
+        if name in problem.layers or len(places) < 2:
+            continue
+        close = difflib.get_close_matches(str(name), list(problem.layers), n=1)
+        line = problem.lines.get(close[0]) if close else problem.layers_line
+        instead = f"; is {close[0]!r} misspelt?" if close else ""
+        raise BuildError(
+            problem.file,
+            line,
+            f"no layer {name!r}, which {len(places)} tables name ({places[0][0]}:{places[0][1]}, ...){instead}",
+        )
 
 
 def check_routes(problem: Problem, tables: dict[str, Table]) -> None:

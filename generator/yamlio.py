@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from generator.errors import BuildError
+from generator.errors import BuildError, read_text
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,17 @@ def _plain(node: yaml.Node) -> Any:
     return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
 
 
+# What a table may hold: mappings, lists, strings, numbers, booleans and null (no !!binary, dates, sets, objects).
+PLAIN_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("map", "seq", "str", "int", "float", "bool", "null")}
+
+
 def _locate(node: yaml.Node, file: str) -> Located:
     line = node.start_mark.line + 1
+    if node.tag not in PLAIN_TAGS:
+        shown = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise BuildError(
+            file, line, f"a {shown} value is not allowed here (plain mappings, lists and scalars only)"
+        )
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, tuple[Located, Located]] = {}
         for key_node, value_node in node.value:
@@ -49,16 +58,24 @@ def load_located(path: Path, shown_as: str) -> Located:
 
     Malformed YAML and a missing file become a BuildError naming `shown_as` and the line."""
     try:
-        text = Path(path).read_text()
+        text = read_text(Path(path), shown_as)
     except FileNotFoundError:
         raise BuildError(shown_as, None, "file not found") from None
+    except OSError as exc:
+        raise BuildError(shown_as, None, f"cannot read: {exc.strerror or exc}") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
+        if node is None:
+            raise BuildError(shown_as, 1, "empty YAML document")
+        return _locate(node, shown_as)
+    except yaml.MarkedYAMLError as exc:  # malformed, or a value the safe loader does not build (a !!tag)
         raise BuildError(shown_as, *_yaml_error(exc)) from None
-    if node is None:
-        raise BuildError(shown_as, 1, "empty YAML document")
-    return _locate(node, shown_as)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a NUL, a control character)
+        line = text[: exc.position].count("\n") + 1
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        raise BuildError(shown_as, line, f"malformed YAML: character U+{code:04X} is not allowed") from None
+    except yaml.YAMLError as exc:
+        raise BuildError(shown_as, None, f"malformed YAML: {str(exc).splitlines()[0]}") from None
 
 
 def _yaml_error(exc: yaml.MarkedYAMLError) -> tuple[int | None, str]:

@@ -14,8 +14,8 @@ struct Call {
     int N, K;       // output width (the unpooler's slice at small m) and K
     const void* operand[kCallOperands];  // what prepare() built for the engine: packed weights, lo weights, ...
     long long scalar[kCallScalars];      // per-layer constants (the 12-bit format's table words ...)
-    float* ws;                           // split-K workspace (runtime.py: WORKSPACE_FLOATS)
-    int* sem;                            // self-resetting counters (runtime.py: SEMAPHORES), 0 between launches
+    float* ws;                           // split-K workspace (engine.py: WORKSPACE_FLOATS)
+    int* sem;                            // self-resetting counters (engine.py: SEMAPHORES), 0 between launches
 };
 
 }  // namespace okc

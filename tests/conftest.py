@@ -1,3 +1,4 @@
+import atexit
 import os
 import shutil
 import tempfile
@@ -7,8 +8,19 @@ import pytest
 
 from generator import REPO_ROOT
 
-# Extensions the tests build (tests/test_binding.py) go to a folder of their own, not the user's torch cache.
-os.environ.setdefault("TORCH_EXTENSIONS_DIR", tempfile.mkdtemp(prefix="okc_test_extensions_"))
+
+def _scratch_cache(variable: str, prefix: str) -> None:
+    """A cache folder of the tests' own (unless the caller names one), removed when the run ends: the extensions
+    tests/test_binding.py builds and the Triton kernels tests/test_splitk_gemm.py compiles stay out of the user's
+    caches, and no folder is left behind."""
+    if variable not in os.environ:
+        path = tempfile.mkdtemp(prefix=prefix)
+        os.environ[variable] = path
+        atexit.register(shutil.rmtree, path, True)
+
+
+_scratch_cache("TORCH_EXTENSIONS_DIR", "okc_test_extensions_")
+_scratch_cache("TRITON_CACHE_DIR", "okc_test_triton_")
 
 
 @pytest.fixture
@@ -18,5 +30,3 @@ def repo_copy(tmp_path) -> Path:
         shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "dist").mkdir()
     return tmp_path
-# ... and the Triton kernels they compile (tests/test_splitk_gemm.py) to a cache of their own.
-os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="okc_test_triton_"))

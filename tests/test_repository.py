@@ -15,7 +15,9 @@ WORK_PERIOD = re.compile(r"session ?[0-9]|/session[0-9]|call ?[0-9]+\)|call[0-9]
 def tracked_files():
     if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
         pytest.skip("needs a git checkout")
-    out = subprocess.run(["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout
     return out.splitlines()
 
 
@@ -37,10 +39,17 @@ def test_no_file_names_a_work_period():
 def test_the_readme_gives_the_two_commands_ci_runs():
     readme = (REPO_ROOT / "README.md").read_text()
     ci = (REPO_ROOT / ".ci" / "run").read_text()
-    setup = "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[test]'"
+    setup = (
+        "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[test]'"
+    )
     assert setup + " && .venv/bin/python -m generator build" in readme
     assert ".venv/bin/python -m pytest -q" in readme
-    for step in ("python3 -m venv .venv", "pip install -q torch==2.13.0", "pip install -q -e '.[test]'", "pytest -q"):
+    for step in (
+        "python3 -m venv .venv",
+        "pip install -q torch==2.13.0",
+        "pip install -q -e '.[test]'",
+        "pytest -q",
+    ):
         assert step in ci, step
 
 
@@ -53,6 +62,48 @@ def test_the_readme_lists_every_engine_and_links_what_exists():
     for engine in registry.ENGINES:
         assert (REPO_ROOT / "docs" / f"{engine.name.replace('_', '-')}.md").is_file(), engine.name
     assert "black==26.10.1" in (REPO_ROOT / "pyproject.toml").read_text()
+
+
+def test_ci_and_the_edit_loop_compile_the_kernels():
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert ci.index("pytest -q") < ci.index("-m generator compile") < ci.index("build --check")
+    readme = (REPO_ROOT / "README.md").read_text()
+    loop = readme[readme.index("## The edit loop") :]
+    steps = ["-m generator build", "-m generator compile", "-m pytest -q", "git add -A && git commit"]
+    assert [loop.index(step) for step in steps] == sorted(loop.index(step) for step in steps)
+
+
+def test_the_readme_says_where_okc_comes_from_and_what_root_and_cpu_verify_do():
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert "`okc` (`okc submit dist/submission.py`) is the competition's submission tool" in readme
+    assert "`--root DIR` reads templates/, kernels_src/ and tables/ from DIR" in readme
+    assert "`verify --device cpu` runs" in readme and "no CUDA kernel of the file ran" in readme
+    checklist = readme[readme.index("## Adding an engine") : readme.index("## Everyday commands")]
+    places = [
+        "kernels_src/<engine>.py",
+        "kernels_src/sources.yaml",
+        "kernels_src/registry.py",
+        "tables/<engine>.yaml",
+    ]
+    assert [checklist.index(place) for place in places] == sorted(checklist.index(place) for place in places)
+
+
+def test_sweep_help_names_every_engine():
+    from generator.cli import main
+
+    help_text = next(p.help for p in main.commands["sweep"].params if p.name == "engine")
+    for engine in registry.ENGINES:
+        assert engine.name in help_text, engine.name
+
+
+def test_the_readme_quotes_the_latest_geomean():
+    results = (REPO_ROOT / "docs" / "results.md").read_text()
+    readme = (REPO_ROOT / "README.md").read_text()
+    quoted = re.search(r"geomean (\d\.\d+) x cuBLAS", readme).group(1)
+    latest = re.search(
+        r"Geometric mean speedup over cuBLAS \(cold\) on the 30 shapes: \*\*(\d\.\d+)\*\*", results
+    )
+    assert quoted == latest.group(1)
 
 
 def test_a_test_needing_a_missing_tool_runs_on_ci(monkeypatch):

@@ -710,7 +710,7 @@ def test_rule_refuses_naming_the_field(cfg, m, n, k, dual, field):
     assert error.startswith(field + "=") or error.startswith(field + ":"), error
 
 
-# Configs on the real layers (n, k): the probe's winners (facts/h200-baseline.md) and what the GPU test runs.
+# Configs on the real layers (n, k): the first probe's winners (docs/splitk-gemm.md) and what the GPU test runs.
 LAYERS = {"qkv_gate": (2304, 8192), "o": (8192, 1024), "pooler": (4096, 8192), "unpooler": (8192, 4096)}
 ROUTER = (256, 8192)
 REAL = [

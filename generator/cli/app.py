@@ -27,11 +27,44 @@ def fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+HELP_OPTIONS = ("-h", "--help")
+# click >= 8.2 raises this (a UsageError whose message is the whole help) for a group called without a command
+NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class Commands(click.Group):
+    """The command group; it notes whether the subcommand was asked for its help, which needs no kernels_src."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's own, but a wrong call (unknown option, bad value, missing argument) is one line, exit 2."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except NO_ARGS_IS_HELP as exc:  # no command at all: the group's help, as --help gives it
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
+        except click.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "muse-proj"
+            fail(f"{exc.format_message()} (see `{command} --help`)")
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            fail("aborted", 1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def resolve_command(self, ctx, args):
+        ctx.meta["help_asked"] = any(arg in HELP_OPTIONS for arg in args[1:])
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": list(HELP_OPTIONS)})
 @click.version_option(__version__, prog_name="muse-proj")
-def main() -> None:
+@click.pass_context
+def main(ctx) -> None:
     """Build dist/submission.py from kernels_src/ and tables/, and check and tune it like the judge does."""
-    import_kernels()
+    if not ctx.meta.get("help_asked"):  # a broken module must not hide every command's help
+        import_kernels()
 
 
 def import_kernels() -> None:

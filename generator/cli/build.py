@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -12,19 +13,36 @@ from generator import REPO_ROOT
 from generator.cli.app import DISTRIBUTIONS_OPTION, FILE_ARGUMENT, fail, load_file, main, require_engines
 from generator.errors import BuildError
 
+
+def _checked_root(ctx, param, root: Path) -> Path:
+    if not root.is_dir():
+        fail(f"--root {root}: no such folder" if not root.exists() else f"--root {root}: not a folder")
+    if not any((root / folder).is_dir() for folder in ("templates", "kernels_src", "tables")):
+        fail(
+            f"--root {root}: holds none of templates/, kernels_src/, tables/ (not a checkout of this project)"
+        )
+    return root
+
+
 ROOT_OPTION = click.option(
     "--root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=REPO_ROOT,
     show_default=True,
-    help="Repository root holding templates/, kernels_src/ and tables/.",
+    callback=_checked_root,
+    help="The inputs to read: a folder holding templates/, kernels_src/ and tables/ (a scratch copy of this"
+    " checkout's, say). Its kernels_src/*.py must be the ones this command imports (those of the checkout it runs"
+    " in): for another checkout, run the command inside it.",
 )
 
 
 @main.command()
 @click.option(
-    "--check", is_flag=True, help="Exit 1 with a diff summary if the file differs from a fresh build."
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 with one line (the first line that differs) if the file differs from a fresh build.",
 )
+@click.option("--diff", is_flag=True, help="With --check: also print a summary of the differences.")
 @ROOT_OPTION
 @click.option(
     "--out",
@@ -32,21 +50,46 @@ ROOT_OPTION = click.option(
     default=None,
     help="Output file [default: ROOT/dist/submission.py].",
 )
-def build(check: bool, root: Path, out: Path | None) -> None:
-    """Render the template with the kernel sources and tables into one submission file."""
-    from generator.build import diff_summary, write_atomic
-    from generator.render import render_submission
+@click.option(
+    "--no-compilers",
+    is_flag=True,
+    help="Skip the syntax check (about 1 s) of CUDA_SRC by nvcc and of BINDING_SRC by the host compiler (c++, with"
+    " Python's headers), which runs with whichever of the two is on PATH.",
+)
+def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: bool) -> None:
+    """Render the template with the kernel sources and tables into one submission file; where nvcc or c++ is on
+    PATH, check that CUDA_SRC or BINDING_SRC parses first (`compile` also instantiates every kernel the tables
+    reach)."""
+    from generator.build import diff_summary, stale_line, write_atomic
+    from generator.compile import python_headers, syntax_check
+    from generator.render import BLACK_VERSION, build_tool, formatted_by, render_submission
 
     out = out or root / "dist" / "submission.py"
+    old = out.read_text(errors="replace") if check and out.is_file() else ""
     try:
+        black = build_tool("black")
+        if check and black.__version__ != BLACK_VERSION:
+            fail(
+                f"{out}: formatted by black {formatted_by(old) or '(not named in the file)'}, this machine has"
+                f" black {black.__version__}: it formats the file differently, so no rebuild here would pass CI;"
+                f" pip install 'black=={BLACK_VERSION}' (pyproject.toml's pin) and check again"
+            )
         text = render_submission(root)
     except BuildError as exc:
         fail(str(exc))
+    compilers = (shutil.which("nvcc"), shutil.which("c++") if python_headers() else None)
+    if not no_compilers and any(compilers):
+        from generator.sources import load_sources
+
+        sources = load_sources(root)
+        error = syntax_check(sources.cuda, sources.binding, *compilers)
+        if error:
+            fail(f"{error} (the syntax check of CUDA_SRC and BINDING_SRC; --no-compilers skips it)")
     if check:
-        old = out.read_text() if out.exists() else ""
         if old != text:
-            click.echo(diff_summary(old, text, str(out)), err=True)
-            click.echo("run `python -m generator build` and commit the result", err=True)
+            click.echo("error: " + stale_line(old, text, str(out)), err=True)
+            if diff:
+                click.echo(diff_summary(old, text, str(out)), err=True)
             sys.exit(1)
         click.echo(f"{out} is up to date")
         return
@@ -130,19 +173,21 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     instructions ptxas had to serialise."""
     import shutil
 
-    from generator.compile import compile_cuda
+    from generator.compile import compile_cuda, first_compile_error
     from generator.sass import find_cuobjdump
     from kernels_src.runtime import cuda_source
 
-    sources, kernels = _kernels_to_compile(root, launches)
+    sources, problem, tables = _sources_and_tables(root)
     if shutil.which(nvcc) is None and not Path(nvcc).is_file():
         fail(f"{nvcc}: no such compiler (pass --nvcc PATH)")
+    kernels = _kernels_to_compile(problem, tables, launches)
     cuobjdump = None
     if loops_of is not None or waits_of is not None:
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
         if cuobjdump is None:
             fail("--loops / --waits need cuobjdump: none on PATH, beside nvcc or in triton; pass --cuobjdump")
-    click.echo(f"compiling {len(kernels)} kernels with {nvcc} for sm_90a ...", err=True)
+    if sys.stderr.isatty():  # progress on a terminal only: a failure stays one line in a log
+        click.echo(f"compiling the launch table's {len(kernels)} cases with {nvcc} for sm_90a ...", err=True)
     start = time.perf_counter()
     try:
         code, messages, found, sass = compile_cuda(
@@ -150,12 +195,10 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         )
     except OSError as exc:
         fail(f"{nvcc}: {exc.strerror or exc}")
-    click.echo(f"compiled in {time.perf_counter() - start:.0f} s", err=True)
+    seconds = time.perf_counter() - start
     if code != 0:
-        errors = [line for line in messages.splitlines() if "error" in line] or messages.splitlines()[-5:]
-        click.echo("\n".join(errors[:20]), err=True)
-        fail(f"nvcc failed (exit {code})", 1)
-    _print_resources(found)
+        fail(first_compile_error(messages, code))
+    _print_resources(found, kernels, nvcc, seconds)
     if loops_of is not None:
         _print_loops(sass, loops_of)
     if waits_of is not None:
@@ -163,11 +206,10 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     _fail_on_spills_or_serialised(found, messages)
 
 
-def _kernels_to_compile(root: Path, launches) -> tuple:
-    """(the sources, the Variants prepare() would compile from the tables plus the --launch ones)."""
-    from generator.cli.app import parse_launches
+def _sources_and_tables(root: Path) -> tuple:
+    """(sources, problem, the tables as registry Tables), every routed engine's launcher checked in its source."""
     from generator.problem import load_problem
-    from generator.sources import load_sources
+    from generator.sources import check_launchers, load_sources
     from generator.tables import load_tables
     from kernels_src import registry
 
@@ -175,18 +217,28 @@ def _kernels_to_compile(root: Path, launches) -> tuple:
         sources = load_sources(root)
         problem = load_problem(root)
         tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
+        routed = dict.fromkeys(engine for *_, engine, _ in registry.routes(problem.layers.values(), tables))
+        check_launchers(sources, routed, root)
     except BuildError as exc:
         fail(str(exc))
+    return sources, problem, tables
+
+
+def _kernels_to_compile(problem, tables, launches) -> list:
+    """The Variants prepare() would compile from the tables, then the --launch ones."""
+    from generator.cli.app import parse_launches
+    from kernels_src import registry
+
     kernels = registry.variants(problem.layers.values(), tables)
     for launch in parse_launches(launches, problem):
         engine = registry.BY_NAME[launch.engine]
         variant = engine.variant(engine.Config(*launch.config), problem.layers[launch.layer], launch.m)
         if variant is not None and variant not in kernels:
             kernels.append(variant)
-    return sources, kernels
+    return kernels
 
 
-def _print_resources(found) -> None:
+def _print_resources(found, kernels, nvcc: str, seconds: float) -> None:
     """ptxas's figures per kernel, and the summary line."""
     click.echo(f"{'regs':>4} {'smem':>5} {'stack':>5} {'spill st/ld':>11}  kernel")
     for k in found:
@@ -195,7 +247,9 @@ def _print_resources(found) -> None:
         )
     spilled = [k for k in found if k.spills]
     click.echo(
-        f"{len(found)} kernels, max {max((k.registers for k in found), default=0)} registers, {len(spilled)} spilling"
+        f"{len(found)} kernels (the distinct instantiations of the launch table's {len(kernels)} cases, compiled"
+        f" with {nvcc} for sm_90a in {seconds:.0f} s), max"
+        f" {max((k.registers for k in found), default=0)} registers, {len(spilled)} spilling"
     )
     if not found:
         fail("ptxas reported no kernels", 1)

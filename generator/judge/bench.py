@@ -24,6 +24,10 @@ class ShapeTiming:
     cublas_cold_us: dict[str, float]  # baseline name -> us (router: hi+lo pair and plain fp32)
     cublas_warm_us: dict[str, float]
     floor_us: float
+    # One eager call after a read-flush and a synchronize, events around it: its host time counts (absent from
+    # files written before bench timed eager calls).
+    ours_eager_us: float | None = None
+    cublas_eager_us: dict[str, float] = field(default_factory=dict)
 
     @property
     def baseline_cold_us(self) -> float:
@@ -36,6 +40,12 @@ class ShapeTiming:
     @property
     def of_floor(self) -> float:
         return self.ours_cold_us / self.floor_us
+
+    @property
+    def eager_speedup(self) -> float | None:
+        if self.ours_eager_us is None or not self.cublas_eager_us:
+            return None
+        return min(self.cublas_eager_us.values()) / self.ours_eager_us
 
 
 @dataclass
@@ -58,6 +68,13 @@ class BenchResult:
             else float("nan")
         )
 
+    @property
+    def geomean_eager_speedup(self) -> float | None:
+        ratios = [s.eager_speedup for s in self.shapes]
+        if not ratios or None in ratios:
+            return None
+        return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+
     def to_json(self) -> dict:
         out = {
             "environment": self.environment,
@@ -66,11 +83,17 @@ class BenchResult:
             "floor_samples_us": self.floor_samples_us,
             "floor_after_prepare_us": self.floor_after_prepare_us,
             "geomean_speedup": self.geomean_speedup,
+            "geomean_eager_speedup": self.geomean_eager_speedup,
             "shapes": [],
         }
         for s in self.shapes:
             row = asdict(s)
-            row.update(speedup=s.speedup, of_floor=s.of_floor, baseline_cold_us=s.baseline_cold_us)
+            row.update(
+                speedup=s.speedup,
+                of_floor=s.of_floor,
+                baseline_cold_us=s.baseline_cold_us,
+                eager_speedup=s.eager_speedup,
+            )
             out["shapes"].append(row)
         return out
 
@@ -127,7 +150,7 @@ def format_table(result: BenchResult) -> str:
         f"{floor_line(result)}, read bandwidth {result.read_bytes_per_s / 1e12:.2f} TB/s;"
         " cold = L2 read-flushed, median; warm = 20 calls in one graph",
         f"{'layer':<9} {'m':>4} {'n':>5} {'MB':>5} {'engine':<7} {'ours':>7} {'cuBLAS':>7} {'speedup':>7}"
-        f" {'floor':>6} {'x floor':>7} | {'warm':>6} {'cuBLAS':>6}",
+        f" {'floor':>6} {'x floor':>7} | {'warm':>6} {'cuBLAS':>6} | {'eager':>6} {'cuBLAS':>6} {'speedup':>7}",
     ]
     for s in result.shapes:
         base_name = min(s.cublas_cold_us, key=s.cublas_cold_us.get)
@@ -135,31 +158,58 @@ def format_table(result: BenchResult) -> str:
             f"{s.layer:<9} {s.m:>4} {s.n:>5} {s.weight_bytes / 1e6:>5.1f} {s.engine:<7} {s.ours_cold_us:>7.2f}"
             f" {s.baseline_cold_us:>7.2f} {s.speedup:>7.2f} {s.floor_us:>6.2f} {s.of_floor:>7.3f}"
             f" | {s.ours_warm_us:>6.2f} {s.cublas_warm_us[base_name]:>6.2f}"
+            + _eager_columns(s)
             + (f"  (cuBLAS {_variants(s)})" if len(s.cublas_cold_us) > 1 else "")
         )
     lines.append(
         f"geometric mean speedup over cuBLAS (cold): {result.geomean_speedup:.3f} on {len(result.shapes)} shapes"
     )
+    eager = result.geomean_eager_speedup
+    if eager is not None:
+        lines.append(
+            f"geometric mean speedup over cuBLAS (eager, host time included): {eager:.3f}"
+            f" ({eager / result.geomean_speedup:.3f} x the graph-replay geomean)"
+        )
     env = result.environment
     lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()))
     return "\n".join(lines)
 
 
+def _eager_columns(s: ShapeTiming) -> str:
+    if s.eager_speedup is None:
+        return f" | {'-':>6} {'-':>6} {'-':>7}"
+    return f" | {s.ours_eager_us:>6.2f} {min(s.cublas_eager_us.values()):>6.2f} {s.eager_speedup:>7.2f}"
+
+
 def compare_results(old: BenchResult, new: BenchResult) -> str:
     """Per-shape change of our cold time against an earlier run (negative = faster now)."""
     before = {(s.layer, s.m): s for s in old.shapes}
-    lines = [f"{'layer':<9} {'m':>4} {'old us':>8} {'new us':>8} {'change':>8}   old/new x floor"]
+    lines = [
+        f"{'layer':<9} {'m':>4} {'old us':>8} {'new us':>8} {'change':>8}   old/new x floor"
+        "   eager old/new us (change)"
+    ]
     for s in new.shapes:
         o = before.get((s.layer, s.m))
         if o is None:
             lines.append(f"{s.layer:<9} {s.m:>4} {'-':>8} {s.ours_cold_us:>8.2f}")
             continue
         change = (s.ours_cold_us / o.ours_cold_us - 1) * 100
+        eager = ""
+        if o.ours_eager_us is not None and s.ours_eager_us is not None:
+            eager = (
+                f"   {o.ours_eager_us:.2f} -> {s.ours_eager_us:.2f}"
+                f" ({(s.ours_eager_us / o.ours_eager_us - 1) * 100:+.1f}%)"
+            )
         lines.append(
             f"{s.layer:<9} {s.m:>4} {o.ours_cold_us:>8.2f} {s.ours_cold_us:>8.2f} {change:>+7.1f}%"
-            f"   {o.of_floor:.3f} -> {s.of_floor:.3f}"
+            f"   {o.of_floor:.3f} -> {s.of_floor:.3f}" + eager
         )
     lines.append(f"geomean speedup over cuBLAS: {old.geomean_speedup:.3f} -> {new.geomean_speedup:.3f}")
+    if old.geomean_eager_speedup is not None and new.geomean_eager_speedup is not None:
+        lines.append(
+            f"eager geomean speedup over cuBLAS: {old.geomean_eager_speedup:.3f} ->"
+            f" {new.geomean_eager_speedup:.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -179,6 +229,15 @@ def plot(result: BenchResult, path) -> None:
         [x + width / 2 for x in xs], [s.baseline_cold_us for s in result.shapes], width, label="cuBLAS (cold)"
     )
     ax.plot(list(xs), [s.floor_us for s in result.shapes], "k_", markersize=14, mew=2, label="memory floor")
+    if result.geomean_eager_speedup is not None:
+        ax.plot(list(xs), [s.ours_eager_us for s in result.shapes], "v", color="C0", label="ours (eager)")
+        ax.plot(
+            list(xs),
+            [min(s.cublas_eager_us.values()) for s in result.shapes],
+            "^",
+            color="C1",
+            label="cuBLAS (eager)",
+        )
     ax.set_xticks(list(xs))
     ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel("microseconds per call")
@@ -252,6 +311,7 @@ def run_bench(
         read_bandwidth,
         settle,
         time_cold_us,
+        time_eager_us,
         time_warm_us,
     )
     from generator.judge.weights import make_weights, make_x
@@ -287,6 +347,8 @@ def run_bench(
             cublas_cold_us={name: time_cold_us(fn, flush, reps) for name, fn in baselines.items()},
             cublas_warm_us={name: time_warm_us(fn) for name, fn in baselines.items()},
             floor_us=floor_us(floor_so_far, layer.weight_bytes(m), result.read_bytes_per_s),
+            ours_eager_us=time_eager_us(ours, flush, reps),
+            cublas_eager_us={name: time_eager_us(fn, flush, reps) for name, fn in baselines.items()},
         )
         result.shapes.append(timing)
         if progress is not None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 from generator.contract import contract_violations
+from generator.errors import BuildError, read_text
 
 REQUIRED = ("prepare", "kernel_fn")
 
@@ -37,8 +38,14 @@ def load_submission(path: str | Path, module_name: str = "okc_submission_under_t
     path = Path(path)
     if not path.is_file():
         raise SubmissionLoadError(f"{path}: no such file")
+    try:
+        text = read_text(path, str(path))
+    except BuildError as exc:  # a byte that is not UTF-8
+        raise SubmissionLoadError(str(exc)) from None
+    except OSError as exc:
+        raise SubmissionLoadError(f"{path}: cannot read: {exc.strerror or exc}") from None
     # The judge's machine has none of this project: the file must stand alone (tag line, import whitelist).
-    problems = contract_violations(path.read_text())
+    problems = contract_violations(text)
     if problems:
         line, message = problems[0]
         raise SubmissionLoadError(f"{path}:{line}: {message}")

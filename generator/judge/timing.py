@@ -13,7 +13,7 @@ L2_FLUSH_BYTES = 1 << 30  # >= 2x the H200's 60 MiB L2 many times over
 
 class L2Flusher:
     """Evicts L2 by READING a large buffer. A write-flush (zero_) leaves dirty lines whose write-back is billed to
-    the next kernel: +4 to +6 us on a 37-67 MB read (../shared/facts/h200-baseline.md)."""
+    the next kernel: +4 to +6 us on a 37-67 MB read (docs/method.md)."""
 
     def __init__(self, nbytes: int = L2_FLUSH_BYTES, device="cuda"):
         self.buffer = torch.ones(nbytes // 2, dtype=torch.bfloat16, device=device)
@@ -63,6 +63,23 @@ def time_warm_us(fn: Callable[[], object], calls: int = 20, reps: int = 20) -> f
         end.record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)) / calls
+
+
+def time_eager_us(fn: Callable[[], object], flush: L2Flusher, reps: int = 100) -> float:
+    """Median microseconds of one eager call of fn, host time included: L2 read-flushed, the GPU idle
+    (synchronized), then events around the call, so the GPU waits for the host's launch work between them."""
+    fn()
+    times = []
+    for _ in range(reps):
+        flush()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    return statistics.median(times)
 
 
 def launch_floor_us(flush: L2Flusher, reps: int = 200) -> float:

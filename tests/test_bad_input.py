@@ -1,0 +1,412 @@
+"""What a user is told is true: no pass without kernels, no build that silently lacks a kernel, and each bad input
+(the tools, the template, the bytes of a file, the names of problem.yaml and tables/, --root, a wrong call) is one
+line `file:line: what`, exit 2 (1 for a stale --check), with dist/ untouched."""
+
+import re
+import shutil
+import subprocess
+import sys
+
+import black
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from generator import REPO_ROOT
+from generator.cli import main
+from generator.render import BLACK_VERSION, formatted_by, render_submission
+from generator.sources import LAUNCH_TABLE_FILE, load_sources
+
+NVCC = shutil.which("nvcc")
+CXX = shutil.which("c++")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="needs the local nvcc")
+needs_cxx = pytest.mark.skipif(CXX is None, reason="needs a host C++ compiler")
+PREVIOUS = "previous build\n"
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+def _insert_bytes(path, after: str, data: bytes):
+    raw = path.read_bytes()
+    at = raw.index(after.encode()) + len(after)
+    path.write_bytes(raw[:at] + data + raw[at:])
+
+
+def _build(root, *args, code=2):
+    """`build --root root ...` on a dist/ holding a previous build; its one line (stderr and stdout together)."""
+    out = root / "dist" / "submission.py"
+    out.write_text(PREVIOUS)
+    result = CliRunner().invoke(main, ["build", "--root", str(root), *args])
+    assert result.exit_code == code, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert out.read_text() == PREVIOUS and not list(out.parent.glob(".*.tmp"))
+    return lines[0]
+
+
+# ---- no false pass
+
+
+def test_verify_on_the_cpu_says_no_kernel_ran():
+    """Off the GPU prepare() routes every shape to torch: a verify there must not read as the kernels verified."""
+    reference = REPO_ROOT / "tests" / "fixtures" / "reference_submission.py"
+    args = ["verify", str(reference), "--device", "cpu", "--shrink", "32", "--dist", "normal", "--no-graphs"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    summary = result.output.strip().splitlines()[-1]
+    assert summary.startswith("50 passed, 0 failed on cpu: no CUDA kernel of the file ran"), summary
+
+
+# ---- no silent broken build
+
+
+@pytest.mark.parametrize(
+    "dropped, engine", [("compressed_gemv.cuh", "compressed_gemv"), ("tma_gemv.cuh", "tma_gemv")]
+)
+def test_a_kernel_source_a_routed_engine_needs_cannot_be_dropped(repo_copy, dropped, engine):
+    manifest = repo_copy / "kernels_src" / "sources.yaml"
+    listed = yaml.safe_load(manifest.read_text())["cuda"]
+    _edit(manifest, f"cuda: [{', '.join(listed)}]", f"cuda: [{', '.join(f for f in listed if f != dropped)}]")
+    line = next(i for i, text in enumerate(manifest.read_text().splitlines(), 1) if text.startswith("cuda:"))
+    for args in ((), ("--check",)):
+        message = _build(repo_copy, *args)
+        assert message.startswith(
+            f"error: kernels_src/sources.yaml:{line}: the tables route to {engine}"
+        ), message
+        assert f"({dropped} defines it)" in message
+
+
+@needs_nvcc
+def test_a_cuda_syntax_error_fails_the_build_at_its_line(repo_copy):
+    cuh = repo_copy / "kernels_src" / "mma_gemv.cuh"
+    _edit(cuh, "namespace okc {", "namespace okc {\nint broken(;")
+    line = cuh.read_text().splitlines().index("int broken(;") + 1
+    for args in ((), ("--check",)):
+        assert _build(repo_copy, *args).startswith(f"error: kernels_src/mma_gemv.cuh:{line}: ")
+    out = repo_copy / "dist" / "submission.py"
+    assert CliRunner().invoke(main, ["build", "--root", str(repo_copy), "--no-compilers"]).exit_code == 0
+    assert out.read_text() != PREVIOUS  # the check, not the render, refused it
+
+
+@needs_cxx
+def test_a_binding_syntax_error_fails_the_build_at_its_line(repo_copy):
+    cpp = repo_copy / "kernels_src" / "binding.cpp"
+    cpp.write_text(cpp.read_text() + "int broken(;\n")
+    line = len(cpp.read_text().splitlines())
+    assert _build(repo_copy).startswith(f"error: kernels_src/binding.cpp:{line}: ")
+
+
+def test_the_launch_table_has_a_line_directive_of_its_own():
+    cuda = load_sources().cuda
+    assert cuda.rstrip("\n").splitlines()[-1] == f'#line 1 "{LAUNCH_TABLE_FILE}"'
+
+
+@needs_nvcc
+def test_an_error_in_the_launch_table_points_at_it_not_past_the_last_cuh():
+    from generator.compile import syntax_check
+
+    error = syntax_check(load_sources().cuda + "// the table's first line\nint broken(;\n", "", NVCC, None)
+    assert error is not None and error.startswith(f"{LAUNCH_TABLE_FILE}:2: "), error
+
+
+@needs_nvcc
+def test_compile_names_the_first_cuda_error_in_one_line(repo_copy):
+    cuh = repo_copy / "kernels_src" / "tma_gemv.cuh"
+    _edit(cuh, "namespace okc {", "namespace okc {\nint broken(;")
+    line = cuh.read_text().splitlines().index("int broken(;") + 1
+    result = CliRunner().invoke(main, ["compile", "--root", str(repo_copy)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.strip().splitlines() if not line.startswith("compiling ")]
+    assert len(lines) == 1 and lines[0].startswith(f"error: kernels_src/tma_gemv.cuh:{line}: "), result.output
+
+
+# ---- black
+
+
+def test_pyproject_pins_the_black_the_build_checks_for():
+    assert f'"black=={BLACK_VERSION}"' in (REPO_ROOT / "pyproject.toml").read_text()
+    assert black.__version__ == BLACK_VERSION
+    assert formatted_by((REPO_ROOT / "dist" / "submission.py").read_text()) == BLACK_VERSION
+
+
+def test_another_black_is_named_not_called_a_stale_file(repo_copy, monkeypatch):
+    assert CliRunner().invoke(main, ["build", "--root", str(repo_copy), "--no-compilers"]).exit_code == 0
+    monkeypatch.setattr(black, "__version__", "24.10.0")
+    result = CliRunner().invoke(main, ["build", "--check", "--root", str(repo_copy)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert f"formatted by black {BLACK_VERSION}, this machine has black 24.10.0" in result.output
+    assert "pip install 'black==26.10.1'" in result.output and "commit" not in result.output
+    pin = next(
+        i
+        for i, line in enumerate((REPO_ROOT / "pyproject.toml").read_text().splitlines(), 1)
+        if '"black' in line
+    )
+    message = _build(repo_copy)
+    assert message.startswith(f"error: pyproject.toml:{pin}: black 24.10.0 is installed"), message
+
+
+@pytest.mark.parametrize("tool", ["black", "pyflakes"])
+def test_a_missing_build_tool_is_one_line(repo_copy, monkeypatch, tool):
+    monkeypatch.setitem(sys.modules, tool, None)  # import raises ImportError
+    message = _build(repo_copy)
+    assert re.match(
+        rf"error: pyproject\.toml:\d+: {tool} is not installed: the build needs it", message
+    ), message
+
+
+# ---- one line, at the right place
+
+
+def test_a_template_that_renders_invalid_python_names_its_line(repo_copy):
+    template = repo_copy / "templates" / "submission.py.j2"
+    _edit(template, "class Inputs(TypedDict):", "class Inputs(TypedDict)")
+    line = template.read_text().splitlines().index("class Inputs(TypedDict)") + 1
+    message = _build(repo_copy)
+    assert message.startswith(f"error: templates/submission.py.j2:{line}: renders invalid Python"), message
+
+
+@pytest.mark.parametrize(
+    "file, after",
+    [
+        ("tables/mma_gemv.yaml", "entries:"),
+        ("tables/problem.yaml", "problem: muse_bf16_proj"),
+        ("kernels_src/sources.yaml", "cuda:"),
+        ("kernels_src/hopper_ptx.cuh", "#pragma once"),
+        ("kernels_src/packing.py", '"""'),
+        ("templates/submission.py.j2", "# okc: problem={{ problem.name }}"),
+    ],
+)
+def test_a_byte_that_is_not_utf8_is_one_line_at_its_line(repo_copy, file, after):
+    path = repo_copy / file
+    line = path.read_text()[: path.read_text().index(after)].count("\n") + 1
+    _insert_bytes(path, after, b" \xe9")
+    message = _build(repo_copy)
+    assert re.match(
+        rf"error: {re.escape(file)}:{line}: not UTF-8: byte 0xe9 at column \d+$", message
+    ), message
+
+
+def test_open_in_a_module_is_reported_at_the_module_line(repo_copy):
+    module = repo_copy / "kernels_src" / "packing.py"
+    _edit(module, "\ndef ", '\ndef read_config():\n    return open("config").read()\n\n\ndef ')
+    line = module.read_text().splitlines().index('    return open("config").read()') + 1
+    message = _build(repo_copy)
+    assert message.startswith(f"error: kernels_src/packing.py:{line}: call to open() is not allowed"), message
+
+
+def test_a_layer_misspelt_in_problem_yaml_is_blamed_on_problem_yaml(repo_copy):
+    problem = repo_copy / "tables" / "problem.yaml"
+    _edit(problem, "  qkv_gate: {", "  qkv_gat: {")
+    line = next(i for i, text in enumerate(problem.read_text().splitlines(), 1) if "qkv_gat:" in text)
+    message = _build(repo_copy)
+    assert message.startswith(f"error: tables/problem.yaml:{line}: no layer 'qkv_gate', which"), message
+    assert "is 'qkv_gat' misspelt?" in message
+
+
+def test_a_changed_problem_name_is_blamed_on_problem_yaml(repo_copy):
+    problem = repo_copy / "tables" / "problem.yaml"
+    _edit(problem, "problem: muse_bf16_proj", "problem: muse_fp8_proj")
+    line = next(
+        i for i, text in enumerate(problem.read_text().splitlines(), 1) if text.startswith("problem:")
+    )
+    message = _build(repo_copy)
+    assert message.startswith(f"error: tables/problem.yaml:{line}: problem must be muse_bf16_proj"), message
+
+
+def test_a_table_no_engine_reads_is_refused(repo_copy):
+    (repo_copy / "tables" / "bogus_gemv.yaml").write_text("entries: {}\n")
+    assert _build(repo_copy).startswith("error: tables/bogus_gemv.yaml: no engine reads this table")
+
+
+def test_a_yaml_tag_is_refused(repo_copy):
+    (repo_copy / "tables" / "tma_gemv.yaml").write_text("entries: !!python/object:os.system {}\n")
+    assert _build(repo_copy).startswith("error: tables/tma_gemv.yaml:1: a !!python/object:os.system value")
+
+
+# ---- --root
+
+
+def test_root_of_a_checkout_whose_engines_differ_is_refused(repo_copy):
+    """The imported kernels_src checks the tables; another one's modules would be inlined: no mixed build."""
+    module = repo_copy / "kernels_src" / "tma_gemm.py"
+    lines = module.read_text().splitlines()
+    module.write_text("\n".join(lines[:3] + ["# an edit"] + lines[3:]) + "\n")
+    message = _build(repo_copy)
+    assert message.startswith("error: kernels_src/tma_gemm.py:4: differs from "), message
+    assert f"run the command inside {repo_copy}" in message
+
+
+def test_root_of_another_checkout_with_its_own_generator_is_refused(repo_copy):
+    shutil.copytree(
+        REPO_ROOT / "generator", repo_copy / "generator", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (repo_copy / "generator" / "build.py").write_text("# another generator\n")
+    assert _build(repo_copy).startswith("error: generator/build.py:1: differs from ")
+
+
+@pytest.mark.parametrize("kind", ["missing", "a file", "empty"])
+def test_a_root_that_is_not_a_checkout_is_one_line(tmp_path, kind):
+    root = tmp_path / "root"
+    if kind == "a file":
+        root.write_text("")
+    elif kind == "empty":
+        root.mkdir()
+    for command in ("build", "compile"):
+        result = CliRunner().invoke(main, [command, "--root", str(root)])
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+        assert result.output.startswith(f"error: --root {root}: ")
+
+
+# ---- the command line itself
+
+
+def test_a_broken_module_leaves_every_commands_help(repo_copy):
+    """Inside a checkout whose kernels_src does not import, --help still helps; the command itself says where."""
+    _edit(repo_copy / "kernels_src" / "registry.py", "def route(", "def route((")
+    script = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from generator.cli import main\n"
+        "for name in sorted(main.commands):\n"
+        "    result = CliRunner().invoke(main, [name, '--help'])\n"
+        "    print(name, result.exit_code, result.output.startswith('Usage:'))\n"
+        "result = CliRunner().invoke(main, ['dispatch'])\n"
+        "print('dispatch-run', result.exit_code, result.output.strip())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], cwd=repo_copy, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    rows = [line.split(" ", 2) for line in run.stdout.strip().splitlines()]
+    assert [row[0] for row in rows[:-1]] == sorted(main.commands)
+    assert all(row[1:] == ["0", "True"] for row in rows[:-1]), run.stdout
+    assert rows[-1][1] == "2" and re.match(
+        r"error: kernels_src/registry\.py:\d+: invalid Python", rows[-1][2]
+    )
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["build", "--bogus"], "No such option '--bogus'"),
+        (["biuld"], "No such command 'biuld'"),
+        (["verify", "--seed", "x"], "'x' is not a valid integer"),
+        (["ab"], "Missing argument 'LAUNCHES...'"),
+        (["dispatch", "/"], "is a directory"),
+        (["verify", "--shrink", "0"], "0 is not in the range x>=1"),
+        (["sweep", "--reps", "0"], "0 is not in the range x>=1"),
+    ],
+)
+def test_a_wrong_call_is_one_line_exit_2(args, says):
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert result.output.startswith("error: ") and says in result.output and "--help`)" in result.output
+
+
+def test_a_stale_check_is_one_line_exit_1_at_the_first_changed_line(repo_copy):
+    out = repo_copy / "dist" / "submission.py"
+    out.write_text(render_submission(repo_copy))
+    text = out.read_text()
+    line = text[: text.index("WORKSPACE_FLOATS = ")].count("\n") + 1
+    out.write_text(text.replace("WORKSPACE_FLOATS = ", "WORKSPACE_FLOATS = 2 * ", 1))
+    result = CliRunner().invoke(main, ["build", "--check", "--root", str(repo_copy), "--no-compilers"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+    assert result.output.startswith(f"error: {out}:{line}: stale (it would read 'WORKSPACE_FLOATS = ")
+    assert "adds 1 line, removes 1 line" in result.output and "commit the result" in result.output
+    with_diff = CliRunner().invoke(
+        main, ["build", "--check", "--diff", "--root", str(repo_copy), "--no-compilers"]
+    )
+    assert with_diff.exit_code == 1 and "+WORKSPACE_FLOATS = 8" in with_diff.output
+
+
+def test_the_tests_leave_no_cache_folder_behind(tmp_path):
+    """conftest.py's scratch caches go when the run ends (they were 4 MB a run)."""
+    env = {
+        k: v
+        for k, v in __import__("os").environ.items()
+        if k not in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")
+    }
+    env["TMPDIR"] = str(tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_repository.py::test_no_diary_folder",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("okc_test_")) == []
+
+
+@pytest.mark.parametrize(
+    "old, new, says",
+    [
+        (
+            "  - packing.py ",
+            "  - call.h ",
+            r"kernels_src/sources\.yaml:\d+: call\.h: python: lists \.py modules",
+        ),
+        (
+            "  - packing.py ",
+            "  - compress.py\n  - packing.py ",
+            r"kernels_src/sources\.yaml:\d+: compress\.py is listed twice in python:",
+        ),
+    ],
+)
+def test_a_source_list_that_would_inline_the_wrong_thing_is_refused(repo_copy, old, new, says):
+    _edit(repo_copy / "kernels_src" / "sources.yaml", old, new)
+    message = _build(repo_copy)
+    assert re.match("error: " + says, message), message
+
+
+@pytest.mark.parametrize(
+    "entry, says",
+    [
+        ("2024-01-01: null", "a !!timestamp value is not allowed here"),
+        ("8: !!binary aGVsbG8=", "a !!binary value is not allowed here"),
+        ("8: !!set {a}", "a !!set value is not allowed here"),
+    ],
+)
+def test_yaml_values_no_table_field_can_take_are_refused_at_their_line(repo_copy, entry, says):
+    (repo_copy / "tables" / "tma_gemv.yaml").write_text(f"entries:\n  o:\n    {entry}\n")
+    assert _build(repo_copy).startswith(f"error: tables/tma_gemv.yaml:3: {says}")
+
+
+@pytest.mark.parametrize(
+    "file, needle",
+    [
+        ("tables/tma_gemv.yaml", "entries:"),
+        ("kernels_src/packing.py", '"""'),
+        ("kernels_src/sources.yaml", "cuda:"),
+    ],
+)
+def test_a_nul_byte_is_one_line_at_its_line(repo_copy, file, needle):
+    path = repo_copy / file
+    line = path.read_text()[: path.read_text().index(needle)].count("\n") + 1
+    _insert_bytes(path, needle, b"\0")
+    assert re.match(rf"error: {re.escape(file)}:{line}: ", _build(repo_copy))
+
+
+def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):
+    file = tmp_path / "sub.py"
+    file.write_bytes(b"# okc: problem=muse_bf16_proj\nx = '\xff'\n")
+    for command in (["dispatch", str(file)], ["verify", str(file), "--device", "cpu"]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+        assert result.output.startswith(f"error: {file}:2: not UTF-8: byte 0xff")
+
+
+def test_no_command_prints_the_help():
+    result = CliRunner().invoke(main, [])
+    assert result.exit_code == 0 and result.output.startswith("Usage: "), result.output
+    assert "error" not in result.output.lower()
