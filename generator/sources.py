@@ -272,10 +272,13 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
                 raise BuildError(
                     display_path(manifest_path, root), line, f"{name}: no such file in kernels_src/"
                 )
-    # prepare() appends the launch table it generates (kernels_src/runtime.py, launch_table) to CUDA_SRC: without a
-    # #line of its own, nvcc would place its errors past the end of the last .cuh.
-    cuda = assemble_c_sources(cuda_files, src_dir, root) + f'#line 1 "{LAUNCH_TABLE_FILE}"\n'
-    binding = assemble_c_sources(binding_files, src_dir, root)
+    from kernels_src.registry import cuda_prelude
+
+    # The constants and mode codes generated from the engines come first in both (CUDA_SRC, BINDING_SRC). prepare()
+    # appends the launch table it generates (kernels_src/runtime.py, launch_table) to CUDA_SRC: without a #line of
+    # its own, nvcc would place its errors past the end of the last .cuh.
+    cuda = cuda_prelude() + assemble_c_sources(cuda_files, src_dir, root) + f'#line 1 "{LAUNCH_TABLE_FILE}"\n'
+    binding = cuda_prelude() + assemble_c_sources(binding_files, src_dir, root)
     modules = []
     for index, name in enumerate(python_files):
         path = src_dir / name

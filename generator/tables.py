@@ -43,6 +43,19 @@ class Table:
         return out
 
 
+def with_field_header(engine, text: str) -> str:
+    """A table's text with its header's field block (the `#   layer -> m -> {...}` line and the field lines under
+    it) rendered from the engine's Field declarations (Engine.header_lines): the block is derived, never edited."""
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("#   layer -> m -> {")), None)
+    if start is None:
+        return text
+    end = start + 1
+    while end < len(lines) and lines[end].startswith("#    "):
+        end += 1
+    return "\n".join(lines[:start] + engine.header_lines() + lines[end:])
+
+
 def shape_error(engine, layer, m: int, problem: Problem, error: str) -> BuildError | None:
     """When no config of `engine` at all can serve m tokens of `layer` but some would with n and k rounded up (its
     n or k is the trouble, not the table), the error belongs to tables/problem.yaml's line for the layer."""

@@ -14,15 +14,17 @@ namespace {
 std::vector<std::pair<int, okc::Call>> plans;  // (kernel number, fixed part); every prepare() appends its own
 }
 
-// The launch table's kernel `kernel` for a layer's (N, K), its operands and scalars, and the shared buffers:
-// returns the plan number run() takes.
-static int64_t plan(int64_t kernel, int64_t n, int64_t k, int64_t op0, int64_t op1, int64_t op2, int64_t op3, int64_t s0,
-             int64_t s1, int64_t s2, int64_t ws, int64_t sem) {
+// The launch table's kernel `kernel` for a layer's (N, K), its operands (addresses) and scalars, up to
+// kCallOperands and kCallScalars of each (slots past them are 0), and the shared buffers: returns the plan number
+// run() takes, or -1 for too many.
+static int64_t plan(int64_t kernel, int64_t n, int64_t k, const pybind11::tuple& operands,
+                    const pybind11::tuple& scalars, int64_t ws, int64_t sem) {
+    if (operands.size() > okc::kCallOperands || scalars.size() > okc::kCallScalars) return -1;
     okc::Call c{};
     c.N = (int)n, c.K = (int)k;
-    const int64_t ops[4] = {op0, op1, op2, op3};
-    for (int i = 0; i < 4; ++i) c.operand[i] = reinterpret_cast<const void*>(ops[i]);
-    c.scalar[0] = s0, c.scalar[1] = s1, c.scalar[2] = s2;
+    for (size_t i = 0; i < operands.size(); ++i)
+        c.operand[i] = reinterpret_cast<const void*>(operands[i].cast<int64_t>());
+    for (size_t i = 0; i < scalars.size(); ++i) c.scalar[i] = scalars[i].cast<long long>();
     c.ws = reinterpret_cast<float*>(ws);
     c.sem = reinterpret_cast<int*>(sem);
     plans.emplace_back((int)kernel, c);

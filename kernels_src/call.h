@@ -1,20 +1,21 @@
 // What the Python side hands a kernel launch (kernels_src/runtime.py, PlanContext.cuda_plan): plain C++, so that
 // binding.cpp needs no CUDA and no torch headers. prepare() fills the per-plan part once; each call adds x, out, M
-// and the stream. Which operand and scalar slot holds what is each engine's launcher's to say (its .cuh).
+// and the stream. Which operand and scalar slot holds what is each engine's launcher's to say (its .cuh). How many
+// there are, kCallOperands and kCallScalars, is engine.py's (CALL_OPERANDS, CALL_SCALARS), rendered ahead of this.
 #pragma once
 
 namespace okc {
 
 struct Call {
-    const void* x;           // [M, K] bf16, row-major, 16-byte aligned            (per call)
-    void* out;               // [M, N]: bf16, or fp32 for the router's dual mode   (per call)
-    int M;                   // tokens                                             (per call)
-    void* stream;            // the caller's cudaStream_t (the capture stream inside torch.cuda.graph) (per call)
-    int N, K;                // output width (the unpooler's slice at small m) and K
-    const void* operand[4];  // what prepare() built for the engine: packed weights, lo weights, 12-bit parts ...
-    long long scalar[3];     // per-layer constants (the 12-bit format's table words ...)
-    float* ws;               // split-K workspace (engine.py: WORKSPACE_FLOATS)
-    int* sem;                // self-resetting counters (engine.py: SEMAPHORES), 0 between launches
+    const void* x;  // [M, K] bf16, row-major, 16-byte aligned            (per call)
+    void* out;      // [M, N]: bf16, or fp32 for the router's dual mode   (per call)
+    int M;          // tokens                                             (per call)
+    void* stream;   // the caller's cudaStream_t (the capture stream inside torch.cuda.graph) (per call)
+    int N, K;       // output width (the unpooler's slice at small m) and K
+    const void* operand[kCallOperands];  // what prepare() built for the engine: packed weights, lo weights, ...
+    long long scalar[kCallScalars];      // per-layer constants (the 12-bit format's table words ...)
+    float* ws;                           // split-K workspace (engine.py: WORKSPACE_FLOATS)
+    int* sem;                            // self-resetting counters (engine.py: SEMAPHORES), 0 between launches
 };
 
 }  // namespace okc

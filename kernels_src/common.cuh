@@ -1,6 +1,6 @@
 // Small device helpers shared by the kernels: 16-byte loads with explicit cache policy, the bf16 mma, and the
-// skeleton the two mma.sync GEMVs (mma_gemv.cuh, compressed_gemv.cuh) share: x's operand pointers, the accumulators, and the
-// end of a CTA (its warps' tiles summed, then S = 1, cluster or semaphore split-K).
+// skeleton the two mma.sync GEMVs (mma_gemv.cuh, compressed_gemv.cuh) share: x's operand pointers, the
+// accumulators, and the end of a CTA (its warps' tiles summed, then S = 1, cluster or semaphore split-K).
 #pragma once
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -10,9 +10,10 @@
 
 namespace okc {
 
-// Dynamic shared memory a block may opt into: Hopper's 227 KB per block, less 1 KB kept for the kernels' static
-// shared variables (barriers, flags), which count against the same limit.
-constexpr size_t kSmemOptInLimit = 226 * 1024;
+// kSmemOptInLimit, the dynamic shared memory a block may opt into (Hopper's 227 KB per block, less 1 KB kept for
+// the kernels' static shared variables, which count against the same limit), and the semaphore array's layout
+// (kTicketAt, kTicketGroups, kTicketSplits, kSemaphoreInts) come from engine.py, rendered ahead of this file
+// (registry.py, cuda_prelude).
 
 // One lane's 16 bytes: a whole mma A fragment (8 bf16), or 8 consecutive bf16 of x.
 struct alignas(16) Frag {
@@ -69,8 +70,7 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 }
 
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-                 : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
 // Spin until the barrier's phase of this parity has completed (acquire: the bytes TMA wrote are visible).
@@ -99,11 +99,12 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity
         : "memory");
 }
 
-// Cluster split-K (reduce = cluster, and the TMA GEMV's cluster_gather / cluster_scatter), shared by the GEMVs: the S CTAs that split one output
-// tile's K range are one thread-block cluster (launch_splits). A rank that owns part of the tile keeps an inbox
-// in its shared memory, one slot per other rank and one mbarrier; the other ranks push their partials of that
-// part into their slots with st.async (each 16-byte store counted on that barrier's byte count) and leave. The
-// owner waits on the barrier once, adds the S partials in rank order (deterministic) and writes the output.
+// Cluster split-K (reduce = cluster, and the TMA GEMV's cluster_gather / cluster_scatter), shared by the GEMVs:
+// the S CTAs that split one output tile's K range are one thread-block cluster (launch_splits). A rank that owns
+// part of the tile keeps an inbox in its shared memory, one slot per other rank and one mbarrier; the other ranks
+// push their partials of that part into their slots with st.async (each 16-byte store counted on that barrier's byte
+// count) and leave. The owner waits on the barrier once, adds the S partials in rank order (deterministic) and writes
+// the output.
 // After the slowest split that is one one-way SM-to-SM trip, where the semaphore path takes three L2 round trips
 // (publish and fence, count, reload): that tail measured 1.7-1.9 us of the TMA GEMV's time (docs/tma-gemv.md).
 // A gather gives rank 0 the whole tile; the TMA GEMV's scatter spreads it over all S ranks, because an SM takes in
@@ -137,11 +138,11 @@ __device__ __forceinline__ void push_to_rank(int to, float* dst, uint64_t* full,
     uint32_t remote_dst, remote_bar;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_dst) : "r"(smem_addr(dst)), "r"(to));
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(smem_addr(full)), "r"(to));
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
-                     remote_dst),
-                 "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(__float_as_uint(v2)),
-                 "r"(__float_as_uint(v3)), "r"(remote_bar)
-                 : "memory");
+    asm volatile(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(remote_dst),
+        "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(__float_as_uint(v2)), "r"(__float_as_uint(v3)),
+        "r"(remote_bar)
+        : "memory");
 }
 
 // Host side, shared by every GEMV launcher: launch `kernel` with `smem` bytes of dynamic shared memory (opting in
@@ -181,9 +182,9 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
-// Atomic split-K (reduce = atomic, fp32 outputs only): the S CTAs of a row group add their partial tiles straight into
-// the output with red.global.add, so the end of a CTA is one fire-and-forget trip to L2 instead of the
-// semaphore's three round trips, and no cluster has to fit (clusters of 8 do not all fit on the H200:
+// Output-atomic split-K (mma_gemv reduce = atomic_out, fp32 outputs only): the S CTAs of a row group add their
+// partial tiles straight into the output with red.global.add, so the end of a CTA is one fire-and-forget trip to
+// L2 instead of the semaphore's three round trips, and no cluster has to fit (clusters of 8 do not all fit on the H200:
 // docs/mma-gemv.md). The output must read zero before the first add lands, and the caller hands over a fresh
 // torch.empty. So split 0 of each row group zeroes the group's part of the output at kernel start, before its
 // last warp issues any load (a fence likely also waits for the warp's loads in flight: docs/mma-gemv.md),
@@ -195,12 +196,12 @@ const char* launch_splits(void (*kernel)(Params...), dim3 grid, dim3 block, size
 //   flag    32-bit, per row group and S: split 0 adds S once this launch's zeroes are visible device-wide. A
 //           CTA of this launch waits for (its ticket rounded down to a multiple of S) + S.
 // Both counters only grow, so a launch leaves them ready for the next one and a graph replay needs no clearing
-// kernel; launches of another S use other counters. They live in the semaphore array past the semaphore reduction's counters.
-constexpr int kTicketAt = 4096;     // int offset of the tickets in the semaphore array
-constexpr int kTicketGroups = 256;  // row groups an atomic launch may have
-constexpr int kTicketSplits = 5;    // S = 2, 4, 8, 16, 32
+// kernel; launches of another S use other counters. They live in the semaphore array past the semaphore
+// reduction's counters.
+// kTicketAt (the tickets' int offset in the semaphore array), kTicketGroups (row groups an output-atomic launch
+// may have) and kTicketSplits (S = 2, 4, 8, 16, 32) are engine.py's, rendered ahead of this file.
 constexpr int kFlagAt = kTicketAt + kTicketSplits * kTicketGroups;
-constexpr int kSemaphoreInts = kFlagAt + kTicketSplits * kTicketGroups;  // engine.py's SEMAPHORES (a test checks)
+static_assert(kFlagAt + kTicketSplits * kTicketGroups == kSemaphoreInts, "the flags end the semaphore array");
 
 // The counters' slot for (group, S), S a power of two in 2..32.
 __device__ __forceinline__ int ticket_slot(int group, int S) { return (__ffs(S) - 2) * kTicketGroups + group; }

@@ -16,8 +16,8 @@ stored as its lo byte plus a 4-bit code: an index into a per-matrix table T of 1
         [n, p0, p1, p2]. The kernel loads the header with the group's bytes and, for n > 0, adds the patched
         weights' products with one more mma per patch after the group's own (an A operand holding only the
         patch): no pass, no extra round trip. An exception pass after the main loop, run for every exception,
-        was most of what the compressed GEMV paid over a plain stream of its bytes on o (m = 8: 9.18-9.34 us
-        with it, 8.48-8.64 us with the patches);
+        was most of what the compressed GEMV paid over a plain stream of its bytes (docs/compressed-gemv.md has
+        the figures);
       - overflow: a bucket's exceptions past the third are overflow entries, in one flat list sorted by
         (row block, K group, p), with one offset per bucket into it. Capacity is where the exceptions are: no
         bucket, row block or row has a limit. After its main loop each warp of a CTA takes an equal share of the

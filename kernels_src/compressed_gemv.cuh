@@ -1,5 +1,6 @@
-// Compressed tensor-core GEMV (engine compressed_gemv, kernels_src/compressed_gemv.py), m <= 32: out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless
-// format of kernels_src/compress.py (lo byte + 4-bit code into a 16-entry hi-byte table; exceptions apart).
+// Compressed tensor-core GEMV (engine compressed_gemv, kernels_src/compressed_gemv.py), m <= 32:
+// out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless format of kernels_src/compress.py (lo byte + 4-bit
+// code into a 16-entry hi-byte table; exceptions apart).
 //
 // Same skeleton as mma_gemv.cuh (read that first): one CTA owns R 16-row blocks, NW warps split its K range, S
 // CTAs may split K and reduce by semaphore or thread-block cluster. Design and measurements:
@@ -21,39 +22,36 @@
 //    block, fp32, into the warp's partial: deterministic). A launch whose matrix has no overflow (n_overflow = 0)
 //    stages nothing and skips the pass and its barrier; shared memory never depends on the number of entries.
 //    The patches exist because a pass after the loop, run for every exception, was most of what this kernel
-//    paid over a plain stream of its bytes on o (m = 8: 9.18-9.34 us with it, 8.48-8.64 without; the decode
-//    itself ~0.1 us).
+//    paid over a plain stream of its bytes (the figures: docs/compressed-gemv.md).
 #pragma once
 #include "common.cuh"
 
-
 namespace okc {
 
-constexpr int kZParts = 3;                          // 16-byte parts per lane per row block and K group
-constexpr int kZFragsPerGroup = kZParts * 32;       // Frags (16 bytes) per row block and K group
-constexpr int kZTileBytes = 16 * 64 * 2;            // a warp's overflow tile: one bucket, 16 x 64 bf16
+constexpr int kZParts = 3;                     // 16-byte parts per lane per row block and K group
+constexpr int kZFragsPerGroup = kZParts * 32;  // Frags (16 bytes) per row block and K group
+constexpr int kZTileBytes = 16 * 64 * 2;       // a warp's overflow tile: one bucket, 16 x 64 bf16
 
 // Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
-// buffered, + 4 R NB accumulators. Budgets (512-thread CTAs, 128 registers): P = 1 the plain kernel's 100;
-// P = 0 104, under the plain kernel's 112 because the decode's temporaries need room (<2, 4, 1, 0>, 106, spilled
-// 48 bytes). compressed_gemv.py mirrors both.
-__host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, int p) {
-    return (p == 1 ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
+// buffered, + 4 R NB accumulators. The budgets (512-thread CTAs, 128 registers), kZDoubleDataRegs and
+// kZBatchDataRegs, are compressed_gemv.py's, rendered ahead of this file (the figures: docs/compressed-gemv.md).
+__host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, MmaPipeline p) {
+    return (p == MmaPipeline::kDouble ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
 }
-__host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, int p) {
-    return zgemv_data_regs(ug, nb, r, p) <= (p == 1 ? 100 : 104);
+__host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, MmaPipeline p) {
+    return zgemv_data_regs(ug, nb, r, p) <= (p == MmaPipeline::kDouble ? kZDoubleDataRegs : kZBatchDataRegs);
 }
 
 struct ZGemvArgs {
-    const Frag* x;            // [M, K] bf16, row-major, 16-byte aligned
-    const Frag* w;            // compressed stream: [N/16][K/64][3][32 lanes] Frags
-    const uint32_t* patches;  // [N/16][K/64][4] group headers: n <= 3, patch words p0, p1, p2
-    const uint32_t* overflow;  // [n_overflow] entries p | bf16 bits << 16 (p: 256 f + 8 lane + e), by bucket, p
+    const Frag* x;               // [M, K] bf16, row-major, 16-byte aligned
+    const Frag* w;               // compressed stream: [N/16][K/64][3][32 lanes] Frags
+    const uint32_t* patches;     // [N/16][K/64][4] group headers: n <= 3, patch words p0, p1, p2
+    const uint32_t* overflow;    // [n_overflow] entries p | bf16 bits << 16 (p: 256 f + 8 lane + e), by bucket, p
     const int* overflow_starts;  // [N/16 * K/64 + 1]: bucket b = rb * K/64 + g holds entries [starts[b], starts[b+1])
-    __nv_bfloat16* out;       // [M, N]
-    float* ws;                // split-K partials: [N/(16R)][S][R*NB*128]
-    int* sem;                 // arrival counter per CTA row group; 0 between launches
-    uint4 table;              // the 16 hi bytes as four words (compress.py: table_words)
+    __nv_bfloat16* out;          // [M, N]
+    float* ws;                   // split-K partials: [N/(16R)][S][R*NB*128]
+    int* sem;                    // arrival counter per CTA row group; 0 between launches
+    uint4 table;                 // the 16 hi bytes as four words (compress.py: table_words)
     int M, N, K, S, n_overflow;  // n_overflow: the entries of the whole matrix (0: no staging, no pass)
     int cluster;
 };
@@ -100,8 +98,7 @@ __device__ __forceinline__ uint32_t hi_bytes(uint32_t c, const uint4& t) {
 }
 
 // Fragment f (0..3) of a K group from its lane's three parts -> the mma A registers (as pack_mma_a lays them).
-__device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&part)[kZParts], int f,
-                                                const uint4& t) {
+__device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&part)[kZParts], int f, const uint4& t) {
     const Frag& lo = part[f >> 1];
     const uint32_t l0 = lo.r[2 * (f & 1)], l1 = lo.r[2 * (f & 1) + 1];
     const uint32_t c = part[2].r[f];
@@ -146,15 +143,15 @@ __device__ __forceinline__ void mma_patches(float (&acc)[NB][4], uint32_t word, 
 template <int UG, int NB, int R>
 struct ZTrip {
     Frag w[R][UG][kZParts];
-    uint32_t hdr[R];      // the trip's headers, a word a lane (hdr_count, mma_patches)
+    uint32_t hdr[R];    // the trip's headers, a word a lane (hdr_count, mma_patches)
     Frag x[UG][2][NB];  // K blocks 2G and 2G + 1 of each group
 };
 
 // hp: the CTA's first row block's headers; 4 `groups` words per row block.
 template <int UG, int NB, int R>
-__device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp, size_t row_frags,
-                                           const uint32_t* hp, int groups, const Frag* const (&xp)[NB],
-                                           const bool (&xvalid)[NB], int g0, int g_end) {
+__device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp, size_t row_frags, const uint32_t* hp,
+                                           int groups, const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int g0,
+                                           int g_end) {
     const int lane = threadIdx.x & 31;
     const bool hdr_ok = lane < 4 * UG && g0 + (lane >> 2) < g_end;  // this lane's word: group g0 + lane / 4
 #pragma unroll
@@ -167,8 +164,8 @@ __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp,
         for (int r = 0; r < R; ++r)
 #pragma unroll
             for (int p = 0; p < kZParts; ++p)
-                tr.w[r][u][p] = ok ? ld_weights(wp + r * row_frags + (size_t)g * kZFragsPerGroup + p * 32)
-                                   : zero_frag();
+                tr.w[r][u][p] =
+                    ok ? ld_weights(wp + r * row_frags + (size_t)g * kZFragsPerGroup + p * 32) : zero_frag();
 #pragma unroll
         for (int b = 0; b < 2; ++b)
 #pragma unroll
@@ -254,8 +251,8 @@ __device__ __forceinline__ void mma_overflow_tile(float (&acc)[NB][4], Frag* til
 // multiplied by both, each with its own entries. The products go into acc[r] like the stream's: the warps'
 // partials are summed in a fixed order later, so the result is deterministic.
 template <int NB, int R>
-__device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGemvArgs& a, Frag* tile,
-                                              const int* starts, int ng, int g_begin, const Frag* const (&xp)[NB],
+__device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGemvArgs& a, Frag* tile, const int* starts,
+                                              int ng, int g_begin, const Frag* const (&xp)[NB],
                                               const bool (&xvalid)[NB], int warp, int lane) {
     const int nw = blockDim.x >> 5;
 #pragma unroll
@@ -266,7 +263,7 @@ __device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGem
         const int* st = starts + r * (ng + 1);
         const int first = st[0], len = st[ng] - first;
         const int e_begin = first + len * warp / nw, e_end = first + len * (warp + 1) / nw;
-        if (e_begin == e_end) continue;  // warp-uniform
+        if (e_begin == e_end) continue;                   // warp-uniform
         int gl = next_bucket(st, ng, -1, e_begin, lane);  // the bucket holding e_begin
         int bend = min(st[gl + 1], e_end);
         Frag x[2][NB];
@@ -324,7 +321,7 @@ __device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0,
     if (token < a.M) store_out(a.out + (size_t)token * a.N + (rb0 + r) * 16 + i, v);
 }
 
-template <int UG, int NB, int R, int P>
+template <int UG, int NB, int R, MmaPipeline P>
 __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     extern __shared__ float red[];  // [NW][R * NB * 4][32], inbox, overflow tiles [NW][2 KB], offsets [R][ng + 1]
     __shared__ __align__(8) uint64_t inbox_full;
@@ -362,7 +359,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
 
     const int stride = nw * UG;
     const int first = g_begin + warp * UG;
-    if constexpr (P == 0) {
+    if constexpr (P == MmaPipeline::kBatch) {
         for (int g = first; g < g_end; g += stride) {
             ZTrip<UG, NB, R> tr;
             load_ztrip<UG, NB, R>(tr, wp, row_frags, hp, groups, xp, xvalid, g, g_end);
@@ -384,8 +381,8 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
         __syncthreads();  // every thread's staged offsets
         uint8_t* region = reinterpret_cast<uint8_t*>(red) + zgemv_overflow_offset(nw, R, NB, inbox_tiles);
         overflow_pass<NB, R>(acc, a, reinterpret_cast<Frag*>(region) + warp * (kZTileBytes / sizeof(Frag)),
-                             reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin,
-                             xp, xvalid, warp, lane);
+                             reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin, xp,
+                             xvalid, warp, lane);
     }
 
     park_accumulators<R, NB>(red, acc, warp, lane);
@@ -400,7 +397,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
 // call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3] their bucket
 // offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries (0:
 // none, and the pass after the loop is skipped).
-template <int UG, int NB, int R, int P>
+template <int UG, int NB, int R, MmaPipeline P>
 const char* launch_compressed_gemv(const Call& c, int warps, int splits, int cluster) {
     static_assert(zgemv_fits(UG, NB, R, P), "compressed_gemv.py's rule admits only configs that fit");
     if (c.M < 1 || c.M > 8 * NB) return "compressed_gemv: M does not fit this kernel's column blocks";
@@ -417,7 +414,8 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
     const size_t smem = zgemv_smem_bytes(warps, R, NB, a.n_overflow ? a.K / 64 / splits : 0, cluster ? splits - 1 : 0);
-    if (smem > kSmemOptInLimit) return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed 226 KB";
+    if (smem > kSmemOptInLimit)
+        return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed the shared memory limit";
     auto kernel = zgemv_kernel<UG, NB, R, P>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);

@@ -3,16 +3,26 @@ m <= 32, plain bf16 layers only: its config, rule, operands and launch.
 
 Design and the measurements behind each field: docs/compressed-gemv.md."""
 
-from typing import NamedTuple
-
 from kernels_src.compress import compress
-from kernels_src.engine import DecodeGemv, Variant, column_blocks, mode_index
-from kernels_src.mma_gemv import split_error, split_k_candidates, tiles_smem_error
+from kernels_src.engine import (
+    CudaConstant,
+    DecodeGemv,
+    Field,
+    Operand,
+    Variant,
+    column_blocks,
+    config_type,
+    split_rule,
+)
+from kernels_src.mma_gemv import MMA_PIPELINE, split_error, split_k_candidates, tiles_smem_error
 
-COMPRESSED_PIPELINES = ("batch", "double")  # compressed_gemv.cuh's P = 0, 1: as mma_gemv's batch and double
+COMPRESSED_PIPELINES = MMA_PIPELINE.members[
+    :2
+]  # batch and double: as mma_gemv's, by the same MmaPipeline codes
+COMPRESSED = Operand("compressed")  # the 12-bit stream and its parts (compress.compress)
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
-# Data-register budgets (compressed_gemv.cuh, zgemv_fits): batch 104, under mma_gemv's 112 because the decode needs
-# temporaries (at 106 one configuration spilled 48 bytes); double the plain kernel's 100.
+# Data-register budgets (compressed_gemv.cuh, zgemv_fits): batch under mma_gemv's because the decode needs
+# temporaries (the spill that set it: docs/compressed-gemv.md); double the plain kernel's.
 COMPRESSED_BATCH_DATA_REGS = 104
 COMPRESSED_DOUBLE_DATA_REGS = 100
 
@@ -25,27 +35,32 @@ def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
     return warps * 2048 + (row_blocks * (groups_per_cta + 1) * 4 + 15) // 16 * 16
 
 
-class CompressedGemvConfig(NamedTuple):
-    warps: int  # warps per CTA, splitting its K range
-    splits: int  # CTAs that split K
-    groups: int  # 64-wide K groups each warp has in flight per trip (three 16-byte loads per row block each)
-    pipeline: str  # batch or double (two register sets)
-    row_blocks: int  # 16-row blocks per CTA
-    reduce: str  # none (splits = 1), semaphore, cluster
+COMPRESSED_GEMV_FIELDS = (
+    Field("warps", int, (1, 2, 4, 8, 16), "warps per CTA, splitting its K range"),
+    Field("splits", int, (1, 2, 4, 8, 16, 32), "CTAs that split K"),
+    Field("groups", int, (1, 2, 4), "64-wide K groups each warp has in flight per trip (three 16-byte loads each)"),
+    Field("pipeline", str, COMPRESSED_PIPELINES, "batch, or double (two register sets), as in mma_gemv"),
+    Field("row_blocks", int, (1, 2, 4), "16-row blocks per CTA"),
+    Field("reduce", str, COMPRESSED_REDUCTIONS, "none (splits = 1), semaphore, cluster"),
+)
+CompressedGemvConfig = config_type("CompressedGemvConfig", COMPRESSED_GEMV_FIELDS)
 
 
 class CompressedGemv(DecodeGemv):
     name = "compressed_gemv"
+    FIELDS = COMPRESSED_GEMV_FIELDS
     Config = CompressedGemvConfig
-    values = {
-        "warps": (1, 2, 4, 8, 16),
-        "splits": (1, 2, 4, 8, 16, 32),
-        "groups": (1, 2, 4),
-        "row_blocks": (1, 2, 4),
-    }
-    modes = {"pipeline": COMPRESSED_PIPELINES, "reduce": COMPRESSED_REDUCTIONS}
     launcher = "okc::launch_compressed_gemv"
     template_fields = ("groups", "NB", "row_blocks", "pipeline")
+    cuda_constants = (
+        MMA_PIPELINE,
+        CudaConstant(
+            "kZBatchDataRegs", COMPRESSED_BATCH_DATA_REGS, "compressed_gemv.py COMPRESSED_BATCH_DATA_REGS"
+        ),
+        CudaConstant(
+            "kZDoubleDataRegs", COMPRESSED_DOUBLE_DATA_REGS, "compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS"
+        ),
+    )
     summary = (
         "compressed_gemv (m <= 32, bf16 layers): the weights stream 12-bit and lossless (each weight's low byte"
         " plus a 4-bit index into a 16-entry table of sign/exponent bytes; 25 % fewer bytes than bf16) through"
@@ -62,7 +77,7 @@ class CompressedGemv(DecodeGemv):
         n, k = layer.n_for(m), layer.k
         if n % 16 or k % 64:
             return f"the compressed_gemv engine needs N % 16 == 0 and K % 64 == 0, got N={n} K={k}"
-        error = split_error(
+        error = split_rule(cfg) or split_error(
             cfg.splits, cfg.reduce, k // 64, f"64-wide K groups of K={k}", n, cfg.row_blocks, m
         )
         if error:
@@ -92,7 +107,7 @@ class CompressedGemv(DecodeGemv):
         return None
 
     def operands(self, cfg, layer):
-        return ("compressed",)
+        return (COMPRESSED,)
 
     def build_operand(self, operand, parts, layer):
         return compress(
@@ -100,11 +115,11 @@ class CompressedGemv(DecodeGemv):
         )  # CompressionError: prepare() keeps the layer on its bf16 engines
 
     def variant(self, cfg, layer, m):
-        template = (cfg.groups, column_blocks(m), cfg.row_blocks, mode_index(self, cfg, "pipeline"))
+        template = (cfg.groups, column_blocks(m), cfg.row_blocks, MMA_PIPELINE.code(cfg.pipeline))
         return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
 
     def plan(self, cfg, layer, m, ctx):
-        z = ctx.operands["compressed"]  # row blocks outermost in every part: the unpooler's slice is a prefix
+        z = ctx.operands[COMPRESSED]  # row blocks outermost in every part: the unpooler's slice is a prefix
         t = z["table_words"]
         pointers = (z["stream"], z["patches"], z["overflow"], z["overflow_starts"])
         words = [
@@ -114,8 +129,7 @@ class CompressedGemv(DecodeGemv):
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
 
     def candidates(self, layer, m):
-        groups = self.values["groups"]
-        return split_k_candidates(self, layer, m, 64, groups, COMPRESSED_PIPELINES, COMPRESSED_REDUCTIONS)
+        return split_k_candidates(self, layer, m, 64, "groups", COMPRESSED_PIPELINES, COMPRESSED_REDUCTIONS)
 
 
 COMPRESSED_GEMV = CompressedGemv()

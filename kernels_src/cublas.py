@@ -5,7 +5,9 @@ from typing import NamedTuple
 
 import torch
 
-from kernels_src.engine import Engine
+from kernels_src.engine import Engine, Operand
+
+HI_LO = Operand("hi_lo")  # the router's [hi, lo] concatenated along K
 
 
 class CublasConfig(NamedTuple):
@@ -22,14 +24,14 @@ class Cublas(Engine):
     )
 
     def operands(self, cfg, layer):
-        return ("hi_lo",) if layer.dual else ()
+        return (HI_LO,) if layer.dual else ()
 
     def build_operand(self, operand, parts, layer):
         # [x, x] . [hi, lo]^T == x . hi^T + x . lo^T, accumulated in fp32 by one GEMM
         return torch.cat(parts, dim=1).contiguous()
 
     def plan(self, cfg, layer, m, ctx):
-        return fallback_plan(layer, layer.n_for(m), ctx.parts, ctx.operands.get("hi_lo"))
+        return fallback_plan(layer, layer.n_for(m), ctx.parts, ctx.operands.get(HI_LO))
 
 
 def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):

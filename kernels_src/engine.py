@@ -3,26 +3,34 @@ for it, and its launch. Each engine module (mma_gemv.py, tma_gemv.py, compressed
 splitk_gemm.py, cublas.py) defines one Engine; registry.py lists them in precedence order, and nothing else lists engines or
 their fields: the table loader, route(), prepare(), the CLI and the generated docstring all read them from there.
 
-A config is a NamedTuple. Integer fields take the values in `Engine.values`; mode fields (`Engine.modes`) take one
-of a few names, which the CUDA side receives as the name's index. A CUDA engine turns a config, a layer and m into
-a Variant: the template arguments of its C++ launcher (the host launcher at the end of its .cuh) and the run-time
-arguments after the call, in the config's field order; runtime.py's launch_table() writes one call per Variant, so
-the table, the generated launch table and the launcher read the same fields in the same order."""
+A config field is declared once, as a Field: its name, type, allowed values, one-line meaning and default. The
+engine's Config (a NamedTuple), its `values` / `modes`, its table's header and `make_config` are derived from its
+FIELDS. A mode the CUDA side reads is a CudaEnum, and every constant both languages need is a CudaConstant: both
+are rendered into the C++ ahead of the kernels (registry.cuda_prelude), so the CUDA side never types a code or a
+figure of its own. A CUDA engine turns a config, a layer and m into a Variant: the template arguments of its C++
+launcher (the host launcher at the end of its .cuh) and the run-time arguments after the call; runtime.py's
+launch_table() writes one call per Variant, mode codes by their C++ names."""
 
 from typing import NamedTuple
 
-# Dynamic shared memory a block may take: Hopper's 227 KB less 1 KB for the kernels' static variables
-# (kernels_src/common.cuh, kSmemOptInLimit).
+# Dynamic shared memory a block may take: Hopper's 227 KB less 1 KB for the kernels' static variables.
 SMEM_LIMIT = 226 * 1024
 # The split-K workspace every engine shares (one launch at a time), in floats: 32 MB.
 WORKSPACE_FLOATS = 8 * 1024 * 1024
-# The zeroed fp32 accumulator of the atomic split-K reductions (tma_gemm, splitk_gemm), in floats: every launch
-# leaves it zero (8 MB: a 256-token tile of 8192 rows).
+# The zeroed fp32 accumulator of the accumulator split-K reductions (tma_gemm, splitk_gemm), in floats: every
+# launch leaves it zero (8 MB: a 256-token tile of 8192 rows).
 ACCUMULATOR_FLOATS = 256 * 8192
-# Self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions and
-# tma_gemm's atomic one (0..4095; tma_gemm takes one per 64-row tile, 128 at most here), then mma_gemv's atomic
-# reduction's tickets and flags (common.cuh, kSemaphoreInts; a test keeps them equal).
-SEMAPHORES = 6656
+# The self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions and
+# tma_gemm's accumulator one (SEMAPHORE_GROUPS; tma_gemm takes one per 64-row tile, 128 at most here), then
+# mma_gemv's output-atomic reduction's tickets and flags: one each per row group (TICKET_GROUPS) and split count
+# (TICKET_SPLITS: S = 2, 4, 8, 16, 32). common.cuh reads the layout from the prelude.
+SEMAPHORE_GROUPS = 4096
+TICKET_GROUPS = 256
+TICKET_SPLITS = 5
+SEMAPHORES = SEMAPHORE_GROUPS + 2 * TICKET_SPLITS * TICKET_GROUPS
+# The call layout (call.h, okc::Call; binding.cpp's plan()): a launch's operand pointers and 64-bit scalars.
+CALL_OPERANDS = 4
+CALL_SCALARS = 3
 # Hopper's largest thread-block cluster (past the portable 8, on request): the cluster reductions' splits limit.
 CLUSTER_MAX = 16
 # prepare() plans every m from 1 to this (or to the largest m a table lists); a larger m goes to cuBLAS.
@@ -59,12 +67,133 @@ class Layer(NamedTuple):
         return self.n_for(m) * self.k * DTYPE_BYTES[self.dtype]
 
 
+class Operand(NamedTuple):
+    """What prepare() builds once per layer for an engine, as the key its state holds it under: a name, and the
+    block shape for operands built per shape (splitk_gemm's weight descriptors)."""
+
+    name: str
+    shape: tuple = ()
+
+
 class Variant(NamedTuple):
     """One compiled kernel: the engine, its C++ launcher's template arguments and run-time arguments."""
 
     engine: str
     template: tuple
     runtime: tuple
+
+
+class CudaConstant(NamedTuple):
+    """A figure both languages read, written once in Python and rendered into the C++ ahead of the kernels
+    (registry.cuda_prelude) as `constexpr <ctype> <name> = <value>;`, or a constexpr array for a tuple."""
+
+    name: str  # its C++ name in namespace okc
+    value: object  # an int, or a tuple of ints
+    meaning: str  # the comment it carries there
+    ctype: str = "int"
+
+    def cpp(self) -> str:
+        if isinstance(self.value, tuple):
+            body = f"{self.ctype} {self.name}[] = {{{', '.join(map(str, self.value))}}}"
+        else:
+            body = f"{self.ctype} {self.name} = {self.value}"
+        return f"// {self.meaning}\nconstexpr {body};"
+
+
+class CudaCode(int):
+    """A mode's code: compares, hashes and sorts as its number; the launch table writes its C++ name."""
+
+    cpp: str
+
+    def __new__(cls, value: int, cpp: str):
+        code = int.__new__(cls, value)
+        code.cpp = cpp
+        return code
+
+
+class CudaEnum:
+    """A mode as the CUDA side numbers it (CUTLASS's way: the Python names with their C++ spelling beside them):
+    rendered into the C++ ahead of the kernels as `enum class <name> : int {k<Member> = <code>, ...}`, the codes
+    the members' positions; the launch table names the enumerators (`okc::<name>::k<Member>`)."""
+
+    def __init__(self, name: str, members: tuple, meaning: str):
+        self.name, self.members, self.meaning = name, tuple(members), meaning
+
+    @staticmethod
+    def enumerator(member: str) -> str:
+        return "k" + "".join(part[:1].upper() + part[1:] for part in member.split("_"))
+
+    def code(self, member: str) -> CudaCode:
+        return CudaCode(self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}")
+
+    def cpp(self) -> str:
+        codes = ", ".join(f"{self.enumerator(m)} = {i}" for i, m in enumerate(self.members))
+        return f"// {self.meaning}\nenum class {self.name} : int {{ {codes} }};"
+
+
+# The constants every CUDA engine shares (each engine adds its own: Engine.cuda_constants).
+SHARED_CUDA_CONSTANTS = (
+    CudaConstant(
+        "kSmemOptInLimit",
+        SMEM_LIMIT,
+        "engine.py SMEM_LIMIT: dynamic shared memory a block may take",
+        "size_t",
+    ),
+    CudaConstant(
+        "kTicketAt",
+        SEMAPHORE_GROUPS,
+        "engine.py SEMAPHORE_GROUPS: int offset of the tickets in the semaphore array",
+    ),
+    CudaConstant(
+        "kTicketGroups", TICKET_GROUPS, "engine.py TICKET_GROUPS: row groups an output-atomic launch may have"
+    ),
+    CudaConstant("kTicketSplits", TICKET_SPLITS, "engine.py TICKET_SPLITS: S = 2, 4, 8, 16, 32"),
+    CudaConstant(
+        "kSemaphoreInts", SEMAPHORES, "engine.py SEMAPHORES: the int32 counters runtime.py allocates"
+    ),
+    CudaConstant("kCallOperands", CALL_OPERANDS, "engine.py CALL_OPERANDS: operand pointers a call holds"),
+    CudaConstant("kCallScalars", CALL_SCALARS, "engine.py CALL_SCALARS: 64-bit scalars a call holds"),
+)
+
+
+REQUIRED = None  # a Field's default when a table entry must give it
+
+
+class Field(NamedTuple):
+    """One config field, declared once: the Config, `values` / `modes`, make_config, the table header and the
+    describe() lines all read it. `allowed` None: any integer (the engine's rule bounds it; `bounds` says how).
+    """
+
+    name: str
+    type: type  # int, or str for a mode
+    allowed: tuple | None
+    meaning: str  # one line: what the field is (the table header's line for it)
+    default: object = REQUIRED  # what a table entry that leaves the field out takes
+    bounds: str = ""  # for allowed None: the range the rule admits, in words
+
+    def values_text(self) -> str:
+        if self.allowed is None:
+            return self.bounds
+        return ", ".join(map(str, self.allowed))
+
+
+def config_type(name: str, fields: tuple) -> type:
+    """The NamedTuple of these fields, in order, with their defaults (fields with one must come last)."""
+    cls = NamedTuple(name, [(f.name, f.type) for f in fields])
+    defaults = [f.default for f in fields if f.default is not REQUIRED]
+    if defaults:
+        if any(f.default is REQUIRED for f in fields[len(fields) - len(defaults) :]):
+            raise TypeError(f"{name}: the fields with a default must come last")
+        cls.__new__.__defaults__ = tuple(defaults)
+        cls._field_defaults = {f.name: f.default for f in fields if f.default is not REQUIRED}
+    return cls
+
+
+def split_rule(cfg) -> str | None:
+    """The rule every split-K engine shares: reduce none exactly when splits = 1."""
+    if (cfg.splits == 1) != (cfg.reduce == "none"):
+        return f"reduce={cfg.reduce} with splits={cfg.splits}: none exactly when splits = 1"
+    return None
 
 
 def column_blocks(m: int) -> int:
@@ -79,14 +208,15 @@ class Engine:
     """
 
     name = ""
-    Config: type = tuple
-    values: dict = {}  # integer field -> its allowed values
-    modes: dict = {}  # mode field -> its allowed names
+    FIELDS: tuple = ()  # its config's Fields, in order
+    Config: type = tuple  # config_type(..., FIELDS)
     m_min, m_max = 1, None  # the m range the engine serves (None: no upper bound)
     has_defaults = False  # the table may name a config per weight kind (plain, dual) for m's it does not list
     sweep_m: tuple = ()  # the m's its table lists, which `sweep` tunes (others borrow their entries)
     launcher = ""  # C++ launcher template (CUDA engines)
     template_fields: tuple = ()  # what the launcher's template arguments are, for the launch table's comments
+    cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
+    jit_compiled = False  # its kernels compile at their first launch (Triton): `sweep` precompiles them in parallel
     summary = ""  # one paragraph for the submission's docstring
 
     @property
@@ -95,7 +225,35 @@ class Engine:
 
     @property
     def fields(self) -> tuple:
-        return self.Config._fields
+        return tuple(f.name for f in self.FIELDS)
+
+    @property
+    def values(self) -> dict:
+        """integer field -> its allowed values (fields the rule alone bounds are left out)"""
+        return {f.name: f.allowed for f in self.FIELDS if f.type is int and f.allowed is not None}
+
+    @property
+    def modes(self) -> dict:
+        """mode field -> its allowed names"""
+        return {f.name: f.allowed for f in self.FIELDS if f.type is str}
+
+    def header_lines(self, width: int = 118) -> list:
+        """The field lines of the engine's table header (tables/<engine>.yaml): one per field, from its Field."""
+        lines = [f"#   layer -> m -> {{{', '.join(self.fields)}}}"]
+        for f in self.FIELDS:
+            named = f.type is str and all(name in f.meaning for name in f.allowed)  # the meaning lists them
+            text = f"{f.meaning} ({f.values_text()})" if f.values_text() and not named else f.meaning
+            if f.default is not REQUIRED:
+                text += f"; default {f.default}"
+            lead = f"#     {f.name:<11} "
+            words, line = text.split(), lead
+            for word in words:
+                if len(line) + 1 + len(word) > width and line.strip() != lead.strip():
+                    lines.append(line.rstrip())
+                    line = "#" + " " * (len(lead) - 1)
+                line += word + " "
+            lines.append(line.rstrip())
+        return lines
 
     def serves(self, m: int) -> bool:
         return m >= self.m_min and (self.m_max is None or m <= self.m_max)
@@ -114,25 +272,25 @@ class Engine:
         return ()
 
     def make_config(self, fields: dict):
-        """A Config from a table entry's {field: value}; ValueError (one line naming the field) if a field is
-        missing, unknown or of the wrong type. Values are checked by config_error."""
+        """A Config from a table entry's {field: value}, a field left out taking its default; ValueError (one line
+        naming the field) if a field is missing, unknown or of the wrong type. Values are checked by config_error.
+        """
         unknown = [name for name in fields if name not in self.fields]
         if unknown:
             raise ValueError(
                 f"unknown field {unknown[0]!r} (the {self.name} fields: {', '.join(self.fields)})"
             )
-        missing = [name for name in self.fields if name not in fields]
+        missing = [f.name for f in self.FIELDS if f.name not in fields and f.default is REQUIRED]
         if missing:
             raise ValueError(
                 f"missing field {missing[0]!r} (the {self.name} fields: {', '.join(self.fields)})"
             )
-        for name in self.fields:
-            want = str if name in self.modes else int
-            value = fields[name]
-            if type(value) is not want:
-                kind = "one of " + ", ".join(self.modes[name]) if want is str else "an integer"
-                raise ValueError(f"{name} must be {kind}, got {value!r}")
-        return self.Config(**{name: fields[name] for name in self.fields})
+        for f in self.FIELDS:
+            value = fields.get(f.name, f.default)
+            if type(value) is not f.type:
+                kind = "one of " + ", ".join(f.allowed) if f.type is str else "an integer"
+                raise ValueError(f"{f.name} must be {kind}, got {value!r}")
+        return self.Config(**{f.name: fields.get(f.name, f.default) for f in self.FIELDS})
 
     def parse_values(self, texts) -> object:
         """A Config from command-line values: positional in field order, or name=value (ValueError if wrong)."""
@@ -146,20 +304,30 @@ class Engine:
             fields[name] = value if name in self.modes else _integer(name, value)
         return self.make_config(fields)
 
+    def named_values(self, values) -> list:
+        """[(field, value)] of a config (or its values in field order), a field left at its default left out: a
+        field added with a default changes no existing description, label or docstring line."""
+        return [
+            (f.name, value)
+            for f, value in zip(self.FIELDS, values)
+            if f.default is REQUIRED or value != f.default
+        ]
+
     def describe(self, cfg) -> str:
         """`warps=16 splits=1 ...`: a config as a reader wants it."""
-        return " ".join(f"{name}={value}" for name, value in zip(self.fields, cfg))
+        return " ".join(f"{name}={value}" for name, value in self.named_values(cfg))
 
     def config_error(self, cfg, layer: Layer, m: int) -> str | None:
         """Why cfg cannot serve m tokens of `layer` on this engine, or None if it can."""
         if not isinstance(cfg, self.Config):
-            return f"expected a {self.Config.__name__}, got {cfg!r}"
-        for name, allowed in self.values.items():
-            if getattr(cfg, name) not in allowed:
-                return f"{name}={getattr(cfg, name)} is not one of {allowed}"
-        for name, allowed in self.modes.items():
-            if getattr(cfg, name) not in allowed:
-                return f"{name}={getattr(cfg, name)} is not one of {', '.join(allowed)}"
+            return f"cfg: expected a {self.Config.__name__}, got {cfg!r}"
+        for f in self.FIELDS:
+            value = getattr(cfg, f.name)
+            if type(value) is not f.type:
+                return f"{f.name}={value!r} must be {'an int' if f.type is int else 'a str'}"
+            if f.allowed is not None and value not in f.allowed:
+                shown = f.allowed if f.type is int else ", ".join(f.allowed)
+                return f"{f.name}={value} is not one of {shown}"
         if not self.serves(m):
             top = "" if self.m_max is None else f" <= {self.m_max}"
             return f"the {self.name} engine serves {self.m_min} <= m{top}, not m={m}"
@@ -169,7 +337,7 @@ class Engine:
         return None
 
     def operands(self, cfg, layer: Layer) -> tuple:
-        """Names of what prepare() builds once per layer for cfg (shared by every m routed to it)."""
+        """The Operands prepare() builds once per layer for cfg (shared by every m routed to it)."""
         return ()
 
     def build_operand(self, operand: str, parts: tuple, layer: Layer):
@@ -188,17 +356,17 @@ class Engine:
         """Every config worth timing for this shape (sweep)."""
         return []
 
+    def precompile(self, cfg, layer: Layer) -> None:
+        """Compile what cfg launches ahead of the timing (the Triton engine; the CUDA ones are built by
+        prepare()'s extension, cuBLAS needs nothing)."""
+        return None
+
 
 def _integer(name: str, text: str) -> int:
     try:
         return int(text)
     except ValueError:
         raise ValueError(f"{name} must be an integer, got {text!r}") from None
-
-
-def mode_index(engine: Engine, cfg, name: str) -> int:
-    """A mode field's value as the CUDA side numbers it: its position among the allowed names."""
-    return engine.modes[name].index(getattr(cfg, name))
 
 
 class DecodeGemv(Engine):

@@ -17,7 +17,7 @@
 //    cluster    (Hopper) the S CTAs form one thread-block cluster; ranks 1..S-1 push their tiles into rank 0's
 //               shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
 //               writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
-//    atomic     (fp32 output, i.e. dual mode only) every CTA adds its tile into the output with red.global.add;
+//    atomic_out (fp32 output, i.e. dual mode only) every CTA adds its tile into the output with red.global.add;
 //               split 0 zeroed that part of the output at kernel start (common.cuh, take_ticket,
 //               zero_and_raise). S up to 32, no cluster to fit; the order of the adds varies from run to run.
 //  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
@@ -26,43 +26,44 @@
 
 #include <type_traits>
 
-
 namespace okc {
 
-// Software-pipelining styles (P; the table's pipeline, mma_gemv.py MMA_PIPELINES in this order). A "trip" is U
-// (unroll) consecutive 32-wide K blocks per warp.
-//   0  BATCH      issue the trip's loads (weights, x), then its mmas; warps hide each other's latency.
-//   1  DOUBLE     two register sets: the next trip's loads are issued before this trip's mmas, so each
+// Software-pipelining styles (P: the table's pipeline, MmaPipeline, generated from mma_gemv.py's MMA_PIPELINE).
+// A "trip" is U (unroll) consecutive 32-wide K blocks per warp.
+//   batch        issue the trip's loads (weights, x), then its mmas; warps hide each other's latency.
+//   double       two register sets: the next trip's loads are issued before this trip's mmas, so each
 //                 warp keeps up to 2U blocks in flight.
-//   2  BATCH_L2   as 0, with the L2::256B prefetch hint on weight loads.
-//   3  DOUBLE_L2  as 1, with the hint.
-//   4  DOUBLE_W   two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
-//                 this trip's mmas, its x (an L2 hit, short) only after them. Fewer registers (U = 2, NB = 2,
-//                 R = 2: 96 data registers, DOUBLE 112) and, measured, faster at equal U: qkv_gate m = 16 ran
-//                 15.0 us against DOUBLE's 16.1 us in one sweep (docs/mma-gemv.md); a likely reason, not
-//                 measured: the weight requests no longer queue behind x's.
-//   5  DOUBLE_W_L2 as 4, with the hint.
-__host__ __device__ constexpr bool pipe_double(int p) { return p == 1 || p == 3; }
-__host__ __device__ constexpr bool pipe_double_w(int p) { return p == 4 || p == 5; }
-__host__ __device__ constexpr bool pipe_l2_hint(int p) { return p == 2 || p == 3 || p == 5; }
+//   batch_l2     as batch, with the L2::256B prefetch hint on weight loads.
+//   double_l2    as double, with the hint.
+//   double_w     two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
+//                 this trip's mmas, its x (an L2 hit, short) only after them. Fewer registers and, measured,
+//                 faster at equal U (the figures: docs/mma-gemv.md); a likely reason, not measured: the weight
+//                 requests no longer queue behind x's.
+//   double_w_l2  as double_w, with the hint.
+__host__ __device__ constexpr bool pipe_double(MmaPipeline p) {
+    return p == MmaPipeline::kDouble || p == MmaPipeline::kDoubleL2;
+}
+__host__ __device__ constexpr bool pipe_double_w(MmaPipeline p) {
+    return p == MmaPipeline::kDoubleW || p == MmaPipeline::kDoubleWL2;
+}
+__host__ __device__ constexpr bool pipe_l2_hint(MmaPipeline p) {
+    return p == MmaPipeline::kBatchL2 || p == MmaPipeline::kDoubleL2 || p == MmaPipeline::kDoubleWL2;
+}
 
 // Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
 // times the live sets of each (2 and 2 double buffered, 2 and 1 for DOUBLE_W); plus the 4*R*NB accumulators.
 // Budgets keep the kernel under 128 registers (512-thread CTAs) without spilling, as ptxas reports them: a
-// single set may take 112 (U=2, NB=4, R=4 at 160 spilled); two live weight sets leave less room for addresses,
-// so 100 (U=2, NB=4 double-buffered at 112 spilled).
-// kernels_src/mma_gemv.py (register_error) applies the same rule to the tables.
-constexpr int kBatchDataRegs = 112;
-constexpr int kDoubleDataRegs = 100;
-__host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, int p, bool dual) {
+// single set (kBatchDataRegs), or less (kDoubleDataRegs) for two live weight sets, which leave less room for
+// addresses. Both are mma_gemv.py's, rendered ahead of this file (its register_error applies the same rule to the
+// tables); the spills that set them: docs/mma-gemv.md.
+__host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, MmaPipeline p, bool dual) {
     const int weight_sets = (pipe_double(p) || pipe_double_w(p)) ? 2 : 1, x_sets = pipe_double(p) ? 2 : 1;
     return u * (weight_sets * 8 * r * (dual ? 2 : 1) + x_sets * 4 * nb) + 4 * r * nb;
 }
-// Exceptions, both as ptxas measured them: DOUBLE_W at NB = 4 takes U = 1 only (U = 2, 80 data registers by
-// the count above, spilled: ptxas kept more x fragments live than the loop order needs); DOUBLE at NB <= 2
-// without the dual weights may take the single-set budget (U = 2, NB = 2, R = 2 at 112 compiled to 128
-// registers without spilling, where U = 2, NB = 4, R = 1 at 112 spilled).
-__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, int p, bool dual) {
+// Exceptions, both as ptxas measured them (docs/mma-gemv.md): DOUBLE_W at NB = 4 takes U = 1 only (at U = 2
+// ptxas kept more x fragments live than the loop order needs, and spilled); DOUBLE at NB <= 2 without the dual
+// weights may take the single-set budget.
+__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, MmaPipeline p, bool dual) {
     if (pipe_double_w(p) && nb == 4 && u > 1) return false;
     const int budget = pipe_double_w(p) || (pipe_double(p) && (nb == 4 || dual)) ? kDoubleDataRegs : kBatchDataRegs;
     return gemv_data_regs(u, nb, r, p, dual) <= budget;
@@ -76,7 +77,7 @@ struct GemvArgs {
     float* ws;       // split-K partials: [N/(16R)][S][R*NB*128]
     int* sem;        // arrival counter per CTA row group; 0 between launches
     int M, N, K, S;
-    int cluster;     // 1: the S split CTAs are one cluster and reduce through distributed shared memory
+    int cluster;  // 1: the S split CTAs are one cluster and reduce through distributed shared memory
 };  // the atomic reduction is not a field: it is the kernel's ATOMIC template argument
 
 // Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for a cluster, rank
@@ -89,22 +90,21 @@ constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lan
 
 template <int U, int NB, int R, bool DUAL>
 struct Trip {
-    Frag w[R][U][2];                          // row block r, K block u, steps y = 0, 1
-    Frag w2[DUAL ? R : 1][DUAL ? U : 1][2];   // lo weights (unused unless DUAL)
-    Frag x[U][NB];                            // shared by all R row blocks
+    Frag w[R][U][2];                         // row block r, K block u, steps y = 0, 1
+    Frag w2[DUAL ? R : 1][DUAL ? U : 1][2];  // lo weights (unused unless DUAL)
+    Frag x[U][NB];                           // shared by all R row blocks
 };
 
-template <int P>
+template <MmaPipeline P>
 __device__ __forceinline__ Frag ld_weights_pipe(const Frag* p, bool ok) {
     return ok ? (pipe_l2_hint(P) ? ld_weights_l2_256(p) : ld_weights(p)) : zero_frag();
 }
 
 // wp / w2p: this lane's first fragment of the CTA's first row block; row_frags: fragments per row block.
 // WEIGHTS / X: which of the trip's loads to issue (DOUBLE_W issues them at different points of the loop).
-template <int U, int NB, int R, int P, bool DUAL, bool WEIGHTS = true, bool X = true>
-__device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* wp, const Frag* w2p,
-                                          size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
-                                          int kb0, int kb_end) {
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool WEIGHTS = true, bool X = true>
+__device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* wp, const Frag* w2p, size_t row_frags,
+                                          const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int kb0, int kb_end) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int kb = kb0 + u;
@@ -121,8 +121,7 @@ __device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* 
         }
         if constexpr (X) {
 #pragma unroll
-            for (int nb = 0; nb < NB; ++nb)
-                tr.x[u][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + kb * 4) : zero_frag();
+            for (int nb = 0; nb < NB; ++nb) tr.x[u][nb] = (ok && xvalid[nb]) ? ld_x(xp[nb] + kb * 4) : zero_frag();
         }
     }
 }
@@ -154,10 +153,10 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// reduce = atomic: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums its elements
-// over the warps, conflict-free as finish_tile does, in place of warp 0's slice; then each quad of four rows of
-// one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted, 4x the
-// wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
+// reduce = atomic_out: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums
+// its elements over the warps, conflict-free as finish_tile does, in place of warp 0's slice; then each quad of
+// four rows of one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted,
+// 4x the wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
 // row lr, token t sit at lane 4 (lr & 7) + t / 2, register j = 2 (lr >> 3) + (t & 1).
 template <int R, int NB>
 __device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0) {
@@ -180,8 +179,78 @@ __device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0)
     }
 }
 
-// ATOMIC: reduce = atomic (a separate instantiation, so that the other kernels carry none of its registers).
-template <int U, int NB, int R, int P, bool DUAL, bool ATOMIC, typename OutT>
+// The end of a gemv CTA: the warps' partial tiles reduced through shared memory, then across the S split CTAs
+// (the output-atomic reduction once split 0's zeroes are visible: the flag the ticket waits for).
+template <int NB, int R, bool ATOMIC, typename OutT>
+__device__ __forceinline__ void finish_gemv(const GemvArgs& a, float* red, const float (&acc)[R][NB][4],
+                                            uint64_t* inbox_full, int warp, int lane, uint32_t ticket, uint32_t seen) {
+    constexpr int kTile = R * NB * 4 * 32;
+    const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
+    park_accumulators<R, NB>(red, acc, warp, lane);
+    if constexpr (ATOMIC) {
+        if (threadIdx.x == 0) await_zeroed(a.sem, group, a.S, seen, flag_wanted(ticket, a.S));
+        __syncthreads();
+        add_tile<R, NB>(a, red, rb0);
+    } else {
+        __syncthreads();
+        finish_tile(a, red, red + (blockDim.x >> 5) * kTile, inbox_full, kTile, group, split,
+                    [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
+    }
+}
+
+// The K loop in each software-pipelining style (MmaPipeline): acc += every trip of this warp's K blocks, from
+// `first` to kb_end, `stride` apart a trip (wp, w2p, row_frags, xp, xvalid as load_trip takes them). peek() runs
+// once a trip: the output-atomic reduction's look at its flag, nothing otherwise.
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
+__device__ __forceinline__ void k_loop_double(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
+                                              const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
+                                              int stride, int kb_end, const Peek& peek) {
+    Trip<U, NB, R, DUAL> t0, t1;
+    load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+    for (int kb = first; kb < kb_end; kb += 2 * stride) {
+        peek();
+        load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+        mma_trip<U, NB, R, DUAL>(acc, t0);
+        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+        mma_trip<U, NB, R, DUAL>(acc, t1);
+    }
+}
+
+// t0.x and t1.x are never live at once (each is loaded after the other's mmas), so ptxas gives them the same
+// registers: two weight sets, one x set.
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
+__device__ __forceinline__ void k_loop_double_w(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p,
+                                                size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
+                                                int first, int stride, int kb_end, const Peek& peek) {
+    Trip<U, NB, R, DUAL> t0, t1;
+    load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+    for (int kb = first; kb < kb_end; kb += 2 * stride) {
+        peek();
+        load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+        mma_trip<U, NB, R, DUAL>(acc, t0);
+        load_trip<U, NB, R, P, DUAL, false, true>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+        load_trip<U, NB, R, P, DUAL, true, false>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+        mma_trip<U, NB, R, DUAL>(acc, t1);
+        load_trip<U, NB, R, P, DUAL, false, true>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+    }
+}
+
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
+__device__ __forceinline__ void k_loop_batch(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
+                                             const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
+                                             int stride, int kb_end, const Peek& peek) {
+    for (int kb = first; kb < kb_end; kb += stride) {
+        Trip<U, NB, R, DUAL> tr;
+        load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
+        peek();
+        mma_trip<U, NB, R, DUAL>(acc, tr);
+    }
+}
+
+// ATOMIC: reduce = atomic_out (a separate instantiation, so that the other kernels carry none of its registers).
+// Phases: the output-atomic reduction's start, the K loop of the pipelining style, then the warps' partial tiles
+// reduced through shared memory and across the S split CTAs.
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool ATOMIC, typename OutT>
 __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     static_assert(!ATOMIC || DUAL, "the atomic reduction adds into an fp32 output: dual mode only");
     extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
@@ -226,63 +295,37 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
     const int stride = nw * U;
     const int first = kb_begin + warp * U;
-    if constexpr (pipe_double(P)) {
-        Trip<U, NB, R, DUAL> t0, t1;
-        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
-        for (int kb = first; kb < kb_end; kb += 2 * stride) {
-            peek();
-            load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, t0);
-            load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, t1);
-        }
-    } else if constexpr (pipe_double_w(P)) {
-        // t0.x and t1.x are never live at once (each is loaded after the other's mmas), so ptxas gives them
-        // the same registers: two weight sets, one x set.
-        Trip<U, NB, R, DUAL> t0, t1;
-        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
-        for (int kb = first; kb < kb_end; kb += 2 * stride) {
-            peek();
-            load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, t0);
-            load_trip<U, NB, R, P, DUAL, false, true>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-            load_trip<U, NB, R, P, DUAL, true, false>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
-            mma_trip<U, NB, R, DUAL>(acc, t1);
-            load_trip<U, NB, R, P, DUAL, false, true>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
-        }
-    } else {
-        for (int kb = first; kb < kb_end; kb += stride) {
-            Trip<U, NB, R, DUAL> tr;
-            load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
-            peek();
-            mma_trip<U, NB, R, DUAL>(acc, tr);
-        }
-    }
+    if constexpr (pipe_double(P))
+        k_loop_double<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
+    else if constexpr (pipe_double_w(P))
+        k_loop_double_w<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
+    else
+        k_loop_batch<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
 
-    // Reduce the warps' partial tiles through shared memory, then across the S split CTAs.
-    park_accumulators<R, NB>(red, acc, warp, lane);
-    if constexpr (ATOMIC) {
-        if (threadIdx.x == 0) await_zeroed(a.sem, group, a.S, seen, flag_wanted(ticket, a.S));
-        __syncthreads();
-        add_tile<R, NB>(a, red, rb0);
-    } else {
-        __syncthreads();
-        finish_tile(a, red, red + nw * kTile, &inbox_full, kTile, group, split,
-                    [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
-    }
+    finish_gemv<NB, R, ATOMIC, OutT>(a, red, acc, &inbox_full, warp, lane, ticket, seen);
 }
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
 // call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
-template <int U, int NB, int R, int P, bool DUAL, bool ATOMIC>
+template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool ATOMIC>
 const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
     static_assert(gemv_fits(U, NB, R, P, DUAL), "mma_gemv.py's register_error admits only configs that fit");
     if (c.M < 1 || c.M > 8 * NB) return "mma_gemv: M does not fit this kernel's column blocks";
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    const GemvArgs a{static_cast<const Frag*>(c.x), static_cast<const Frag*>(c.operand[0]),
-                     static_cast<const Frag*>(c.operand[1]), c.out, c.ws, c.sem, c.M, c.N, c.K, splits, cluster};
+    const GemvArgs a{static_cast<const Frag*>(c.x),
+                     static_cast<const Frag*>(c.operand[0]),
+                     static_cast<const Frag*>(c.operand[1]),
+                     c.out,
+                     c.ws,
+                     c.sem,
+                     c.M,
+                     c.N,
+                     c.K,
+                     splits,
+                     cluster};
     const size_t smem = gemv_smem_bytes(warps, R, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
-    if (smem > kSmemOptInLimit) return "mma_gemv: the warps' tiles and the cluster inbox exceed 226 KB";
+    if (smem > kSmemOptInLimit)
+        return "mma_gemv: the warps' tiles and the cluster inbox exceed the shared memory limit";
     auto kernel = gemv_kernel<U, NB, R, P, DUAL, ATOMIC, OutT>;
     return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);

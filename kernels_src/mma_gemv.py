@@ -2,37 +2,70 @@
 
 Design and the measurements behind each field: docs/mma-gemv.md."""
 
-from typing import NamedTuple
 
 from kernels_src.engine import (
     CLUSTER_MAX,
-    SEMAPHORES,
+    SEMAPHORE_GROUPS,
     SMEM_LIMIT,
+    TICKET_GROUPS,
+    TICKET_SPLITS,
     WORKSPACE_FLOATS,
+    CudaConstant,
+    CudaEnum,
     DecodeGemv,
+    Field,
+    Operand,
     Variant,
     column_blocks,
-    mode_index,
+    config_type,
+    split_rule,
 )
 from kernels_src.packing import pack_mma_a
 
-# The software-pipelining styles, in mma_gemv.cuh's numbering (its pipe_* functions say what each does).
-MMA_PIPELINES = ("batch", "double", "batch_l2", "double_l2", "double_w", "double_w_l2")
-MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic")
-TICKET_GROUPS = 256  # row groups an atomic launch may have (common.cuh, kTicketGroups)
-# Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments (112), or two
-# live sets (100), under the 128 registers of a 512-thread CTA without spilling.
+# The software-pipelining styles: mma_gemv.cuh's MmaPipeline (its pipe_* functions say what each does).
+MMA_PIPELINE = CudaEnum(
+    "MmaPipeline",
+    ("batch", "double", "batch_l2", "double_l2", "double_w", "double_w_l2"),
+    "mma_gemv.py MMA_PIPELINE: the software-pipelining styles (compressed_gemv: the first two)",
+)
+MMA_PIPELINES = MMA_PIPELINE.members
+FRAGMENTS = Operand("fragments")  # the weights repacked in mma fragment order (packing.pack_mma_a)
+MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic_out")
+# Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments, or two live
+# sets, under the 128 registers of a 512-thread CTA without spilling (the spills that set them: docs/mma-gemv.md).
 MMA_BATCH_DATA_REGS = 112
 MMA_DOUBLE_DATA_REGS = 100
 
-
-class MmaGemvConfig(NamedTuple):
-    warps: int  # warps per CTA; they split the CTA's K range and reduce through shared memory
-    splits: int  # CTAs that split K
-    unroll: int  # 32-wide K blocks each warp has in flight per loop trip
-    pipeline: str  # software-pipelining style, one of MMA_PIPELINES
-    row_blocks: int  # 16-row blocks per CTA: each x fragment serves all of them
-    reduce: str  # how splits > 1 meet: none (splits = 1), semaphore, cluster, atomic (fp32 output only)
+MMA_GEMV_FIELDS = (
+    Field(
+        "warps",
+        int,
+        (1, 2, 4, 8, 16),
+        "warps per CTA; they split the CTA's K range and reduce through shared memory",
+    ),
+    Field("splits", int, (1, 2, 4, 8, 16, 32), "CTAs that split K"),
+    Field("unroll", int, (1, 2, 4, 8), "32-wide K blocks each warp has in flight per loop trip"),
+    Field(
+        "pipeline",
+        str,
+        MMA_PIPELINES,
+        "software-pipelining style (kernels_src/mma_gemv.cuh, MmaPipeline, says what each does)",
+    ),
+    Field(
+        "row_blocks",
+        int,
+        (1, 2, 4),
+        "16-row blocks per CTA: each x fragment serves all of them, cutting x's L2 re-reads",
+    ),
+    Field(
+        "reduce",
+        str,
+        MMA_REDUCTIONS,
+        "how splits > 1 meet: none (splits = 1), semaphore (workspace, the last CTA sums), cluster (thread-block"
+        " cluster, splits <= 16), atomic_out (red.add into the fp32 output, ordered by a ticket: the router only)",
+    ),
+)
+MmaGemvConfig = config_type("MmaGemvConfig", MMA_GEMV_FIELDS)
 
 
 def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
@@ -78,7 +111,7 @@ def tiles_smem_error(
 
 
 def split_k_candidates(
-    engine, layer, m: int, k_unit: int, per_trip: tuple, pipelines: tuple, reductions: tuple
+    engine, layer, m: int, k_unit: int, trip_field: str, pipelines: tuple, reductions: tuple
 ):
     """The sweep's candidates of the two mma.sync GEMVs, whose configs both read (warps, splits, per trip,
     pipeline, row_blocks, reduce): 4-16 warps (1 and 2 never won a sweep), at most 2048 CTAs once K is split (past
@@ -87,7 +120,7 @@ def split_k_candidates(
     out = []
     for warps in (4, 8, 16):
         for splits in engine.values["splits"]:
-            for trip in per_trip:
+            for trip in engine.values[trip_field]:
                 for pipeline in pipelines:
                     for row_blocks in engine.values["row_blocks"]:
                         if splits > 1 and layer.n_for(m) // 16 // row_blocks * splits > 2048:
@@ -95,44 +128,53 @@ def split_k_candidates(
                         if (layer.k // k_unit) // splits < warps * trip:
                             continue
                         for reduce in ("none",) if splits == 1 else reductions[1:]:
-                            cfg = engine.Config(warps, splits, trip, pipeline, row_blocks, reduce)
+                            cfg = engine.Config(
+                                **{trip_field: trip},
+                                warps=warps,
+                                splits=splits,
+                                pipeline=pipeline,
+                                row_blocks=row_blocks,
+                                reduce=reduce,
+                            )
                             if engine.config_error(cfg, layer, m) is None:
                                 out.append(cfg)
     return out
 
 
 def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
-    """What the two mma.sync GEMVs share about K splits: splits divide the K units; reduce none exactly when
-    splits = 1; a cluster fits Hopper; the workspace and the counters hold what a semaphore reduction needs.
-    """
+    """What the two mma.sync GEMVs share about K splits: splits divide the K units; a cluster fits Hopper; the
+    workspace and the counters hold what a semaphore reduction needs (engine.split_rule: reduce none exactly when
+    splits = 1)."""
     if units % splits:
         return f"splits={splits} does not divide the {units} {unit_name}"
-    if (splits == 1) != (reduce == "none"):
-        return f"reduce={reduce} with splits={splits}: none exactly when splits = 1"
     if reduce == "cluster" and not 2 <= splits <= CLUSTER_MAX:
         return f"reduce=cluster needs 2 <= splits <= {CLUSTER_MAX}, got splits={splits}"
     if (n // 16) % row_blocks:
         return f"row_blocks={row_blocks} does not divide the {n // 16} row blocks of N={n}"
     if reduce == "semaphore" and (n // 16) * splits * column_blocks(m) * 128 > WORKSPACE_FLOATS:
         return f"splits={splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
-    if reduce == "semaphore" and n // (16 * row_blocks) > 4096:
-        return f"reduce=semaphore takes at most 4096 row groups, N={n} at row_blocks={row_blocks} has more"
+    if reduce == "semaphore" and n // (16 * row_blocks) > SEMAPHORE_GROUPS:
+        return (
+            f"reduce=semaphore takes at most {SEMAPHORE_GROUPS} row groups, N={n} at row_blocks={row_blocks}"
+            " has more"
+        )
     return None
 
 
 class MmaGemv(DecodeGemv):
     name = "mma_gemv"
+    FIELDS = MMA_GEMV_FIELDS
     Config = MmaGemvConfig
-    values = {
-        "warps": (1, 2, 4, 8, 16),
-        "splits": (1, 2, 4, 8, 16, 32),
-        "unroll": (1, 2, 4, 8),
-        "row_blocks": (1, 2, 4),
-    }
-    modes = {"pipeline": MMA_PIPELINES, "reduce": MMA_REDUCTIONS}
     has_defaults = True
     launcher = "okc::launch_mma_gemv"
-    template_fields = ("unroll", "NB", "row_blocks", "pipeline", "dual", "atomic")
+    template_fields = ("unroll", "NB", "row_blocks", "pipeline", "dual", "atomic_out")
+    cuda_constants = (
+        MMA_PIPELINE,
+        CudaConstant("kBatchDataRegs", MMA_BATCH_DATA_REGS, "mma_gemv.py MMA_BATCH_DATA_REGS: one live set"),
+        CudaConstant(
+            "kDoubleDataRegs", MMA_DOUBLE_DATA_REGS, "mma_gemv.py MMA_DOUBLE_DATA_REGS: two live sets"
+        ),
+    )
     summary = (
         "mma_gemv (m <= 32): mma.sync m16n8k16, bf16 x bf16 -> fp32, weights as the A operand repacked once into"
         " fragment order (each lane streams one 16-byte load per fragment), x as B (8 tokens per column block,"
@@ -146,22 +188,25 @@ class MmaGemv(DecodeGemv):
         n, k = layer.n_for(m), layer.k
         if n % 16 or k % 32:
             return f"the mma_gemv engine needs N % 16 == 0 and K % 32 == 0, got N={n} K={k}"
-        error = split_error(
+        error = split_rule(cfg) or split_error(
             cfg.splits, cfg.reduce, k // 32, f"32-wide K blocks of K={k}", n, cfg.row_blocks, m
         )
         if error:
             return error
-        if cfg.reduce == "atomic":
+        if cfg.reduce == "atomic_out":
             if not layer.dual:
-                return "reduce=atomic adds into an fp32 output: the router (dual) only"
+                return "reduce=atomic_out adds into an fp32 output: the router (dual) only"
             if n // (16 * cfg.row_blocks) > TICKET_GROUPS:
-                return f"reduce=atomic takes at most {TICKET_GROUPS} row groups, N={n} at row_blocks={cfg.row_blocks}"
+                return (
+                    f"reduce=atomic_out takes at most {TICKET_GROUPS} row groups, N={n} at"
+                    f" row_blocks={cfg.row_blocks}"
+                )
         return register_error(cfg, column_blocks(m), layer.dual) or tiles_smem_error(
             cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m
         )
 
     def operands(self, cfg, layer):
-        return ("fragments",)
+        return (FRAGMENTS,)
 
     def build_operand(self, operand, parts, layer):
         return tuple(pack_mma_a(part) for part in parts)
@@ -171,20 +216,20 @@ class MmaGemv(DecodeGemv):
             cfg.unroll,
             column_blocks(m),
             cfg.row_blocks,
-            mode_index(self, cfg, "pipeline"),
+            MMA_PIPELINE.code(cfg.pipeline),
             layer.dual,
-            cfg.reduce == "atomic",
+            cfg.reduce == "atomic_out",
         )
         return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
 
     def plan(self, cfg, layer, m, ctx):
-        packed = ctx.operands["fragments"]  # dual: hi, lo; plain: the one matrix
+        packed = ctx.operands[FRAGMENTS]  # dual: hi, lo; plain: the one matrix
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (packed[0], packed[-1]))
 
     def candidates(self, layer, m):
-        return split_k_candidates(self, layer, m, 32, self.values["unroll"], MMA_PIPELINES, MMA_REDUCTIONS)
+        return split_k_candidates(self, layer, m, 32, "unroll", MMA_PIPELINES, MMA_REDUCTIONS)
 
 
 MMA_GEMV = MmaGemv()
-# (The semaphore array runtime allocates holds the atomic reduction's tickets past the 4096 row-group counters.)
-assert SEMAPHORES >= 4096 + 2 * 5 * TICKET_GROUPS
+# (The output-atomic reduction keeps a ticket and a flag per row group for each split count S >= 2.)
+assert TICKET_SPLITS == len([s for s in MMA_GEMV.values["splits"] if s >= 2])

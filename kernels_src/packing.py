@@ -42,8 +42,8 @@ def pack_tma_tiles(w):
 def swizzle_128b(tiles):
     """[..., 64, 64] bf16 tiles -> each tile laid out as the 128-byte swizzle that wgmma's shared-memory
     descriptors read (tma_gemv.cuh, sw128_desc), so that one plain 8 KB bulk copy per tile lands a ready operand:
-    no tensor map, no descriptor fetch on the kernel's critical path (docs/tma-gemv.md: 0.6-0.75 us faster than
-    tensor-map copies on qkv_gate and pooler). A row of 64 bf16 is 128 bytes = eight 16-byte chunks; chunk c of
+    no tensor map, no descriptor fetch on the kernel's critical path (faster than tensor-map copies: the figures
+    are in docs/tma-gemv.md). A row of 64 bf16 is 128 bytes = eight 16-byte chunks; chunk c of
     row r is stored at chunk c XOR (r mod 8), the address bits 4-6 XOR bits 7-9 rule of a 1024-byte-aligned slot.
     An involution: applying it twice restores the tiles."""
     if tiles.dim() < 2 or tuple(tiles.shape[-2:]) != (64, 64):

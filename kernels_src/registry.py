@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from kernels_src.compressed_gemv import COMPRESSED_GEMV
 from kernels_src.cublas import CUBLAS
-from kernels_src.engine import PLAN_MAX_M
+from kernels_src.engine import PLAN_MAX_M, SHARED_CUDA_CONSTANTS
 from kernels_src.mma_gemv import MMA_GEMV
 from kernels_src.splitk_gemm import SPLITK_GEMM
 from kernels_src.tma_gemm import TMA_GEMM
@@ -22,6 +22,24 @@ from kernels_src.tma_gemv import TMA_GEMV
 ENGINES = (COMPRESSED_GEMV, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
 SKIPPABLE = (COMPRESSED_GEMV.name,)  # engines prepare() may find a layer's weights unfit for
+
+
+def cuda_prelude() -> str:
+    """The C++ ahead of the kernels in every build: each constant and mode code the CUDA side shares with
+    Python, rendered from the engines' declarations (engine.SHARED_CUDA_CONSTANTS, Engine.cuda_constants), so
+    that the CUDA sources never type one of their own."""
+    declared = dict.fromkeys(SHARED_CUDA_CONSTANTS)
+    for engine in ENGINES:
+        declared.update(dict.fromkeys(engine.cuda_constants))
+    lines = [
+        "// Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the",
+        "// CUDA side shares with Python, each written once, in Python.",
+        "#include <cstddef>",
+        "namespace okc {",
+    ]
+    lines += [item.cpp() for item in declared]
+    lines += ["}  // namespace okc", ""]
+    return "\n".join(lines)
 
 
 class Table(NamedTuple):

@@ -10,10 +10,17 @@ import torch
 from torch.utils.cpp_extension import load_inline
 
 from kernels_src.compress import CompressionError
-from kernels_src.cublas import fallback_plan
-from kernels_src.engine import ACCUMULATOR_FLOATS, SEMAPHORES, WORKSPACE_FLOATS, Layer
+from kernels_src.cublas import HI_LO, fallback_plan
+from kernels_src.engine import (
+    ACCUMULATOR_FLOATS,
+    CALL_OPERANDS,
+    CALL_SCALARS,
+    SEMAPHORES,
+    WORKSPACE_FLOATS,
+    Layer,
+)
 from kernels_src.packing import split_hi_lo
-from kernels_src.registry import BY_NAME, make_tables, plan_max_m, route, variants
+from kernels_src.registry import BY_NAME, SKIPPABLE, make_tables, plan_max_m, route, variants
 from kernels_src.splitk_gemm import COUNTERS
 
 # Defined ahead of this code in dist/submission.py (templates/submission.py.j2): LAYERS and TABLES (tables/),
@@ -26,26 +33,40 @@ def problem():
     return layers, make_tables(TABLES)
 
 
+class Prepared:
+    """What prepare() leaves for kernel_fn() and the harnesses, per layer name where it is per layer."""
+
+    def __init__(self, top_m: int):
+        self.top_m = top_m  # the largest m with a plan of its own
+        self.parts = {}  # layer -> its weight parts: (w,) bf16, or (hi, lo) for fp32 weights
+        self.operands = {}  # layer -> {Operand: what an engine's build_operand made}
+        self.refused = {}  # layer -> why compress() refused its weights (the layer keeps its bf16 engines)
+        self.routes = {}  # layer -> [(engine, cfg) for m = 0 .. top_m]
+        self.buffers = {}  # the shared buffers by name: workspace, semaphores, counters, accumulator
+        self.kernels = []  # the extension's Variants, in launch-table order
+        self.extension = None  # the compiled extension (plan, run), or None without CUDA kernels
+        self.plans = {}  # layer -> [(n, call) for m = 0 .. top_m]
+
+
 def prepare(weights):
     """Everything slow, once, untimed: weight layouts, compilation, one launch per (layer, m), warm-up."""
     layers, tables = problem()
     device = next(iter(weights.values())).device
-    state = {"parts": {}, "operands": {}, "refused": {}, "plans": {}, "top_m": plan_max_m(tables)}
+    state = Prepared(plan_max_m(tables))
     for layer in layers:
         w = weights[layer.name].contiguous()
         if tuple(w.shape) != (layer.n, layer.k):
             raise ValueError(
                 f"prepare: {layer.name} is {list(w.shape)}, this file was built for [{layer.n}, {layer.k}]"
             )
-        state["parts"][layer.name] = split_hi_lo(w) if layer.dual else (w,)
-        state["operands"][layer.name] = {}
+        state.parts[layer.name] = split_hi_lo(w) if layer.dual else (w,)
+        state.operands[layer.name] = {}
     cuda = device.type == "cuda"
     if not cuda:  # no kernels off the GPU: every shape on the fallback (the harness's CPU checks)
         tables = make_tables({})
-    routed = state["routes"] = {}  # layer -> [(engine, cfg) for m = 0 .. top_m]
     for layer in layers:
-        routed[layer.name] = layer_routes(state, layer, tables)
-    state["buffers"] = {
+        state.routes[layer.name] = layer_routes(state, layer, tables)
+    state.buffers = {
         "workspace": torch.empty(WORKSPACE_FLOATS, dtype=torch.float32, device=device),
         "semaphores": torch.zeros(SEMAPHORES, dtype=torch.int32, device=device),
         "counters": torch.zeros(COUNTERS, dtype=torch.int32, device=device),
@@ -53,20 +74,32 @@ def prepare(weights):
     }
     # One extension for every kernel the tables can reach, including the routes of a layer compress() refuses:
     # the same build serves any weights, and is cached across processes (torch's extension cache).
-    state["kernels"] = variants(layers, tables) if cuda else []
-    state["extension"] = build_extension(state["kernels"]) if state["kernels"] else None
-    made = {}  # one plan per (engine, config, n, kernel): m's that share a kernel share the plan
+    state.kernels = variants(layers, tables) if cuda else []
+    state.extension = build_extension(state.kernels) if state.kernels else None
+    made = make_plans(state, layers)
+    warm_up(state, layers, weights, made, device)
+    return state
+
+
+def make_plans(state, layers) -> dict:
+    """One launch per (layer, m) into state.plans; m's that share an (engine, config, n, kernel) share it.
+    Returns {key: (n, call, the first m it serves)}."""
+    made = {}
     for layer in layers:
         plans = [(-1, None)]  # m = 0: no plan (kernel_fn falls back)
-        for m in range(1, state["top_m"] + 1):
-            engine, cfg = routed[layer.name][m]
+        for m in range(1, state.top_m + 1):
+            engine, cfg = state.routes[layer.name][m]
             key = (layer.name, engine.name, cfg, layer.n_for(m), engine.variant(cfg, layer, m))
             if key not in made:
                 made[key] = (layer.n_for(m), engine.plan(cfg, layer, m, PlanContext(state, layer)), m)
             n, call, _ = made[key]
             plans.append((n, call))
-        state["plans"][layer.name] = plans
-    # Warm-up: every launch once (Triton compiles here, cuBLAS picks its kernels), then every m the judge sends.
+        state.plans[layer.name] = plans
+    return made
+
+
+def warm_up(state, layers, weights, made, device) -> None:
+    """Every launch once (Triton compiles here, cuBLAS picks its kernels), then every m the judge sends."""
     for (name, *_), (n, call, m) in made.items():
         call(torch.randn(m, weights[name].shape[1], device=device).to(torch.bfloat16))
     for layer in layers:
@@ -75,9 +108,8 @@ def prepare(weights):
             kernel_fn(
                 {"x": x, "config": {"m": m, "n": layer.n_for(m), "k": layer.k, "layer": layer.name}}, state
             )
-    if cuda:
+    if device.type == "cuda":
         torch.cuda.synchronize()
-    return state
 
 
 def layer_routes(state, layer, tables) -> list:
@@ -85,45 +117,45 @@ def layer_routes(state, layer, tables) -> list:
     weights compress() refuses is routed again without the compressed engine, with one line saying why."""
     skip = ()
     while True:
-        out = [(None, None)] + [route(layer, m, tables, skip) for m in range(1, state["top_m"] + 1)]
+        out = [(None, None)] + [route(layer, m, tables, skip) for m in range(1, state.top_m + 1)]
         try:
             for engine, cfg in out[1:]:
                 add_operands(state, engine, cfg, layer)
             return out
         except CompressionError as refused:  # the layer keeps its bf16 engines; the run goes on
             print(f"prepare: {refused}", flush=True)  # the submission may import only torch, triton, typing
-            state["refused"][layer.name] = str(refused)
-            skip = ("compressed_gemv",)
+            state.refused[layer.name] = str(refused)
+            skip = SKIPPABLE
 
 
 def add_operands(state, engine, cfg, layer) -> None:
     """What `engine` reads for cfg on `layer`, built once (CompressionError if the weights cannot be compressed)."""
-    have = state["operands"][layer.name]
+    have = state.operands[layer.name]
     for operand in engine.operands(cfg, layer):
         if operand not in have:
-            have[operand] = engine.build_operand(operand, state["parts"][layer.name], layer)
+            have[operand] = engine.build_operand(operand, state.parts[layer.name], layer)
 
 
 def served_by(state, layer: str, m: int):
     """(engine, config) that serve m tokens of `layer` in this prepared state (cuBLAS past the plans)."""
-    routes = state["routes"][layer]
+    routes = state.routes[layer]
     return routes[m] if 0 < m < len(routes) else (BY_NAME["cublas"], BY_NAME["cublas"].Config())
 
 
 def use_kernels(state, extra) -> None:
     """Make `extra` kernels launchable on a prepared state too (sweep, ab, profile time configs no table names):
     one extension with the state's kernels and these. Launches made before keep theirs."""
-    missing = [variant for variant in dict.fromkeys(extra) if variant not in state["kernels"]]
+    missing = [variant for variant in dict.fromkeys(extra) if variant not in state.kernels]
     if missing:
-        state["kernels"] = state["kernels"] + missing
-        state["extension"] = build_extension(state["kernels"])
+        state.kernels = state.kernels + missing
+        state.extension = build_extension(state.kernels)
 
 
 def kernel_fn(data, state):
     """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m)."""
     x = data["x"]
     config = data["config"]
-    plans = state["plans"][config["layer"]]
+    plans = state.plans[config["layer"]]
     m = x.shape[0]
     if m < len(plans):
         n, call = plans[m]
@@ -131,12 +163,12 @@ def kernel_fn(data, state):
             return call(x)
     # an m past the plans (or a width the judge never asks for): cuBLAS
     layer = Layer(config["layer"], **LAYERS[config["layer"]])
-    return fallback_plan(layer, config["n"], state["parts"][layer.name], cublas_operand(state, layer))(x)
+    return fallback_plan(layer, config["n"], state.parts[layer.name], cublas_operand(state, layer))(x)
 
 
 def cublas_operand(state, layer):
     add_operands(state, BY_NAME["cublas"], None, layer)
-    return state["operands"][layer.name].get("hi_lo")
+    return state.operands[layer.name].get(HI_LO)
 
 
 BF16 = torch.bfloat16
@@ -154,30 +186,35 @@ class PlanContext:
     def __init__(self, state, layer):
         self.state = state
         self.layer = layer
-        self.parts = state["parts"][layer.name]
-        self.operands = state["operands"][layer.name]
-        self.buffers = state["buffers"]
+        self.parts = state.parts[layer.name]
+        self.operands = state.operands[layer.name]
+        self.buffers = state.buffers
 
     def fallback(self, m):
         add_operands(self.state, BY_NAME["cublas"], None, self.layer)
-        return fallback_plan(self.layer, self.layer.n_for(m), self.parts, self.operands.get("hi_lo"))
+        return fallback_plan(self.layer, self.layer.n_for(m), self.parts, self.operands.get(HI_LO))
 
     def cuda_plan(self, variant, layer, m, pointers, scalars=()):
         """x -> out through the extension's kernel `variant`, its pointers and constants fixed now; an x the
         kernels do not take (another dtype, not contiguous, not 16-byte aligned) goes to cuBLAS."""
-        kernels = self.state["kernels"]
+        kernels = self.state.kernels
         if variant not in kernels:
             raise RuntimeError(
                 f"the extension has no kernel {variant}: the build's kernel list missed a route"
             )
-        n, ext = layer.n_for(m), self.state["extension"]
+        n, ext = layer.n_for(m), self.state.extension
         # The plan holds what its raw pointers point at (operands, shared buffers), so that it stays valid when
         # the caller keeps the plan and drops the state (sweep, ab, tests).
         held = (tuple(pointers), self.buffers)
-        pointers = tuple(p.data_ptr() for p in pointers) + (0,) * (4 - len(pointers))
-        scalars = tuple(scalars) + (0,) * (3 - len(scalars))
+        if len(pointers) > CALL_OPERANDS or len(scalars) > CALL_SCALARS:
+            raise ValueError(
+                f"{variant.engine}: a call holds {CALL_OPERANDS} operands and {CALL_SCALARS} scalars at most"
+            )
+        addresses = tuple(p.data_ptr() for p in pointers)
         ws, sem = self.buffers["workspace"].data_ptr(), self.buffers["semaphores"].data_ptr()
-        plan_id = ext.plan(kernels.index(variant), n, layer.k, *pointers, *scalars, ws, sem)
+        plan_id = ext.plan(kernels.index(variant), n, layer.k, addresses, tuple(scalars), ws, sem)
+        if plan_id < 0:
+            raise RuntimeError(f"{variant.engine}: the extension's call layout does not hold these operands")
         run, out_dtype, fallback = ext.run, torch.float32 if layer.dual else BF16, self.fallback(m)
         device = self.buffers["workspace"].device
         index = device.index
@@ -235,7 +272,15 @@ def launch_table(kernels) -> str:
 
 
 def _cpp(value) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return getattr(value, "cpp", None) or str(value)  # a mode's code by its enumerator (engine.CudaCode)
+
+
+def cuda_source(cuda_src: str, kernels) -> str:
+    """What nvcc compiles for these kernels: the kernels' sources (CUDA_SRC, which opens with the constants and
+    mode codes generated from the engines: registry.cuda_prelude) and the launch table."""
+    return cuda_src + launch_table(kernels)
 
 
 def build_extension(kernels):
@@ -251,7 +296,7 @@ def build_extension(kernels):
         options = dict(
             name=f"{EXTENSION_NAME}_{digest:x}",
             cpp_sources=own_names + BINDING_SRC,
-            cuda_sources=own_names + CUDA_SRC + launch_table(kernels),
+            cuda_sources=own_names + cuda_source(CUDA_SRC, kernels),
             functions=["plan", "run"],
             extra_cflags=["-O1", "-fvisibility=hidden"],
             extra_cuda_cflags=CUDA_FLAGS,

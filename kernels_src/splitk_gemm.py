@@ -57,8 +57,6 @@ runtime too; Triton keys them only on divisibility by 16, which every admitted s
 K % BLOCK_K), so they add no compiles and tell the compiler that rows start 16-element aligned.
 """
 
-from typing import NamedTuple
-
 import torch
 import triton
 import triton.language as tl
@@ -68,28 +66,37 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
     ACCUMULATOR_FLOATS,
     WORKSPACE_FLOATS,
     Engine,
+    Field,
+    Layer,
+    Operand,
+    config_type,
+    split_rule,
 )
-
-
-class SplitKGemmConfig(NamedTuple):
-    block_n: int  # weight rows per program (64, 128, 256)
-    block_m: int  # tokens per program (16, 32, 64, 128, 256)
-    block_k: int  # K per loop step (32, 64, 128)
-    splits: int  # programs sharing one tile's K range (1 .. K / block_k); uneven splits allowed
-    warps: int  # triton num_warps (4, 8: whole warpgroups for wgmma)
-    stages: int  # triton num_stages (1 .. 8)
-    loads: str  # "tma" (TensorDescriptor for x and the weights) or "pointers" (plain masked tl.load)
-    reduce: str  # "none" (splits == 1 only), "semaphore" or "atomic" (splits > 1)
-
 
 LOADS = ("tma", "pointers")
 REDUCE = ("none", "semaphore", "atomic")
+SPLITK_GEMM_FIELDS = (
+    Field("block_n", int, (64, 128, 256), "weight rows per program"),
+    Field("block_m", int, (16, 32, 64, 128, 256), "tokens per program"),
+    Field("block_k", int, (32, 64, 128), "K per loop step"),
+    Field(
+        "splits", int, None, "programs sharing one tile's K range", bounds="1 .. K / block_k, uneven allowed"
+    ),
+    Field("warps", int, (4, 8), "Triton num_warps (whole warpgroups for wgmma)"),
+    Field("stages", int, (1, 2, 3, 4, 5, 6, 7, 8), "Triton num_stages"),
+    Field(
+        "loads", str, LOADS, "tma (TensorDescriptor for x and the weights) or pointers (plain masked tl.load)"
+    ),
+    Field(
+        "reduce",
+        str,
+        REDUCE,
+        "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
+        " zeroed accumulator, the last program writes out and re-zeroes)",
+    ),
+)
+SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-SPLITK_BLOCK_N = (64, 128, 256)
-SPLITK_BLOCK_M = (16, 32, 64, 128, 256)
-SPLITK_BLOCK_K = (32, 64, 128)
-SPLITK_WARPS = (4, 8)
-SPLITK_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)
 SPLITK_SMEM_LIMIT = 227 * 1024  # shared memory per block on Hopper
 SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
 # Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
@@ -109,32 +116,19 @@ def splitk_smem_bytes(cfg, dual):
 
 
 def splitk_gemm_config_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
-    """Why cfg cannot serve this shape (one line naming the field and the limit), or None. Pure Python."""
-    if not isinstance(cfg, tuple) or len(cfg) != len(SplitKGemmConfig._fields):
-        return f"cfg: expected a SplitKGemmConfig {SplitKGemmConfig._fields}, got {cfg!r}"
-    cfg = SplitKGemmConfig(*cfg)
-    for name, value in zip(cfg._fields[:6], cfg[:6]):
-        if type(value) is not int:
-            return f"{name}={value!r} must be an int"
-    for name, value in zip(cfg._fields[6:], cfg[6:]):
-        if type(value) is not str:
-            return f"{name}={value!r} must be a str"
-    for name, allowed in (
-        ("block_n", SPLITK_BLOCK_N),
-        ("block_m", SPLITK_BLOCK_M),
-        ("block_k", SPLITK_BLOCK_K),
-        ("warps", SPLITK_WARPS),
-        ("stages", SPLITK_STAGES),
-        ("loads", LOADS),
-        ("reduce", REDUCE),
-    ):
-        if getattr(cfg, name) not in allowed:
-            return f"{name}={getattr(cfg, name)!r} is not one of {allowed}"
+    """Why cfg cannot serve an (m, n, k) launch (dual: the router's two weights), or None: the engine's own
+    checks (SPLITK_GEMM.config_error: the fields, then splitk_shape_error), for a caller without a Layer."""
     for name, value in (("m", m), ("n", n), ("k", k)):
         if type(value) is not int or value < 1:
             return f"{name}={value!r} must be a positive int"
     if type(dual) is not bool:
         return f"dual={dual!r} must be a bool"
+    return SPLITK_GEMM.config_error(cfg, Layer("splitk_gemm", n, k, "float32" if dual else "bfloat16"), m)
+
+
+def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
+    """Why a config of admitted field values cannot serve this shape (one line naming the field and the limit),
+    or None. Pure Python."""
     if n % cfg.block_n:
         return f"block_n={cfg.block_n} does not divide n={n}"
     if k % cfg.block_k:
@@ -142,9 +136,9 @@ def splitk_gemm_config_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | 
     steps = k // cfg.block_k
     if not 1 <= cfg.splits <= steps:
         return f"splits={cfg.splits} must be 1..{steps} (the K steps of k={k} at block_k={cfg.block_k})"
-    if (cfg.reduce == "none") != (cfg.splits == 1):
-        want = "'none'" if cfg.splits == 1 else "'semaphore' or 'atomic'"
-        return f"reduce={cfg.reduce!r} at splits={cfg.splits}: splits == 1 takes 'none', splits > 1 {want}"
+    error = split_rule(cfg)
+    if error:
+        return error
     if m * max(k, n) >= _SPLITK_INT32:
         return f"m={m} at n={n}, k={k} overflows the kernel's 32-bit offsets (x, out)"
     if n * k >= _SPLITK_INT32:
@@ -204,6 +198,104 @@ def _splitk_mma(w_tile, x_tile, acc, UPCAST: tl.constexpr):
     return acc
 
 
+@triton.jit
+def _splitk_k_loop(
+    x, w, w2, off_n, off_m, first, last, M, K,
+    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr, DUAL: tl.constexpr,
+    UPCAST: tl.constexpr,
+):  # fmt: skip
+    """The program's K steps [first, last): acc[BLOCK_N, BLOCK_M] = W[rows, ks] . x[tokens, ks]^T in fp32."""
+    if not TMA:
+        rn = tl.arange(0, BLOCK_N)
+        rm = tl.arange(0, BLOCK_M)
+        rk = tl.arange(0, BLOCK_K)
+        w_offs = (off_n + rn)[:, None] * K + rk[None, :]
+        x_offs = (off_m + rm)[:, None] * K + rk[None, :]
+        x_live = (off_m + rm)[:, None] < M
+    # tl.full, not tl.zeros / tl.zeros_like: those are @triton.jit library functions, which the CPU tests'
+    # interpreted copy of this module cannot call (tests/test_splitk_gemm.py keeps Triton itself compiled).
+    acc = tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32)
+    for step in range(first, last):
+        off_k = step * BLOCK_K
+        if TMA:
+            x_tile = x.load([off_m, off_k])
+            acc = _splitk_mma(w.load([off_n, off_k]), x_tile, acc, UPCAST)
+            if DUAL:
+                acc = _splitk_mma(w2.load([off_n, off_k]), x_tile, acc, UPCAST)
+        else:
+            x_tile = tl.load(x + x_offs + off_k, mask=x_live, other=0.0)
+            acc = _splitk_mma(tl.load(w + w_offs + off_k), x_tile, acc, UPCAST)
+            if DUAL:
+                acc = _splitk_mma(tl.load(w2 + w_offs + off_k), x_tile, acc, UPCAST)
+    return acc
+
+
+@triton.jit
+def _splitk_ticket(counters, tile):
+    """The ticket (both reductions): how many programs of this tile arrived before this one.
+
+    Memory ordering. Each thread's partial stores (REDUCE 1) or atomic adds (REDUCE 2) come before
+    tl.debug_barrier() (bar.sync) in program order, and bar.sync orders them before everything the CTA's threads
+    do after it. Triton lowers the scalar counter atomic to ONE thread, so that thread's acq_rel gpu-scope add
+    releases, cumulatively, every write the barrier ordered before it: a program whose add returns splits - 1
+    acquires the tiles of all splits - 1 earlier programs (each released the same way). Triton hands the returned
+    count to the other threads through shared memory behind another bar.sync, so their reads of the partials are
+    ordered after the acquire; they use cache_modifier=".cg" because L1 is not coherent across SMs. The counter
+    reset and the accumulator's zeros are read only by the next launch, which the kernel boundary orders."""
+    tl.debug_barrier()
+    return tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
+
+
+@triton.jit
+def _splitk_partial(slot, mask):
+    """One split's partial of a chunk, read past L1 (another SM wrote it); 0.0 where masked."""
+    return tl.load(slot, mask=mask, other=0.0, cache_modifier=".cg")
+
+
+@triton.jit
+def _splitk_semaphore_epilogue(
+    acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N,
+    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, EPILOGUE_N: tl.constexpr,
+):  # fmt: skip
+    """REDUCE = 1: the partial into its workspace slot; the last program to arrive sums the tile's slots in split
+    order 0, 1, ..., whoever it is (deterministic), writes out and resets the counter. acc is dead once stored,
+    so the sum goes over EPILOGUE_N-row chunks, four splits' loads in flight at a time (one L2 round trip per four
+    splits instead of per split; past `splits` they load 0.0)."""
+    TILE: tl.constexpr = BLOCK_N * BLOCK_M
+    rm = tl.arange(0, BLOCK_M)
+    tl.store(slots + pid_s * TILE + local, acc, mask=live)
+    arrived = _splitk_ticket(counters, tile)
+    if arrived == splits - 1:
+        for c in tl.static_range(BLOCK_N // EPILOGUE_N):
+            rc = c * EPILOGUE_N + tl.arange(0, EPILOGUE_N)
+            here = slots + rm[None, :] * BLOCK_N + rc[:, None]
+            total = tl.full((EPILOGUE_N, BLOCK_M), 0.0, dtype=tl.float32)
+            for s in tl.range(0, splits, 4, num_stages=1):
+                p0 = _splitk_partial(here + s * TILE, live)
+                p1 = _splitk_partial(here + (s + 1) * TILE, live & (s + 1 < splits))
+                p2 = _splitk_partial(here + (s + 2) * TILE, live & (s + 2 < splits))
+                p3 = _splitk_partial(here + (s + 3) * TILE, live & (s + 3 < splits))
+                total = (((total + p0) + p1) + p2) + p3
+            chunk_ptrs = out + tokens[None, :] * N + (off_n + rc)[:, None]
+            tl.store(chunk_ptrs, total.to(out.dtype.element_ty), mask=live)
+        tl.store(counters + tile, 0)
+
+
+@triton.jit
+def _splitk_atomic_epilogue(
+    acc, slots, counters, out_ptrs, tile, splits, live, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr
+):
+    """REDUCE = 2: the partial added into the zeroed accumulator; the last program to arrive reads the tile, writes
+    out, stores zeros back over it and resets the counter."""
+    tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
+    arrived = _splitk_ticket(counters, tile)
+    if arrived == splits - 1:
+        total = _splitk_partial(slots, live)
+        tl.store(out_ptrs, total.to(out_ptrs.dtype.element_ty), mask=live)
+        tl.store(slots, tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32), mask=live)
+        tl.store(counters + tile, 0)
+
+
 @triton.jit(do_not_specialize=["M", "splits"])
 def _splitk_gemm_kernel(
     x,  # TMA: descriptor of x [M, K], block [BLOCK_M, BLOCK_K]; pointers: bf16 x
@@ -225,6 +317,7 @@ def _splitk_gemm_kernel(
     EPILOGUE_N: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
+    """Phases: the K loop (_splitk_k_loop), then a plain store, or one of the two epilogues."""
     pid_n = tl.program_id(0)
     pid_s = tl.program_id(1)
     pid_m = tl.program_id(2)
@@ -235,27 +328,7 @@ def _splitk_gemm_kernel(
     last = (pid_s + 1) * steps // splits
     rn = tl.arange(0, BLOCK_N)  # weight rows of the tile = output columns
     rm = tl.arange(0, BLOCK_M)  # tokens of the tile = output rows
-    if not TMA:
-        rk = tl.arange(0, BLOCK_K)
-        w_offs = (off_n + rn)[:, None] * K + rk[None, :]
-        x_offs = (off_m + rm)[:, None] * K + rk[None, :]
-        x_live = (off_m + rm)[:, None] < M
-
-    # tl.full, not tl.zeros / tl.zeros_like: those are @triton.jit library functions, which the CPU tests'
-    # interpreted copy of this module cannot call (tests/test_splitk_gemm.py keeps Triton itself compiled).
-    acc = tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32)
-    for step in range(first, last):
-        off_k = step * BLOCK_K
-        if TMA:
-            x_tile = x.load([off_m, off_k])
-            acc = _splitk_mma(w.load([off_n, off_k]), x_tile, acc, UPCAST)
-            if DUAL:
-                acc = _splitk_mma(w2.load([off_n, off_k]), x_tile, acc, UPCAST)
-        else:
-            x_tile = tl.load(x + x_offs + off_k, mask=x_live, other=0.0)
-            acc = _splitk_mma(tl.load(w + w_offs + off_k), x_tile, acc, UPCAST)
-            if DUAL:
-                acc = _splitk_mma(tl.load(w2 + w_offs + off_k), x_tile, acc, UPCAST)
+    acc = _splitk_k_loop(x, w, w2, off_n, off_m, first, last, M, K, BLOCK_N, BLOCK_M, BLOCK_K, TMA, DUAL, UPCAST)
 
     tokens = off_m + rm
     live = (tokens < M)[None, :]  # [1, BLOCK_M]: output rows that exist
@@ -263,66 +336,17 @@ def _splitk_gemm_kernel(
     if REDUCE == 0:
         tl.store(out_ptrs, acc.to(out.dtype.element_ty), mask=live)
     else:
-        # Memory ordering of the ticket (both reductions). Each thread's partial stores (REDUCE 1) or atomic
-        # adds (REDUCE 2) come before tl.debug_barrier() (bar.sync) in program order, and bar.sync orders them
-        # before everything the CTA's threads do after it. Triton lowers the scalar counter atomic to ONE
-        # thread, so that thread's acq_rel gpu-scope add releases, cumulatively, every write the barrier
-        # ordered before it: a program whose add returns splits - 1 acquires the tiles of all splits - 1
-        # earlier programs (each released the same way). Triton hands the returned count to the other threads
-        # through shared memory behind another bar.sync, so their reads of the partials are ordered after the
-        # acquire; they use cache_modifier=".cg" because L1 is not coherent across SMs. The counter reset and
-        # the accumulator's zeros are read only by the next launch, which the kernel boundary orders.
         tile = pid_m * tl.num_programs(0) + pid_n
         local = rm[None, :] * BLOCK_N + rn[:, None]  # one tile's fp32 slot, token-major as out
         if REDUCE == 1:
             slots = partials + tile * splits * (BLOCK_N * BLOCK_M)  # [splits] tile slots, split-major
-            tl.store(slots + pid_s * (BLOCK_N * BLOCK_M) + local, acc, mask=live)
-            tl.debug_barrier()
-            arrived = tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
-            if arrived == splits - 1:
-                # Sum in split order 0, 1, ..., whoever arrived last: deterministic. acc is dead (stored
-                # above), so the sum goes over EPILOGUE_N-row chunks, four splits' loads in flight at a time
-                # (one L2 round trip per four splits instead of per split; past `splits` they load 0.0).
-                for c in tl.static_range(BLOCK_N // EPILOGUE_N):
-                    rc = c * EPILOGUE_N + tl.arange(0, EPILOGUE_N)
-                    here = slots + rm[None, :] * BLOCK_N + rc[:, None]
-                    total = tl.full((EPILOGUE_N, BLOCK_M), 0.0, dtype=tl.float32)
-                    for s in tl.range(0, splits, 4, num_stages=1):
-                        p0 = tl.load(
-                            here + s * (BLOCK_N * BLOCK_M), mask=live, other=0.0, cache_modifier=".cg"
-                        )
-                        p1 = tl.load(
-                            here + (s + 1) * (BLOCK_N * BLOCK_M),
-                            mask=live & (s + 1 < splits),
-                            other=0.0,
-                            cache_modifier=".cg",
-                        )
-                        p2 = tl.load(
-                            here + (s + 2) * (BLOCK_N * BLOCK_M),
-                            mask=live & (s + 2 < splits),
-                            other=0.0,
-                            cache_modifier=".cg",
-                        )
-                        p3 = tl.load(
-                            here + (s + 3) * (BLOCK_N * BLOCK_M),
-                            mask=live & (s + 3 < splits),
-                            other=0.0,
-                            cache_modifier=".cg",
-                        )
-                        total = (((total + p0) + p1) + p2) + p3
-                    chunk_ptrs = out + tokens[None, :] * N + (off_n + rc)[:, None]
-                    tl.store(chunk_ptrs, total.to(out.dtype.element_ty), mask=live)
-                tl.store(counters + tile, 0)
+            _splitk_semaphore_epilogue(
+                acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N, BLOCK_N, BLOCK_M,
+                EPILOGUE_N,
+            )  # fmt: skip
         else:
             slots = partials + tile * (BLOCK_N * BLOCK_M) + local
-            tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
-            tl.debug_barrier()
-            arrived = tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
-            if arrived == splits - 1:
-                total = tl.load(slots, mask=live, other=0.0, cache_modifier=".cg")
-                tl.store(out_ptrs, total.to(out.dtype.element_ty), mask=live)
-                tl.store(slots, tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32), mask=live)
-                tl.store(counters + tile, 0)
+            _splitk_atomic_epilogue(acc, slots, counters, out_ptrs, tile, splits, live, BLOCK_N, BLOCK_M)
 
 
 def splitk_constexprs(cfg, dual, upcast):
@@ -505,16 +529,10 @@ class BoundSplitKLaunch:
 
 class SplitKGemm(Engine):
     name = "splitk_gemm"
+    FIELDS = SPLITK_GEMM_FIELDS
     Config = SplitKGemmConfig
-    values = {
-        "block_n": SPLITK_BLOCK_N,
-        "block_m": SPLITK_BLOCK_M,
-        "block_k": SPLITK_BLOCK_K,
-        "warps": SPLITK_WARPS,
-        "stages": SPLITK_STAGES,
-    }
-    modes = {"loads": LOADS, "reduce": REDUCE}
     m_min, m_max = 33, None
+    jit_compiled = True
     sweep_m = (64, 128, 256)  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
     summary = (
         "splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens"
@@ -525,14 +543,17 @@ class SplitKGemm(Engine):
     )
 
     def rule(self, cfg, layer, m):
-        return splitk_gemm_config_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
+        return splitk_shape_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
 
     def operands(self, cfg, layer):
-        return (f"descriptors_{cfg.block_n}x{cfg.block_k}",) if cfg.loads == "tma" else ()
+        """The weights' TensorDescriptors, one set per (block_n, block_k)."""
+        return (Operand("descriptors", (cfg.block_n, cfg.block_k)),) if cfg.loads == "tma" else ()
 
     def build_operand(self, operand, parts, layer):
-        block_n, block_k = map(int, operand.split("_")[1].split("x"))
-        cfg = SplitKGemmConfig(block_n, 64, block_k, 1, 4, 3, "tma", "none")  # only the block shape matters
+        block_n, block_k = operand.shape
+        cfg = SplitKGemmConfig(  # only the block shape matters
+            block_n=block_n, block_m=64, block_k=block_k, splits=1, warps=4, stages=3, loads="tma", reduce="none"
+        )
         return weight_descriptors(parts, cfg)
 
     def plan(self, cfg, layer, m, ctx):
@@ -591,7 +612,14 @@ class SplitKGemm(Engine):
                             for splits in (1, 2, 4, 8, 16, 32):
                                 for reduce in ("none",) if splits == 1 else ("semaphore", "atomic"):
                                     cfg = SplitKGemmConfig(
-                                        block_n, block_m, block_k, splits, warps, stages, "tma", reduce
+                                        block_n=block_n,
+                                        block_m=block_m,
+                                        block_k=block_k,
+                                        splits=splits,
+                                        warps=warps,
+                                        stages=stages,
+                                        loads="tma",
+                                        reduce=reduce,
                                     )
                                     if self.config_error(cfg, layer, m) is None:
                                         out.append(cfg)

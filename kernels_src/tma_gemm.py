@@ -7,15 +7,31 @@ crosses from L2 once per 64 x warpgroups weight rows. K splits over `splits` CTA
 the self-resetting semaphore (the last CTA sums the partials in split order) or by four-float L2 atomics into a
 zeroed accumulator that the last CTA writes out and re-zeroes."""
 
-from typing import NamedTuple
-
-from kernels_src.engine import ACCUMULATOR_FLOATS, SMEM_LIMIT, WORKSPACE_FLOATS, Engine, Variant
-from kernels_src.tma_gemv import TILE_K, TILE_ROWS, TMA_GEMV, TMA_STAGES, ring_bytes
+from kernels_src.engine import (
+    ACCUMULATOR_FLOATS,
+    SMEM_LIMIT,
+    WORKSPACE_FLOATS,
+    Engine,
+    Field,
+    Variant,
+    config_type,
+    split_rule,
+)
+from kernels_src.tma_gemv import (
+    TILE_K,
+    TILE_ROWS,
+    TILES,
+    TMA_CUDA_CONSTANTS,
+    TMA_GEMV,
+    TMA_REDUCE,
+    TMA_STAGES,
+    ring_bytes,
+)
 
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
 # A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
-# takes more (NB = 8 at WG = 1: 113-117 registers in all), and `compile` fails a kernel that spills.
+# takes more (docs/tma-gemm.md, the rule), and `compile` fails a kernel that spills.
 _OTHER_REGISTERS = 40
 
 
@@ -30,11 +46,26 @@ def gemm_column_blocks(m: int) -> int:
     return 8 if m <= 64 else 16 if m <= 128 else 32
 
 
-class TmaGemmConfig(NamedTuple):
-    warpgroups: int  # consumer warpgroups per CTA, each one 64-row tile against the slot's x box (1, 2, 4)
-    splits: int  # CTAs that split the CTA tile's K (1 .. K/64, uneven splits allowed)
-    stages: int  # shared-memory ring slots per CTA: the warpgroups' weight tiles and x's box each
-    reduce: str  # none (splits = 1), semaphore (workspace, the last CTA sums), atomic (accumulator, last writes)
+TMA_GEMM_FIELDS = (
+    Field(
+        "warpgroups",
+        int,
+        TMA_GEMM_WARPGROUPS,
+        "consumer warpgroups per CTA, each a 64-row weight tile against the slot's one x box",
+    ),
+    Field("splits", int, None, "CTAs that split the CTA tile's K", bounds="1 .. K/64, uneven splits allowed"),
+    Field(
+        "stages", int, TMA_STAGES, "shared-memory ring slots per CTA, the warpgroups' tiles and x's box each"
+    ),
+    Field(
+        "reduce",
+        str,
+        TMA_GEMM_REDUCTIONS,
+        "none (splits = 1), semaphore (workspace, the last CTA sums in split order), atomic (four-float L2 atomics"
+        " into a zeroed accumulator, the last CTA writes out and re-zeroes)",
+    ),
+)
+TmaGemmConfig = config_type("TmaGemmConfig", TMA_GEMM_FIELDS)
 
 
 def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
@@ -44,13 +75,13 @@ def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
 
 class TmaGemm(Engine):
     name = "tma_gemm"
+    FIELDS = TMA_GEMM_FIELDS
     Config = TmaGemmConfig
-    values = {"warpgroups": TMA_GEMM_WARPGROUPS, "stages": TMA_STAGES}
-    modes = {"reduce": TMA_GEMM_REDUCTIONS}
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
     launcher = "okc::launch_tma_gemv"
     template_fields = ("NB", "stages", "dual", "half", "warpgroups")
+    cuda_constants = TMA_CUDA_CONSTANTS
     summary = (
         "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
         " weight tile against one shared x box of up to 256 tokens (wgmma N = 8 NB), so x crosses from L2 once"
@@ -67,8 +98,8 @@ class TmaGemm(Engine):
     def rule(self, cfg, layer, m):
         n, k, dual, wg = layer.n_for(m), layer.k, layer.dual, cfg.warpgroups
         nb = gemm_column_blocks(m)
-        if (cfg.splits == 1) != (cfg.reduce == "none"):
-            return f"reduce={cfg.reduce} with splits={cfg.splits}: none exactly when splits = 1"
+        if split_rule(cfg):
+            return split_rule(cfg)
         if n % (TILE_ROWS * wg) or k % TILE_K:
             return (
                 f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
@@ -91,18 +122,18 @@ class TmaGemm(Engine):
         return None
 
     def operands(self, cfg, layer):
-        return ("tiles",)  # tma_gemv's packed 64 x 64 tiles: one copy serves both engines
+        return (TILES,)  # tma_gemv's packed 64 x 64 tiles: one copy serves both engines
 
     def build_operand(self, operand, parts, layer):
         return TMA_GEMV.build_operand(operand, parts, layer)
 
     def variant(self, cfg, layer, m):
-        reduce = {"semaphore": 0, "atomic": 3}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
+        reduce = TMA_REDUCE.code("semaphore" if cfg.reduce == "none" else cfg.reduce)
         template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups)
         return Variant(self.name, template, (cfg.splits, reduce))
 
     def plan(self, cfg, layer, m, ctx):
-        tiles = ctx.operands["tiles"]
+        tiles = ctx.operands[TILES]
         accumulator = ctx.buffers["accumulator"]
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1], accumulator))
 
@@ -112,7 +143,9 @@ class TmaGemm(Engine):
             for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
                 for stages in (4, 6, 8):
                     for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
-                        cfg = TmaGemmConfig(warpgroups, splits, stages, reduce)
+                        cfg = TmaGemmConfig(
+                            warpgroups=warpgroups, splits=splits, stages=stages, reduce=reduce
+                        )
                         if self.config_error(cfg, layer, m) is None:
                             out.append(cfg)
         return out

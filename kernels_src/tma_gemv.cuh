@@ -13,8 +13,8 @@
 //  * the producer's lane 0 streams each K tile of W (64 x 64 bf16 = 8 KB; hi and lo for the router) and of x
 //    (NB*8 tokens x 64) into a STAGES-deep shared-memory ring with the bulk copy engine. W's tiles are packed
 //    contiguously and pre-swizzled once in prepare() (packing.pack_tma_bulk), so each is one plain 8 KB bulk copy
-//    from a pointer: no tensor map to fetch before the first byte moves (0.6-0.75 us faster than tensor-map
-//    copies of the same tiles). x comes through a tensor map in the same 128-byte swizzle; its rows m..NB*8-1
+//    from a pointer: no tensor map to fetch before the first byte moves (faster than tensor-map copies of the
+//    same tiles: docs/tma-gemv.md). x comes through a tensor map in the same 128-byte swizzle; its rows m..NB*8-1
 //    are out of bounds, which TMA fills with zeros: no masking of x;
 //  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens, up to 256 in the GEMM),
 //    weights as A, x as B, both straight from shared memory, keeping kInFlight slots' wgmmas in
@@ -57,24 +57,22 @@
 
 namespace okc {
 
-constexpr int kTmaTileRows = 64;                          // weight rows per CTA: the wgmma M
-constexpr int kTmaTileK = 64;                             // K per ring slot: 64 bf16 = one 128-byte swizzle row
+// kTmaTileRows (weight rows per CTA: the wgmma M), kTmaTileK (K per ring slot: 64 bf16 = one 128-byte swizzle
+// row), kTmaConsumers (threads of one consumer warpgroup: warps 4g..4g+3), kTmaRingDepths and the TmaReduce codes
+// are tma_gemv.py's, rendered ahead of this file (registry.py, cuda_prelude).
 constexpr int kTmaHalfRows = 32;                          // half tiles: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
-constexpr int kTmaConsumers = 128;                        // threads of one consumer warpgroup: warps 4g..4g+3
 // Consumer warpgroups (WG) per CTA, then the producer warp. The GEMV runs one; the GEMM for m > 32 (engine
 // tma_gemm) runs 1, 2 or 4, each its own 64-row weight tile against the slot's one x box, so a CTA reads x once
 // per 64 WG weight rows: at m = 128 a 64-row tile reads twice as many bytes of x as of weights.
 __host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
 
-// The ring depths (stages) the engine admits. This is the one list: tma_gemv.py's TMA_STAGES is kept equal to it by
-// a test, and the launcher refuses any other depth.
-template <int... Depths>
-struct RingDepths {
-    static constexpr int values[sizeof...(Depths)] = {Depths...};
-    static constexpr bool contains(int stages) { return ((stages == Depths) || ...); }
-};
-using TmaRingDepths = RingDepths<2, 4, 6, 8, 12, 14, 16>;
+// Whether `stages` is one of the ring depths the engines admit (kTmaRingDepths): the launcher refuses any other.
+constexpr bool tma_ring_depth(int stages) {
+    for (int depth : kTmaRingDepths)
+        if (depth == stages) return true;
+    return false;
+}
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
 // A slot: each warpgroup's weight block(s), then x's box (two boxes for half tiles); every part a multiple of
@@ -108,9 +106,8 @@ struct TmaGemvArgs {
     float* acc;         // reduce = atomic: a zeroed fp32 accumulator, [N/64][64 * 8 NB]; left zeroed
     int* sem;           // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    int reduce;  // S > 1: one of the codes below (the clusters: the S split CTAs of a tile are one cluster)
+    TmaReduce reduce;  // S > 1: how the splits meet (the clusters: the S split CTAs of a tile are one cluster)
 };
-constexpr int kTmaReduceSemaphore = 0, kTmaReduceGather = 1, kTmaReduceScatter = 2, kTmaReduceAtomic = 3;
 
 // bar.sync on a named barrier for consumer warpgroup g only (the producer warp may have left already, and the
 // other warpgroups reduce on their own). Immediate barrier ids: with the id in a register ptxas reserves all 16
@@ -140,11 +137,11 @@ template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
 struct TmaRing {
     static_assert(WG == 1 || !HALF, "half tiles run one warpgroup");
     static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32, "wgmma's N = 8 NB: 8 .. 32, 64, 128 or 256");
-    static constexpr int kAcc = 4 * NB;                                 // fp32 accumulators per consumer thread (per set)
+    static constexpr int kAcc = 4 * NB;  // fp32 accumulators per consumer thread (per set)
     static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF, WG);  // bytes TMA lands in one ring slot
     static constexpr int kWSet = kTmaWBytes * (DUAL ? 2 : 1);           // one warpgroup's weight bytes in a slot
     static constexpr int kXOffset = kWSet * WG;                         // x's box follows the weight boxes
-    static constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);       // K one slot covers
+    static constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);           // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back: half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work per
     // slot, so they keep 3 (the 64-row tiles 1); 1, 2 and 3 measured within 1 % of each other once the consumer
@@ -259,8 +256,8 @@ __device__ __forceinline__ void consume_as(const Ring& ring, Acc& acc, int lane,
 // Phase 3, half tiles: row r of the 32 is box 1's set of warp r / 16 plus box 2's set of warp 2 + r / 16. The ring
 // is idle (every copy has landed, every wgmma has retired), so warps 2-3 hand theirs over through it.
 template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_half(const TmaGemvArgs& a, uint8_t* ring, const float (&acc)[2 * kAcc],
-                                            int tile, int t, int warp) {
+__device__ __forceinline__ void finish_half(const TmaGemvArgs& a, uint8_t* ring, const float (&acc)[2 * kAcc], int tile,
+                                            int t, int warp) {
     float* fold = reinterpret_cast<float*>(ring);
     if (warp >= 2) {
 #pragma unroll
@@ -280,7 +277,7 @@ __device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbo
                                                const float (&acc)[kAcc], int tile, int t) {
     inbox_ready();
     const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
-    const bool scattered = a.reduce == kTmaReduceScatter;
+    const bool scattered = a.reduce == TmaReduce::kClusterScatter;
     const int owner = scattered ? tma_owner(t, a.S) : 0;
     const int from = scattered ? tma_owned_from(owner, a.S) : 0;
     const int owned = scattered ? tma_owned_from(owner + 1, a.S) - from : kTmaConsumers;
@@ -331,8 +328,8 @@ __device__ __forceinline__ bool arrived_last(const TmaGemvArgs& a, int* is_last,
 // coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter. g: this warpgroup
 // (its own barrier; tile is its 64-row tile).
 template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
-                                                 int tile, int split, int t, int g = 0) {
+__device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last, int tile,
+                                                 int split, int t, int g = 0) {
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
     float* mine = a.ws + ((size_t)tile * a.S + split) * kTile;
 #pragma unroll
@@ -378,14 +375,14 @@ __device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const flo
 // fixed. (f32 atomics flush subnormals to zero, as red_add_v4 says: outputs under 2^-126 read 0.) Float4 q holds
 // the 8-token block q; blocks past M are neither added nor read (3 of 8 at m = 33), and stay zero.
 template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last,
-                                              int tile, int t, int g) {
+__device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last, int tile,
+                                              int t, int g) {
     float4* mine = reinterpret_cast<float4*>(a.acc) + (size_t)tile * (kAcc / 4) * kTmaConsumers + t;
 #pragma unroll
     for (int q = 0; q < kAcc / 4; ++q)
         if (8 * q < a.M)
-            red_add_v4(reinterpret_cast<float*>(mine + q * kTmaConsumers), acc[4 * q], acc[4 * q + 1],
-                       acc[4 * q + 2], acc[4 * q + 3]);
+            red_add_v4(reinterpret_cast<float*>(mine + q * kTmaConsumers), acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                       acc[4 * q + 3]);
     if (!arrived_last(a, is_last, tile, t, g)) return;
     constexpr int kQ = kAcc / 4 > 8 ? 8 : kAcc / 4;  // float4s loaded before any is written: 32 registers
 #pragma unroll
@@ -427,13 +424,14 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};
     // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
-    const bool cluster = a.S > 1 && (a.reduce == kTmaReduceGather || a.reduce == kTmaReduceScatter);
+    const bool cluster = a.S > 1 && (a.reduce == TmaReduce::kClusterGather || a.reduce == TmaReduce::kClusterScatter);
 
     if (threadIdx.x == kTmaConsumers * WG) ring.start();
     if (cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
         const int rank = (int)cluster_rank();
-        const int owned = a.reduce == kTmaReduceScatter ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
-                                        : (rank == 0 ? kTmaConsumers : 0);
+        const int owned = a.reduce == TmaReduce::kClusterScatter
+                              ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
+                              : (rank == 0 ? kTmaConsumers : 0);
         open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
     }
     __syncthreads();
@@ -457,7 +455,7 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
         if (a.S == 1) {
 #pragma unroll
             for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile64 * kTmaTileRows, t, e, acc[e]);
-        } else if (a.reduce == kTmaReduceAtomic) {
+        } else if (a.reduce == TmaReduce::kAtomic) {
             finish_atomic<kAcc, OutT>(a, acc, &is_last[g], tile64, t, g);
         } else if (cluster) {
             if constexpr (WG == 1 && NB <= 4)
@@ -505,23 +503,27 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     const cuuint64_t dims2[2] = {(cuuint64_t)K, (cuuint64_t)rows};
     const cuuint32_t box2[2] = {(cuuint32_t)kTmaTileK, (cuuint32_t)box_rows};
     const bool flat = k_chunks == 1;
-    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, flat ? 2 : 3, const_cast<void*>(base),
-                              flat ? dims2 : dims, strides, flat ? box2 : box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r =
+        encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, flat ? 2 : 3, const_cast<void*>(base), flat ? dims2 : dims,
+               strides, flat ? box2 : box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-// reduce (splits > 1): 0 semaphore, 1 cluster gather, 2 cluster scatter, 3 atomic (tma_gemv.py's and
-// tma_gemm.py's variant()). WG consumer warpgroups (tma_gemm); call.operand[2] = the zeroed accumulator (atomic).
+// reduce (splits > 1): tma_gemv.py's and tma_gemm.py's variant(). WG consumer warpgroups (tma_gemm);
+// call.operand[2] = the zeroed accumulator (atomic).
 template <int NB, int STAGES, bool DUAL, bool HALF, int WG>
-const char* launch_tma_gemv(const Call& c, int splits, int reduce) {
-    static_assert(TmaRingDepths::contains(STAGES), "a ring depth tma_gemv.py's STAGES does not list");
+const char* launch_tma_gemv(const Call& c, int splits, TmaReduce reduce) {
+    static_assert(tma_ring_depth(STAGES), "a ring depth tma_gemv.py's TMA_STAGES does not list");
     static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
     if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
-    const int cluster = splits > 1 && (reduce == kTmaReduceGather || reduce == kTmaReduceScatter) ? reduce : 0;
+    // the inbox's kind (tma_inbox_bytes): 0 none, 1 gather, 2 scatter
+    const int cluster = splits < 2                             ? 0
+                        : reduce == TmaReduce::kClusterGather  ? 1
+                        : reduce == TmaReduce::kClusterScatter ? 2
+                                                               : 0;
     if (cluster && (WG != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
-    if (reduce == kTmaReduceAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
+    if (reduce == TmaReduce::kAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
     if (c.N % (kTmaTileRows * WG)) return "tma_gemv: N is not a multiple of the CTA's rows";
     CUtensorMap x_map;
     const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, HALF ? 2 : 1);
@@ -540,10 +542,9 @@ const char* launch_tma_gemv(const Call& c, int splits, int reduce) {
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
     auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT>;
     const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF, WG) + tma_inbox_bytes(NB, splits, cluster);
-    if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed 226 KB";
-    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits),
-                         dim3(tma_threads(WG)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
-                         x_map, a);
+    if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed the shared memory limit";
+    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits), dim3(tma_threads(WG)),
+                         (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0, x_map, a);
 }
 
 }  // namespace okc

@@ -2,33 +2,71 @@
 
 Design and the measurements behind each field: docs/tma-gemv.md."""
 
-from typing import NamedTuple
-
-from kernels_src.engine import CLUSTER_MAX, SMEM_LIMIT, WORKSPACE_FLOATS, DecodeGemv, Variant, column_blocks
+from kernels_src.engine import (
+    CLUSTER_MAX,
+    SMEM_LIMIT,
+    WORKSPACE_FLOATS,
+    CudaConstant,
+    CudaEnum,
+    DecodeGemv,
+    Field,
+    Operand,
+    Variant,
+    column_blocks,
+    config_type,
+    split_rule,
+)
 from kernels_src.packing import pack_tma_bulk, pack_tma_half_bulk
 
 TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
 HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
-CONSUMERS = 128  # threads of the consumer warpgroup (tma_gemv.cuh, kTmaConsumers)
-TMA_STAGES = (
-    2,
-    4,
-    6,
-    8,
-    12,
-    14,
-    16,
-)  # ring depths compiled in (tma_gemv.cuh, TmaRingDepths; a test keeps them equal)
+CONSUMERS = 128  # threads of the consumer warpgroup
+TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths compiled in (the launcher refuses any other)
 TMA_TILES = ("full", "half")
+TILES = Operand("tiles")  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
+HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
-
-
-class TmaGemvConfig(NamedTuple):
-    splits: int  # CTAs that split a tile's K (1 .. K/64, uneven splits allowed)
-    stages: int  # shared-memory ring slots per CTA, one weight tile (two for the router) and x's slice each
-    tile: str  # full: 64 rows x a K range per CTA; half: 32 rows x the whole K (splits = 1, plain weights)
-    reduce: str  # none (splits = 1), semaphore, cluster_gather (on rank 0), cluster_scatter (over all ranks)
+# The split-K reductions as tma_gemv.cuh's kernel numbers them, for both engines on it (tma_gemm: semaphore and
+# atomic); splits = 1 passes the semaphore's code and reduces nothing.
+TMA_REDUCE = CudaEnum(
+    "TmaReduce",
+    ("semaphore", "cluster_gather", "cluster_scatter", "atomic"),
+    "tma_gemv.py TMA_REDUCE: the split-K reductions of tma_gemv.cuh (tma_gemv's and tma_gemm's reduce)",
+)
+TMA_GEMV_FIELDS = (
+    Field("splits", int, None, "CTAs that split a tile's K", bounds="1 .. K/64, uneven splits allowed"),
+    Field(
+        "stages",
+        int,
+        TMA_STAGES,
+        "shared-memory ring slots per CTA, each one weight tile (two for the router's hi + lo) and x's slice",
+    ),
+    Field(
+        "tile",
+        str,
+        TMA_TILES,
+        "full: 64 rows x a K range per CTA; half: 32 rows x the whole K (splits = 1, plain weights)",
+    ),
+    Field(
+        "reduce",
+        str,
+        TMA_REDUCTIONS,
+        "none (splits = 1), semaphore (workspace, the last CTA sums), cluster_gather (partials meet on rank 0),"
+        " cluster_scatter (on all ranks, 128/splits threads' worth each); the clusters take splits <= 16",
+    ),
+)
+TmaGemvConfig = config_type("TmaGemvConfig", TMA_GEMV_FIELDS)
+# What tma_gemv.cuh reads from here (both engines on it: tma_gemv and tma_gemm).
+TMA_CUDA_CONSTANTS = (
+    TMA_REDUCE,
+    CudaConstant("kTmaRingDepths", TMA_STAGES, "tma_gemv.py TMA_STAGES: the ring depths the launcher takes"),
+    CudaConstant("kTmaTileRows", TILE_ROWS, "tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M"),
+    CudaConstant(
+        "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
+    ),
+    CudaConstant("kTmaConsumers", CONSUMERS, "tma_gemv.py CONSUMERS: threads of one consumer warpgroup"),
+)
 
 
 def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
@@ -50,11 +88,11 @@ def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
 
 class TmaGemv(DecodeGemv):
     name = "tma_gemv"
+    FIELDS = TMA_GEMV_FIELDS
     Config = TmaGemvConfig
-    values = {"stages": TMA_STAGES}
-    modes = {"tile": TMA_TILES, "reduce": TMA_REDUCTIONS}
     launcher = "okc::launch_tma_gemv"
     template_fields = ("NB", "stages", "dual", "half", "warpgroups")
+    cuda_constants = TMA_CUDA_CONSTANTS
     summary = (
         "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
         " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
@@ -66,8 +104,8 @@ class TmaGemv(DecodeGemv):
 
     def rule(self, cfg, layer, m):
         n, k, dual = layer.n_for(m), layer.k, layer.dual
-        if (cfg.splits == 1) != (cfg.reduce == "none"):
-            return f"reduce={cfg.reduce} with splits={cfg.splits}: none exactly when splits = 1"
+        if split_rule(cfg):
+            return split_rule(cfg)
         if cfg.tile == "half" and (cfg.splits != 1 or dual):
             return f"tile=half runs plain bf16 weights unsplit: splits must be 1{', not the router' if dual else ''}"
         if cfg.reduce.startswith("cluster") and not 2 <= cfg.splits <= CLUSTER_MAX:
@@ -90,14 +128,14 @@ class TmaGemv(DecodeGemv):
         return None
 
     def operands(self, cfg, layer):
-        return ("half_tiles",) if cfg.tile == "half" else ("tiles",)
+        return (HALF_TILES,) if cfg.tile == "half" else (TILES,)
 
     def build_operand(self, operand, parts, layer):
-        pack = pack_tma_half_bulk if operand == "half_tiles" else pack_tma_bulk
+        pack = pack_tma_half_bulk if operand == HALF_TILES else pack_tma_bulk
         return tuple(pack(part) for part in parts)
 
     def variant(self, cfg, layer, m):
-        reduce = {"cluster_gather": 1, "cluster_scatter": 2}.get(cfg.reduce, 0)  # tma_gemv.cuh's reduce codes
+        reduce = TMA_REDUCE.code("semaphore" if cfg.reduce == "none" else cfg.reduce)
         template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half", 1)
         return Variant(self.name, template, (cfg.splits, reduce))
 
@@ -113,7 +151,7 @@ class TmaGemv(DecodeGemv):
             for stages in TMA_STAGES[1:]:
                 for tile in TMA_TILES:
                     for reduce in ("none",) if splits == 1 else TMA_REDUCTIONS[1:]:
-                        cfg = TmaGemvConfig(splits, stages, tile, reduce)
+                        cfg = TmaGemvConfig(splits=splits, stages=stages, tile=tile, reduce=reduce)
                         if self.config_error(cfg, layer, m) is None:
                             out.append(cfg)
         return out

@@ -119,16 +119,18 @@ def test_every_engines_candidates_are_admissible_and_cover_its_modes():
                 assert configs, (engine.name, layer.name, m)
     router, o = problem.layers["router"], problem.layers["o"]
     # the atomic reduction is the router's alone, and the mma_gemv sweep does try it there
-    assert any(c.reduce == "atomic" for c in MMA_GEMV.candidates(router, 32))
-    assert not any(c.reduce == "atomic" for c in MMA_GEMV.candidates(o, 32))
-    assert TmaGemvConfig(4, 12, "full", "semaphore") not in TMA_GEMV.candidates(router, 32)  # 12 x 20 KB
+    assert any(c.reduce == "atomic_out" for c in MMA_GEMV.candidates(router, 32))
+    assert not any(c.reduce == "atomic_out" for c in MMA_GEMV.candidates(o, 32))
+    assert TmaGemvConfig(splits=4, stages=12, tile="full", reduce="semaphore") not in TMA_GEMV.candidates(
+        router, 32
+    )  # 12 x 20 KB
     assert sweep_m(registry.BY_NAME["splitk_gemm"], problem) == (64, 128, 256)
 
 
 def test_a_sweep_times_the_chosen_values_and_always_the_current_entry():
     problem = load_problem()
     everything = MMA_GEMV.candidates(problem.layers["qkv_gate"], 16)
-    current = MmaGemvConfig(16, 1, 1, "double", 2, "none")
+    current = MmaGemvConfig(warps=16, splits=1, unroll=1, pipeline="double", row_blocks=2, reduce="none")
     assert current in everything
     hinted = configs_to_time(everything, {"pipeline": {"batch_l2", "double_l2"}}, current)
     assert hinted[0] == current and len(set(hinted)) == len(hinted)
@@ -141,15 +143,15 @@ def test_a_sweep_times_the_chosen_values_and_always_the_current_entry():
     ]
     assert configs_to_time(everything, None, current) == everything
     # an entry the candidate rules no longer produce is still timed (and dropped only if it fails or loses)
-    stale = MmaGemvConfig(16, 1, 1, "double", 8, "none")
+    stale = MmaGemvConfig(warps=16, splits=1, unroll=1, pipeline="double", row_blocks=8, reduce="none")
     assert stale not in everything
     assert configs_to_time(everything, None, stale) == [stale] + everything
 
 
 def test_the_current_entry_stays_unless_a_challenger_wins_by_min_gain():
-    current, challenger = MmaGemvConfig(16, 4, 1, "double", 1, "cluster"), MmaGemvConfig(
-        16, 8, 1, "batch", 1, "cluster"
-    )
+    current, challenger = MmaGemvConfig(
+        warps=16, splits=4, unroll=1, pipeline="double", row_blocks=1, reduce="cluster"
+    ), MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster")
     # two H200s ranked these 4 % apart in opposite directions; here 9.504 against 9.536 us is a 0.3 % margin
     assert pick_best({challenger: 9.504, current: 9.536}, current) == current
     assert pick_best({challenger: 9.0, current: 9.536}, current) == challenger  # 5.6 %: a real win
@@ -159,10 +161,10 @@ def test_the_current_entry_stays_unless_a_challenger_wins_by_min_gain():
 
 
 def test_a_table_entry_changes_only_on_a_min_gain_win_either_way():
-    entry = MmaGemvConfig(8, 1, 4, "batch", 2, "none")
-    other = MmaGemvConfig(8, 1, 4, "batch_l2", 2, "none")
+    entry = MmaGemvConfig(warps=8, splits=1, unroll=4, pipeline="batch", row_blocks=2, reduce="none")
+    other = MmaGemvConfig(warps=8, splits=1, unroll=4, pipeline="batch_l2", row_blocks=2, reduce="none")
     point = lambda best, us, base, current=entry: SweepPoint(
-        "o", 8, best, us, base, 145, [], current=current
+        layer="o", m=8, best=best, best_us=us, cublas_us=base, tried=145, wrong_configs=[], current=current
     )  # noqa
     assert (
         point(entry, 9.54, 9.66).choice == entry
@@ -200,8 +202,14 @@ def test_wrong_sweep_calls_are_refused_in_one_line_on_any_machine():
 
 
 def test_best_by_field_keeps_each_values_fastest_config():
-    cfgs = [TmaGemvConfig(1, 12, "half", "none"), TmaGemvConfig(1, 14, "half", "none")]
-    cfgs += [TmaGemvConfig(3, 8, "full", "cluster_scatter"), TmaGemvConfig(16, 8, "full", "cluster_gather")]
+    cfgs = [
+        TmaGemvConfig(splits=1, stages=12, tile="half", reduce="none"),
+        TmaGemvConfig(splits=1, stages=14, tile="half", reduce="none"),
+    ]
+    cfgs += [
+        TmaGemvConfig(splits=3, stages=8, tile="full", reduce="cluster_scatter"),
+        TmaGemvConfig(splits=16, stages=8, tile="full", reduce="cluster_gather"),
+    ]
     timings = dict(zip(cfgs, (15.3, 15.0, 15.4, 15.8)))
     best = best_by_field(timings, "reduce")
     assert best == {
@@ -210,9 +218,9 @@ def test_best_by_field_keeps_each_values_fastest_config():
         "none": (cfgs[1], 15.0),
     }
     assert best_by_field({}, "reduce") == {}
-    point = SweepPoint("qkv_gate", 32, cfgs[1], 15.0, 18.0, 5, [], 0, timings)
+    point = SweepPoint(layer="qkv_gate", m=32, best=cfgs[1], best_us=15.0, cublas_us=18.0, tried=5, wrong_configs=[], failed=0, timings=timings)
     lines = format_best_by_field(
-        [point, SweepPoint("o", 32, None, float("inf"), 9.9, 0, [])], "tile", TMA_GEMV.describe
+        [point, SweepPoint(layer="o", m=32, best=None, best_us=float("inf"), cublas_us=9.9, tried=0, wrong_configs=[])], "tile", TMA_GEMV.describe
     )
     assert lines == [
         "qkv_gate   32  tile=full: splits=3 stages=8 tile=full reduce=cluster_scatter 15.40"
@@ -222,24 +230,36 @@ def test_best_by_field_keeps_each_values_fastest_config():
 
 
 def test_sweep_point_json_ranks_every_timing():
-    a, b = MmaGemvConfig(4, 1, 1, "batch", 1, "none"), MmaGemvConfig(8, 1, 4, "batch", 2, "none")
+    a, b = MmaGemvConfig(
+        warps=4, splits=1, unroll=1, pipeline="batch", row_blocks=1, reduce="none"
+    ), MmaGemvConfig(warps=8, splits=1, unroll=4, pipeline="batch", row_blocks=2, reduce="none")
     point = SweepPoint(
-        "o", 8, b, 9.3, 9.6, 3, [MmaGemvConfig(16, 2, 1, "batch", 1, "cluster")], 0, {a: 12.0, b: 9.4}
+        layer="o",
+        m=8,
+        best=b,
+        best_us=9.3,
+        cublas_us=9.6,
+        tried=3,
+        wrong_configs=[MmaGemvConfig(warps=16, splits=2, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster")],
+        failed=0,
+        timings={a: 12.0, b: 9.4},
     )
     js = point.to_json()
-    assert js["timings"] == [[[8, 1, 4, "batch", 2, "none"], 9.4], [[4, 1, 1, "batch", 1, "none"], 12.0]]
-    assert js["wrong"] == [[16, 2, 1, "batch", 1, "cluster"]] and point.wrong == 1
-    assert js["best"] == [8, 1, 4, "batch", 2, "none"] and js["cublas_us"] == 9.6
+    assert js["timings"] == [[list(b), 9.4], [list(a), 12.0]] and list(b)[:6] == [8, 1, 4, "batch", 2, "none"]
+    assert js["wrong"] == [list(point.wrong_configs[0])] and point.wrong == 1
+    assert js["best"] == list(b) and js["cublas_us"] == 9.6
 
 
 def test_sweep_writes_a_table_the_build_accepts(tmp_path):
     problem = load_problem()
-    o1, o8 = MmaGemvConfig(8, 1, 1, "batch", 1, "none"), MmaGemvConfig(8, 1, 2, "double", 2, "none")
-    r8 = MmaGemvConfig(16, 8, 1, "double", 1, "semaphore")
+    o1, o8 = MmaGemvConfig(
+        warps=8, splits=1, unroll=1, pipeline="batch", row_blocks=1, reduce="none"
+    ), MmaGemvConfig(warps=8, splits=1, unroll=2, pipeline="double", row_blocks=2, reduce="none")
+    r8 = MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="semaphore")
     points = [
-        SweepPoint("o", 1, o1, 9.0, 10.0, 100, [], engine="mma_gemv"),
-        SweepPoint("o", 8, o8, 9.9, 10.0, 100, [], engine="mma_gemv"),  # under 2 % faster: stays cuBLAS
-        SweepPoint("router", 8, r8, 9.0, 19.0, 100, [], engine="mma_gemv"),
+        SweepPoint(layer="o", m=1, best=o1, best_us=9.0, cublas_us=10.0, tried=100, wrong_configs=[], engine="mma_gemv"),
+        SweepPoint(layer="o", m=8, best=o8, best_us=9.9, cublas_us=10.0, tried=100, wrong_configs=[], engine="mma_gemv"),  # under 2 % faster: stays cuBLAS
+        SweepPoint(layer="router", m=8, best=r8, best_us=9.0, cublas_us=19.0, tried=100, wrong_configs=[], engine="mma_gemv"),
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
     kept = {
@@ -257,14 +277,24 @@ def test_sweep_writes_a_table_the_build_accepts(tmp_path):
         ("o", 1): o1,
         ("o", 8): None,
         ("router", 8): r8,
-        ("pooler", 1): MmaGemvConfig(8, 1, 4, "double", 1, "none"),
+        ("pooler", 1): MmaGemvConfig(
+            warps=8, splits=1, unroll=4, pipeline="double", row_blocks=1, reduce="none"
+        ),
     }
     assert "# kept" in text and "1: {warps: 8, splits: 1, unroll: 1, pipeline: batch" in text
     assert "# mma_gemv 9.00 us vs cuBLAS 10.00 us" in text
     # a default must run at every class maximum of its kind: o8 alone (row_blocks 2, double) would not fit m = 32
     assert table.defaults == {"plain": o1, "dual": r8}
     assert (
-        pick_defaults(MMA_GEMV, {("o", 1): MmaGemvConfig(8, 1, 8, "double", 2, "none")}, problem)["plain"]
+        pick_defaults(
+            MMA_GEMV,
+            {
+                ("o", 1): MmaGemvConfig(
+                    warps=8, splits=1, unroll=8, pipeline="double", row_blocks=2, reduce="none"
+                )
+            },
+            problem,
+        )["plain"]
         is None
     )
     assert text.startswith("# mma_gemv: the mma.sync tensor-core GEMV")
@@ -274,8 +304,8 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     problem = load_problem()
     text = (REPO_ROOT / "tables" / "mma_gemv.yaml").read_text()
     current = load_table(MMA_GEMV, problem)
-    cfg = MmaGemvConfig(16, 8, 1, "double", 1, "cluster")
-    point = SweepPoint("router", 8, cfg, 8.0, 19.0, 10, [], engine="mma_gemv")
+    cfg = MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="cluster")
+    point = SweepPoint(layer="router", m=8, best=cfg, best_us=8.0, cublas_us=19.0, tried=10, wrong_configs=[], engine="mma_gemv")
     path = tmp_path / "mma_gemv.yaml"
     path.write_text(updated_table(text, current, [point], [("router", 8)], problem))
     written = path.read_text()
@@ -289,18 +319,18 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
 
 def test_a_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
     problem = load_problem()
-    beats = SweepPoint("qkv_gate", 32, TmaGemvConfig(3, 8, "full", "cluster_gather"), 16.8, 18.0, 40, [],
+    beats = SweepPoint(layer="qkv_gate", m=32, best=TmaGemvConfig(splits=3, stages=8, tile="full", reduce="cluster_gather"), best_us=16.8, cublas_us=18.0, tried=40, wrong_configs=[],
                        engine="tma_gemv", incumbent="mma_gemv", incumbent_us=17.6)  # fmt: skip
-    loses = SweepPoint("qkv_gate", 1, TmaGemvConfig(4, 6, "full", "semaphore"), 16.3, 17.7, 40, [],
+    loses = SweepPoint(layer="qkv_gate", m=1, best=TmaGemvConfig(splits=4, stages=6, tile="full", reduce="semaphore"), best_us=16.3, cublas_us=17.7, tried=40, wrong_configs=[],
                        engine="tma_gemv", incumbent="mma_gemv", incumbent_us=14.6)  # fmt: skip
     near = SweepPoint(
-        "pooler",
-        32,
-        TmaGemvConfig(2, 6, "full", "semaphore"),
-        23.5,
-        24.6,
-        40,
-        [],
+        layer="pooler",
+        m=32,
+        best=TmaGemvConfig(splits=2, stages=6, tile="full", reduce="semaphore"),
+        best_us=23.5,
+        cublas_us=24.6,
+        tried=40,
+        wrong_configs=[],
         engine="tma_gemv",
         incumbent="mma_gemv",
         incumbent_us=23.8,
@@ -323,3 +353,64 @@ def test_a_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
     assert table.entries[("qkv_gate", 1)] is None and table.entries[("pooler", 32)] is None
     js = beats.to_json()
     assert js["engine"] == "tma_gemv" and js["incumbent"] == "mma_gemv" and js["incumbent_us"] == 17.6
+
+
+def test_run_sweep_times_each_shape_in_its_phases_on_a_stand_in(monkeypatch):
+    """run_sweep end to end on the CPU (stand-in engines computing x . W^T, a timer that reads a config's stand-in
+    time): every candidate checked and timed, the fastest kept, a flawed engine's configs all wrong, the current
+    entry timed among the finalists, the incumbent named."""
+    import torch
+    from standin import StandInModule
+
+    from generator.judge import bench, sweep, timing
+    from generator.problem import load_problem
+    from kernels_src import registry
+
+    problem = load_problem()
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(timing, "L2Flusher", lambda: None)
+    monkeypatch.setattr(timing, "settle", lambda flush: None)
+    monkeypatch.setattr(bench, "cublas_baselines", lambda w, x, n: {"mm": lambda: "cublas"})
+    fast = TmaGemvConfig(splits=1, stages=8, tile="full", reduce="none")
+    times = {"cublas": 20.0}  # and "last": the tma_gemv config that ran last
+
+    class Module(StandInModule):
+        def problem(self):
+            layers, _ = super().problem()
+            return layers, {e.name: registry.Table({("router", 8): current}, {}) for e in registry.ENGINES}
+
+        def route(self, layer, m, tables, skip=()):
+            return self.BY_NAME["mma_gemv"], MmaGemvConfig(
+                warps=8, splits=1, unroll=4, pipeline="batch", row_blocks=2, reduce="none"
+            )
+
+    current = TmaGemvConfig(splits=1, stages=12, tile="full", reduce="none")
+    module = Module(problem)
+    for engine in module.BY_NAME.values():
+        engine.candidates, engine.jit_compiled = engine.real.candidates, False
+        engine.describe = engine.real.describe
+    plan = module.BY_NAME["tma_gemv"].plan
+    module.BY_NAME["tma_gemv"].plan = lambda cfg, layer, m, ctx: (
+        lambda call: (lambda x: (call(x), times.__setitem__("last", cfg))[0])
+    )(plan(cfg, layer, m, ctx))
+    timed_cfgs = []
+
+    def timer(call, flush, reps):
+        out = call()
+        if isinstance(out, str):
+            return times[out]
+        cfg = times.pop("last", None)
+        timed_cfgs.append(cfg)
+        return 9.0 if cfg == fast else 12.0 if cfg == current else 14.0
+
+    monkeypatch.setattr(timing, "time_cold_us", timer)
+    (point,) = sweep.run_sweep(module, problem, [("router", 8)], "tma_gemv", reps=3, log=print, device="cpu")
+    candidates = TMA_GEMV.candidates(problem.layers["router"], 8)
+    assert point.tried == len(candidates) and point.wrong == 0 and point.failed == 0
+    assert point.best == fast and point.best_us == 9.0 and point.cublas_us == 20.0
+    assert point.current == current  # timed again among the finalists
+    assert point.incumbent == "mma_gemv" and point.incumbent_us == 14.0
+    assert set(point.timings) == set(candidates)
+    module.flaw = "off by one row"
+    (wrong,) = sweep.run_sweep(module, problem, [("router", 8)], "tma_gemv", reps=3, log=print, device="cpu")
+    assert wrong.best is None and wrong.wrong == len(candidates)

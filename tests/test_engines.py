@@ -9,6 +9,8 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
+from tools import needs, on_ci
+
 from generator import REPO_ROOT
 from generator.cli import main
 from generator.problem import load_problem
@@ -22,11 +24,11 @@ from kernels_src.tma_gemv import TMA_STAGES, TMA_GEMV, TmaGemvConfig, smem_bytes
 
 PROBLEM = load_problem()
 O, POOLER, ROUTER = PROBLEM.layers["o"], PROBLEM.layers["pooler"], PROBLEM.layers["router"]
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs the local nvcc")
+needs_nvcc = needs("nvcc")
 
 
-def mma(warps, splits, unroll, pipeline, row_blocks, reduce):
-    return MmaGemvConfig(warps, splits, unroll, pipeline, row_blocks, reduce)
+def mma(**fields):
+    return MmaGemvConfig(**fields)
 
 
 def tables(mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None, gemm=None):
@@ -39,8 +41,8 @@ def tables(mma_entries=None, mma_defaults=None, tma=None, compressed=None, split
     }
 
 
-O1 = mma(8, 1, 2, "double", 2, "none")
-PLAIN = mma(4, 1, 2, "batch", 1, "none")
+O1 = mma(warps=8, splits=1, unroll=2, pipeline="double", row_blocks=2, reduce="none")
+PLAIN = mma(warps=4, splits=1, unroll=2, pipeline="batch", row_blocks=1, reduce="none")
 TABLES = tables({("o", 1): O1, ("o", 8): None, ("o", 16): PLAIN}, {"plain": PLAIN, "dual": None})
 
 
@@ -62,8 +64,8 @@ def test_route_walks_the_engines_in_precedence_order(layer, m, expected):
 
 
 def test_an_earlier_engine_takes_precedence_and_none_passes_on():
-    half = TmaGemvConfig(1, 12, "half", "none")
-    zcfg = CompressedGemvConfig(8, 1, 2, "batch", 1, "none")
+    half = TmaGemvConfig(splits=1, stages=12, tile="half", reduce="none")
+    zcfg = CompressedGemvConfig(warps=8, splits=1, groups=2, pipeline="batch", row_blocks=1, reduce="none")
     t = tables(
         {("o", 32): PLAIN},
         {"plain": PLAIN},
@@ -79,7 +81,9 @@ def test_an_earlier_engine_takes_precedence_and_none_passes_on():
 
 
 def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
-    cfg = registry.BY_NAME["splitk_gemm"].Config(64, 64, 128, 16, 4, 3, "tma", "atomic")
+    cfg = registry.BY_NAME["splitk_gemm"].Config(
+        block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=3, loads="tma", reduce="atomic"
+    )
     t = tables(splitk={("router", 64): cfg, ("router", 256): cfg})
     assert route(ROUTER, 33, t) == (registry.BY_NAME["splitk_gemm"], cfg)
     assert route(ROUTER, 100, t)[1] == cfg  # no row at 128: 256's
@@ -106,33 +110,73 @@ def test_a_table_naming_an_unknown_field_or_mode_fails(tmp_path):
     with pytest.raises(ValueError, match="pipeline must be one of batch"):
         MMA_GEMV.make_config(dict(warps=4, splits=1, unroll=1, pipeline=1, row_blocks=1, reduce="none"))
     assert "pipeline=triple is not one of batch" in MMA_GEMV.config_error(
-        mma(4, 1, 1, "triple", 1, "none"), O, 1
+        mma(warps=4, splits=1, unroll=1, pipeline="triple", row_blocks=1, reduce="none"), O, 1
     )
 
 
 def test_mma_gemv_rule_names_the_field():
     err = MMA_GEMV.config_error
-    assert "splits=3 is not one of" in err(mma(4, 3, 2, "batch", 1, "semaphore"), O, 1)
-    assert "splits=32 does not divide the 16 32-wide K blocks" in err(
-        mma(4, 32, 2, "batch", 1, "semaphore"), O._replace(k=512), 1
+    assert "splits=3 is not one of" in err(
+        mma(warps=4, splits=3, unroll=2, pipeline="batch", row_blocks=1, reduce="semaphore"), O, 1
     )
-    assert "row_blocks=4 does not divide" in err(mma(4, 1, 2, "batch", 4, "none"), O._replace(n=32), 1)
-    assert "data registers" in err(mma(4, 1, 8, "double", 1, "none"), ROUTER, 32)
-    assert err(mma(16, 8, 1, "batch_l2", 1, "semaphore"), ROUTER, 32) is None
-    assert "reduce=cluster needs 2 <= splits <= 16" in err(mma(16, 32, 1, "batch", 1, "cluster"), ROUTER, 8)
-    assert "none exactly when splits = 1" in err(mma(16, 1, 1, "batch", 1, "cluster"), ROUTER, 8)
-    assert "none exactly when splits = 1" in err(mma(16, 4, 1, "batch", 1, "none"), ROUTER, 8)
-    assert err(mma(16, 16, 1, "batch", 1, "cluster"), ROUTER, 8) is None
+    assert "splits=32 does not divide the 16 32-wide K blocks" in err(
+        mma(warps=4, splits=32, unroll=2, pipeline="batch", row_blocks=1, reduce="semaphore"),
+        O._replace(k=512),
+        1,
+    )
+    assert "row_blocks=4 does not divide" in err(
+        mma(warps=4, splits=1, unroll=2, pipeline="batch", row_blocks=4, reduce="none"), O._replace(n=32), 1
+    )
+    assert "data registers" in err(
+        mma(warps=4, splits=1, unroll=8, pipeline="double", row_blocks=1, reduce="none"), ROUTER, 32
+    )
+    assert (
+        err(
+            mma(warps=16, splits=8, unroll=1, pipeline="batch_l2", row_blocks=1, reduce="semaphore"),
+            ROUTER,
+            32,
+        )
+        is None
+    )
+    assert "reduce=cluster needs 2 <= splits <= 16" in err(
+        mma(warps=16, splits=32, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster"), ROUTER, 8
+    )
+    assert "none exactly when splits = 1" in err(
+        mma(warps=16, splits=1, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster"), ROUTER, 8
+    )
+    assert "none exactly when splits = 1" in err(
+        mma(warps=16, splits=4, unroll=1, pipeline="batch", row_blocks=1, reduce="none"), ROUTER, 8
+    )
+    assert (
+        err(mma(warps=16, splits=16, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster"), ROUTER, 8)
+        is None
+    )
     assert "serves 1 <= m <= 32, not m=33" in err(PLAIN, O, 33)
 
 
 def test_the_atomic_reduction_is_the_routers_and_needs_a_split():
     err = MMA_GEMV.config_error
-    assert err(mma(16, 8, 1, "double", 1, "atomic"), ROUTER, 32) is None
-    assert err(mma(16, 32, 1, "batch", 1, "atomic"), ROUTER, 1) is None  # past the 16 CTAs a cluster may hold
-    assert "router (dual) only" in err(mma(16, 8, 1, "double", 1, "atomic"), O, 32)
+    assert (
+        err(
+            mma(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="atomic_out"),
+            ROUTER,
+            32,
+        )
+        is None
+    )
+    assert (
+        err(
+            mma(warps=16, splits=32, unroll=1, pipeline="batch", row_blocks=1, reduce="atomic_out"), ROUTER, 1
+        )
+        is None
+    )  # past the 16 CTAs a cluster may hold
+    assert "router (dual) only" in err(
+        mma(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="atomic_out"), O, 32
+    )
     assert "reduce=atomic is not one of" in COMPRESSED_GEMV.config_error(
-        CompressedGemvConfig(4, 4, 1, "batch", 1, "atomic"), POOLER, 8
+        CompressedGemvConfig(warps=4, splits=4, groups=1, pipeline="batch", row_blocks=1, reduce="atomic"),
+        POOLER,
+        8,
     )
     # 16 warps' tiles at row_blocks 4, NB 4 fill 128 KB: a cluster inbox of 15 more would not fit
     assert "shared memory" in tiles_smem_error(16, 16, 4, True, 32)
@@ -142,38 +186,88 @@ def test_the_atomic_reduction_is_the_routers_and_needs_a_split():
 def test_tma_gemv_rule_names_the_field():
     err = TMA_GEMV.config_error
     q = PROBLEM.layers["qkv_gate"]
-    assert "stages=5 is not one of" in err(TmaGemvConfig(1, 5, "full", "none"), O, 1)
-    assert "splits=17 must be 1..16" in err(TmaGemvConfig(17, 4, "full", "semaphore"), O, 8)
-    assert "divisible by 64" in err(TmaGemvConfig(1, 4, "full", "none"), O._replace(n=1000), 1)
-    assert "shared memory" in err(TmaGemvConfig(4, 12, "full", "semaphore"), ROUTER, 32)  # 12 x 20 KB
-    assert err(TmaGemvConfig(4, 8, "full", "semaphore"), ROUTER, 32) is None
-    assert "workspace" in err(TmaGemvConfig(64, 4, "full", "semaphore"), PROBLEM.layers["unpooler"], 32)
-    assert "reduce=cluster_gather needs 2 <= splits" in err(
-        TmaGemvConfig(32, 8, "full", "cluster_gather"), q, 32
+    assert "stages=5 is not one of" in err(
+        TmaGemvConfig(splits=1, stages=5, tile="full", reduce="none"), O, 1
     )
-    assert err(TmaGemvConfig(16, 8, "full", "cluster_scatter"), q, 32) is None
-    assert err(TmaGemvConfig(1, 12, "half", "none"), q, 32) is None  # 12 x 16 KB
-    assert "shared memory" in err(TmaGemvConfig(1, 16, "half", "none"), q, 32)  # 16 x 16 KB
-    assert err(TmaGemvConfig(1, 16, "half", "none"), q, 16) is None  # 16 x 12 KB
-    assert "splits must be 1" in err(TmaGemvConfig(2, 8, "half", "semaphore"), q, 16)
-    assert "not the router" in err(TmaGemvConfig(1, 8, "half", "none"), ROUTER, 16)
-    assert "divisible by 128" in err(TmaGemvConfig(1, 8, "half", "none"), q._replace(k=192), 16)
+    assert "splits=17 must be 1..16" in err(
+        TmaGemvConfig(splits=17, stages=4, tile="full", reduce="semaphore"), O, 8
+    )
+    assert "divisible by 64" in err(
+        TmaGemvConfig(splits=1, stages=4, tile="full", reduce="none"), O._replace(n=1000), 1
+    )
+    assert "shared memory" in err(
+        TmaGemvConfig(splits=4, stages=12, tile="full", reduce="semaphore"), ROUTER, 32
+    )  # 12 x 20 KB
+    assert err(TmaGemvConfig(splits=4, stages=8, tile="full", reduce="semaphore"), ROUTER, 32) is None
+    assert "workspace" in err(
+        TmaGemvConfig(splits=64, stages=4, tile="full", reduce="semaphore"), PROBLEM.layers["unpooler"], 32
+    )
+    assert "reduce=cluster_gather needs 2 <= splits" in err(
+        TmaGemvConfig(splits=32, stages=8, tile="full", reduce="cluster_gather"), q, 32
+    )
+    assert err(TmaGemvConfig(splits=16, stages=8, tile="full", reduce="cluster_scatter"), q, 32) is None
+    assert err(TmaGemvConfig(splits=1, stages=12, tile="half", reduce="none"), q, 32) is None  # 12 x 16 KB
+    assert "shared memory" in err(
+        TmaGemvConfig(splits=1, stages=16, tile="half", reduce="none"), q, 32
+    )  # 16 x 16 KB
+    assert err(TmaGemvConfig(splits=1, stages=16, tile="half", reduce="none"), q, 16) is None  # 16 x 12 KB
+    assert "splits must be 1" in err(
+        TmaGemvConfig(splits=2, stages=8, tile="half", reduce="semaphore"), q, 16
+    )
+    assert "not the router" in err(TmaGemvConfig(splits=1, stages=8, tile="half", reduce="none"), ROUTER, 16)
+    assert "divisible by 128" in err(
+        TmaGemvConfig(splits=1, stages=8, tile="half", reduce="none"), q._replace(k=192), 16
+    )
 
 
 def test_compressed_gemv_rule_names_the_field():
     err = COMPRESSED_GEMV.config_error
     q = PROBLEM.layers["qkv_gate"]
-    assert "never compressed" in err(CompressedGemvConfig(4, 1, 1, "batch", 1, "none"), ROUTER, 8)
-    assert "groups=3 is not one of" in err(CompressedGemvConfig(4, 1, 3, "batch", 1, "none"), q, 8)
-    assert "64-wide K groups" in err(CompressedGemvConfig(4, 32, 1, "batch", 1, "semaphore"), O, 8)
-    assert "data registers" in err(CompressedGemvConfig(4, 1, 4, "double", 2, "none"), q, 32)
-    assert err(CompressedGemvConfig(16, 1, 2, "double", 1, "none"), q, 8) is None
-    assert err(CompressedGemvConfig(4, 4, 1, "batch", 1, "cluster"), q, 32) is None
+    assert "never compressed" in err(
+        CompressedGemvConfig(warps=4, splits=1, groups=1, pipeline="batch", row_blocks=1, reduce="none"),
+        ROUTER,
+        8,
+    )
+    assert "groups=3 is not one of" in err(
+        CompressedGemvConfig(warps=4, splits=1, groups=3, pipeline="batch", row_blocks=1, reduce="none"), q, 8
+    )
+    assert "64-wide K groups" in err(
+        CompressedGemvConfig(
+            warps=4, splits=32, groups=1, pipeline="batch", row_blocks=1, reduce="semaphore"
+        ),
+        O,
+        8,
+    )
+    assert "data registers" in err(
+        CompressedGemvConfig(warps=4, splits=1, groups=4, pipeline="double", row_blocks=2, reduce="none"),
+        q,
+        32,
+    )
+    assert (
+        err(
+            CompressedGemvConfig(
+                warps=16, splits=1, groups=2, pipeline="double", row_blocks=1, reduce="none"
+            ),
+            q,
+            8,
+        )
+        is None
+    )
+    assert (
+        err(
+            CompressedGemvConfig(
+                warps=4, splits=4, groups=1, pipeline="batch", row_blocks=1, reduce="cluster"
+            ),
+            q,
+            32,
+        )
+        is None
+    )
 
 
 def test_launch_values_parse_positionally_or_by_name():
     cfg = TMA_GEMV.parse_values(["1", "14", "half", "none"])
-    assert cfg == TmaGemvConfig(1, 14, "half", "none")
+    assert cfg == TmaGemvConfig(splits=1, stages=14, tile="half", reduce="none")
     assert TMA_GEMV.parse_values(["stages=14", "splits=1", "tile=half", "reduce=none"]) == cfg
     with pytest.raises(ValueError, match="stages must be an integer"):
         TMA_GEMV.parse_values(["1", "many", "half", "none"])
@@ -199,8 +293,12 @@ def test_every_route_of_the_built_tables_has_its_kernel_and_fits_its_m():
 def _host_program_output(tmp_path, name, source, gencode=()):
     """stdout of a host-only C++ program (`source`, which includes the kernels' headers) built with nvcc and run:
     how these tests read the CUDA side's own arithmetic."""
+    from kernels_src.registry import cuda_prelude
+
+    if shutil.which("nvcc") is None:
+        pytest.fail("no nvcc on PATH" + (": CI must have it" if on_ci() else ""))
     program = tmp_path / f"{name}.cu"
-    program.write_text(source)
+    program.write_text(cuda_prelude() + source)  # the generated constants first, as in every build
     subprocess.run(["nvcc", "-std=c++17", *gencode, str(program), "-o", str(tmp_path / name)], check=True)
     return subprocess.run([str(tmp_path / name)], capture_output=True, text=True, check=True).stdout
 
@@ -217,34 +315,32 @@ def test_python_and_cuda_agree_on_which_mma_configs_exist(tmp_path):
         f'#include "{SRC}/mma_gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
         f" for (int p = 0; p < {len(MMA_PIPELINES)}; ++p) for (int d = 0; d < 2; ++d)"
-        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d, (int)okc::gemv_fits(u, nb, r, p, d)); }\n',
+        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d,'
+        " (int)okc::gemv_fits(u, nb, r, static_cast<okc::MmaPipeline>(p), d)); }\n",
     )
     cpp = {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
     for u, nb, r, p, d in itertools.product(
         (1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(len(MMA_PIPELINES)), (0, 1)
     ):
         layer = ROUTER if d else POOLER
-        error = MMA_GEMV.config_error(mma(4, 1, u, MMA_PIPELINES[p], r, "none"), layer, M_OF_NB[nb])
+        error = MMA_GEMV.config_error(
+            mma(warps=4, splits=1, unroll=u, pipeline=MMA_PIPELINES[p], row_blocks=r, reduce="none"),
+            layer,
+            M_OF_NB[nb],
+        )
         assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
 
 
-@needs_nvcc
-def test_the_atomic_reductions_tickets_fit_the_semaphore_array(tmp_path):
-    """The atomic reduction keeps its tickets and flags past the semaphore counters in the one array runtime.py
-    allocates: the CUDA layout (common.cuh) and engine.py's SEMAPHORES agree, and the regions do not overlap.
-    """
-    out = _host_program_output(
-        tmp_path,
-        "tickets",
-        f'#include "{SRC}/common.cuh"\n#include <cstdio>\n'
-        'int main() { printf("%d %d %d %d %d\\n", okc::kTicketAt, okc::kTicketGroups, okc::kTicketSplits,'
-        " okc::kFlagAt, okc::kSemaphoreInts); }\n",
-    )
-    ticket_at, groups, splits, flag_at, total = map(int, out.split())
-    assert SEMAPHORES == total and groups == 256
-    assert splits == len([s for s in MMA_GEMV.values["splits"] if s >= 2]) == 5
-    assert flag_at == ticket_at + splits * groups and total == flag_at + splits * groups
-    assert max(layer.n for layer in PROBLEM.layers.values()) // 16 <= ticket_at
+def test_the_output_atomic_reductions_tickets_fit_the_semaphore_array():
+    """mma_gemv's output-atomic reduction keeps a ticket and a flag per row group and split count past the
+    semaphore counters, in the one array runtime.py allocates (its layout is engine.py's, rendered into the CUDA:
+    common.cuh static_asserts that the flags end it): one slot per split count the engine admits, and every
+    layer's row groups fit the semaphore counters."""
+    from kernels_src.engine import SEMAPHORE_GROUPS, TICKET_GROUPS, TICKET_SPLITS
+
+    assert TICKET_SPLITS == len([s for s in MMA_GEMV.values["splits"] if s >= 2]) == 5
+    assert SEMAPHORES == SEMAPHORE_GROUPS + 2 * TICKET_SPLITS * TICKET_GROUPS
+    assert max(layer.n for layer in PROBLEM.layers.values()) // 16 <= SEMAPHORE_GROUPS
 
 
 @needs_nvcc
@@ -256,25 +352,23 @@ def test_python_and_cuda_agree_on_the_tma_ring_and_the_cluster_inbox(tmp_path):
         "tma_rule",
         f'#include "{SRC}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
         ' printf("limit %d\\n", (int)okc::kSmemOptInLimit);\n'
-        ' for (int st : okc::TmaRingDepths::values) printf("depth %d\\n", st);\n'
-        " for (int s : {1, 2, 3, 8, 16}) for (int nb : {1, 2, 4}) for (int st : okc::TmaRingDepths::values)\n"
+        " for (int s : {1, 2, 3, 8, 16}) for (int nb : {1, 2, 4}) for (int st : okc::kTmaRingDepths)\n"
         "  for (int d = 0; d < 2; ++d) for (int h = 0; h < 2; ++h) for (int c = 0; c <= 2; ++c)\n"
         '   printf("%d %d %d %d %d %d %d\\n", s, nb, st, d, h, c, okc::tma_smem_bytes(nb, st, d, h) +'
         " okc::tma_inbox_bytes(nb, s, c));\n}\n",
     )
     rows = [line.split() for line in out.splitlines()]
     assert int(rows[0][1]) == SMEM_LIMIT
-    assert tuple(int(r[1]) for r in rows if r[0] == "depth") == TMA_STAGES
     refused = checked = 0
     reduces = {0: "semaphore", 1: "cluster_gather", 2: "cluster_scatter"}
     for row in rows:
-        if row[0] in ("limit", "depth"):
+        if row[0] == "limit":
             continue
         s, nb, stages, dual, half, c, smem = map(int, row)
         reduce = "none" if s == 1 and c == 0 else reduces[c]
         if (s == 1) != (reduce == "none") or (half and (s > 1 or dual)):
             continue  # not a config the engine admits for other reasons
-        cfg = TmaGemvConfig(s, stages, "half" if half else "full", reduce)
+        cfg = TmaGemvConfig(splits=s, stages=stages, tile="half" if half else "full", reduce=reduce)
         assert smem_bytes(cfg, nb, bool(dual)) == smem, row
         layer = ROUTER if dual else PROBLEM.layers["qkv_gate"]
         error = TMA_GEMV.config_error(cfg, layer, M_OF_NB[nb])
@@ -347,12 +441,15 @@ def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
         " return bad; }\n"
         'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>());'
         " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 2; ++p)"
-        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, p)); }\n',
+        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, static_cast<okc::MmaPipeline>(p)));'
+        " }\n",
     ).splitlines()
     assert lines[0] == "bad 0"
     for line in lines[1:]:
         ug, nb, r, p, fits = map(int, line.split())
-        cfg = CompressedGemvConfig(4, 1, ug, ("batch", "double")[p], r, "none")
+        cfg = CompressedGemvConfig(
+            warps=4, splits=1, groups=ug, pipeline=("batch", "double")[p], row_blocks=r, reduce="none"
+        )
         error = COMPRESSED_GEMV.config_error(cfg, POOLER, M_OF_NB[nb])
         assert (error is None) == bool(fits), (ug, nb, r, p, error)
 
@@ -431,3 +528,70 @@ def test_the_kernels_the_tables_reach_compile_for_sm90a_without_spills():
 def test_column_blocks():
     assert [column_blocks(m) for m in (1, 8, 9, 16, 17, 32)] == [1, 1, 2, 2, 4, 4]
     assert Layer("unpooler", 8192, 4096, "bfloat16", 1024, 8).n_for(8) == 1024
+
+
+def test_every_table_header_is_its_engines_field_declarations():
+    """Each field's meaning and allowed values are written once, in its engine's FIELDS: the table headers are
+    rendered from them (Engine.header_lines) and must say the same."""
+    from generator.tables import with_field_header
+
+    for engine in registry.ENGINES:
+        text = (REPO_ROOT / "tables" / engine.table_file).read_text()
+        assert "\n".join(engine.header_lines()) + "\n" in text, f"{engine.name}: run python -m generator headers"
+        assert with_field_header(engine, text) == text
+        assert engine.fields == engine.Config._fields
+        assert set(engine.values) | set(engine.modes) <= set(engine.fields)
+
+
+def test_a_field_with_a_default_may_be_left_out_of_a_table_entry():
+    from kernels_src.engine import Engine, Field, config_type
+
+    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
+
+    class Probe(Engine):
+        name = "probe"
+        FIELDS = fields
+        Config = config_type("ProbeConfig", fields)
+
+    probe = Probe()
+    assert probe.make_config({"splits": 2}) == probe.Config(splits=2, hint="off")
+    assert probe.make_config({"splits": 2, "hint": "on"}).hint == "on"
+    with pytest.raises(ValueError, match="missing field 'splits'"):
+        probe.make_config({"hint": "on"})
+    assert "default off" in "\n".join(probe.header_lines())
+    assert probe.Config._field_defaults == {"hint": "off"}
+
+
+def test_every_engine_list_comes_from_the_registry():
+    """The help texts name every engine registry.ENGINES lists (tma_gemm was once missing from sweep's), and
+    runtime.py names none by hand."""
+    text = " ".join(CliRunner().invoke(main, ["sweep", "--help"], terminal_width=1000).output.split())
+    for engine in registry.ENGINES:
+        assert engine.name in text, engine.name
+    runtime = (REPO_ROOT / "kernels_src" / "runtime.py").read_text()
+    assert not [e.name for e in registry.ENGINES if f'"{e.name}"' in runtime]
+
+
+def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
+    path = repo_copy / "tables" / "tma_gemm.yaml"
+    path.write_text(path.read_text().replace("consumer warpgroups per CTA", "warpgroups (an old word)"))
+    stale = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
+    assert stale.exit_code == 1 and "tables/tma_gemm.yaml" in stale.output
+    assert CliRunner().invoke(main, ["headers", "--root", str(repo_copy)]).exit_code == 0
+    assert "\n".join(registry.BY_NAME["tma_gemm"].header_lines()) in path.read_text()
+    assert CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)]).exit_code == 0
+
+
+def test_a_field_at_its_default_is_left_out_of_descriptions():
+    from kernels_src.engine import Engine, Field, config_type
+
+    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
+
+    class Probe(Engine):
+        name = "probe"
+        FIELDS = fields
+        Config = config_type("ProbeConfig", fields)
+
+    probe = Probe()
+    assert probe.describe(probe.Config(splits=2)) == "splits=2"
+    assert probe.describe(probe.Config(splits=2, hint="on")) == "splits=2 hint=on"

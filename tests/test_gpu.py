@@ -34,13 +34,13 @@ COMPRESSED += [
     (8, 2, 2, "batch", 1, "semaphore"),
     (4, 8, 1, "batch", 4, "cluster"),
 ]
-ATOMIC = [(16, s, 1, "double", r, "atomic") for s in (2, 4, 8, 16) for r in (1, 2)]
+ATOMIC = [(16, s, 1, "double", r, "atomic_out") for s in (2, 4, 8, 16) for r in (1, 2)]
 ATOMIC += [
-    (8, 8, 4, "batch", 1, "atomic"),
-    (16, 4, 4, "batch_l2", 1, "atomic"),
-    (16, 8, 1, "double_w", 1, "atomic"),
+    (8, 8, 4, "batch", 1, "atomic_out"),
+    (16, 4, 4, "batch_l2", 1, "atomic_out"),
+    (16, 8, 1, "double_w", 1, "atomic_out"),
 ]
-ATOMIC += [(4, 32, 1, "batch", 4, "atomic")]
+ATOMIC += [(4, 32, 1, "batch", 4, "atomic_out")]
 # tma_gemm past 32 tokens: every warpgroup count, both reductions, uneven splits; GEMM_EDGES cross its classes.
 GEMM = [
     (1, 1, 4, "none"),
@@ -112,7 +112,7 @@ def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submissio
     state = submission.prepare({name: w.clone() for name, w in weights.items()})
     wanted = []
     for launch in table_routes(submission) + extra_launches(submission):
-        if launch[2] == "compressed_gemv" and launch[0] in state["refused"]:
+        if launch[2] == "compressed_gemv" and launch[0] in state.refused:
             continue  # compress() refused these weights: prepare() said so, and the layer runs its bf16 engines
         wanted.append(launch)
     assert len(wanted) > 500  # the rules must not have filtered the plan away
@@ -172,8 +172,8 @@ def test_planted_overflow_reaches_the_compressed_gemv(submission):
     wanted = [launch for launch in wanted if admitted(submission, *launch)]
     for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
         state = submission.prepare({**weights, "o": w.clone()})
-        state["operands"]["o"]["compressed"] = submission.compress(w, "o", patches_per_group=patches)
-        assert state["operands"]["o"]["compressed"]["overflow"].numel() > 0, case  # the overflow is not empty
+        state.operands["o"][submission.COMPRESSED] = submission.compress(w, "o", patches_per_group=patches)
+        assert state.operands["o"][submission.COMPRESSED]["overflow"].numel() > 0, case  # the overflow is not empty
         for launch, plan in zip(wanted, make_plans(submission, state, wanted)):
             x = make_x(launch[1], layer.k, gen, "cuda")
             check(plan, x, w, layer.n, False, (case, *launch))
@@ -185,7 +185,7 @@ def test_the_atomic_reduction_leaves_its_tickets_ready_under_graph_replay(submis
     weights = make_weights(PROBLEM, "normal", 3, "cuda")
     state = submission.prepare({name: w.clone() for name, w in weights.items()})
     layer = PROBLEM.layers["router"]
-    (plan,) = make_plans(submission, state, [("router", 32, "mma_gemv", (16, 8, 1, "double", 1, "atomic"))])
+    (plan,) = make_plans(submission, state, [("router", 32, "mma_gemv", (16, 8, 1, "double", 1, "atomic_out"))])
     gen = torch.Generator(device="cuda").manual_seed(9)
     x = make_x(32, layer.k, gen, "cuda")
     plan(x)
@@ -238,7 +238,7 @@ def test_kernel_fn_host_time_is_near_a_bare_matmul(submission):
             data = {"x": x, "config": {"m": m, "n": n, "k": layer.k, "layer": layer_name}}
             engine = submission.served_by(state, layer_name, m)[0].name
             if engine == "splitk_gemm":  # prepare()'s warm-up bound the launch (BoundSplitKLaunch)
-                assert state["plans"][layer_name][m][1].bound is not None, (layer_name, m)
+                assert state.plans[layer_name][m][1].bound is not None, (layer_name, m)
             wt = w[:n].t()
             ours, bare = _host_us([lambda: submission.kernel_fn(data, state), lambda: x @ wt])
             print(f"{layer_name} m={m} {engine}: kernel_fn {ours:.1f} us, x @ W.t() {bare:.1f} us")

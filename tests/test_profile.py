@@ -11,6 +11,9 @@ from generator.cli import main
 from generator.judge.launches import Launch, parse_launch
 from generator.judge.profile import hot_instructions, kernel_summaries, ncu_commands, sass_tables
 from generator.problem import load_problem
+from kernels_src.compressed_gemv import CompressedGemvConfig
+from kernels_src.mma_gemv import MmaGemvConfig
+from kernels_src.splitk_gemm import SplitKGemmConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -26,13 +29,15 @@ def test_launch_specs_parse_for_every_engine(problem):
     assert tma.spec == "qkv_gate:32:tma_gemv:splits=3,stages=8,tile=full,reduce=cluster_scatter"
     assert parse_launch(tma.spec, problem) == tma  # the named form parses back
     z = parse_launch("pooler:1:compressed_gemv:8,1,4,batch,1,none", problem)
-    assert z.config == (8, 1, 4, "batch", 1, "none")
+    assert z.config == CompressedGemvConfig(warps=8, splits=1, groups=4, pipeline="batch", row_blocks=1, reduce="none")
     mma = parse_launch(
         "router:32:mma_gemv:warps=16,splits=4,unroll=1,pipeline=batch,row_blocks=1,reduce=cluster", problem
     )
-    assert mma.config == (16, 4, 1, "batch", 1, "cluster")
+    assert mma.config == MmaGemvConfig(warps=16, splits=4, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster")
     splitk = parse_launch("router:128:splitk_gemm:64,64,128,16,4,3,tma,atomic", problem)
-    assert splitk.config == (64, 64, 128, 16, 4, 3, "tma", "atomic")
+    assert splitk.config == SplitKGemmConfig(
+        block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=3, loads="tma", reduce="atomic"
+    )
     # cuBLAS, the fallback a null entry runs: no config, at any m (a GEMV's m range does not apply)
     cublas = parse_launch("o:32:cublas", problem)
     assert cublas == Launch("o", 32, "cublas", ()) and cublas.spec == "o:32:cublas"

@@ -182,14 +182,26 @@ def _check_dual(out, x, weights, n, label):
 # Dense configs of the CPU tests, one per epilogue: uneven splits (8 K steps in 5, 4 in 3), two 64-row chunks
 # in the semaphore sum (block_n 128, EPILOGUE_N 64) and a last group of splits 4..7 with 5..7 masked off.
 DENSE = {
-    "none": lambda loads: Cfg(64, 32, 64, 1, 4, 2, loads, "none"),
-    "semaphore": lambda loads: Cfg(128, 64, 32, 5, 4, 2, loads, "semaphore"),
-    "atomic": lambda loads: Cfg(64, 16, 128, 2, 4, 2, loads, "atomic"),  # TMA atomics take block_k 128
+    "none": lambda loads: Cfg(
+        block_n=64, block_m=32, block_k=64, splits=1, warps=4, stages=2, loads=loads, reduce="none"
+    ),
+    "semaphore": lambda loads: Cfg(
+        block_n=128, block_m=64, block_k=32, splits=5, warps=4, stages=2, loads=loads, reduce="semaphore"
+    ),
+    "atomic": lambda loads: Cfg(
+        block_n=64, block_m=16, block_k=128, splits=2, warps=4, stages=2, loads=loads, reduce="atomic"
+    ),  # TMA atomics take block_k 128
 }
 DUAL = {
-    "none": lambda loads: Cfg(64, 64, 128, 1, 4, 2, loads, "none"),
-    "semaphore": lambda loads: Cfg(64, 32, 32, 8, 4, 3, loads, "semaphore"),  # splits = K / block_k
-    "atomic": lambda loads: Cfg(64, 64, 128, 2, 4, 2, loads, "atomic"),
+    "none": lambda loads: Cfg(
+        block_n=64, block_m=64, block_k=128, splits=1, warps=4, stages=2, loads=loads, reduce="none"
+    ),
+    "semaphore": lambda loads: Cfg(
+        block_n=64, block_m=32, block_k=32, splits=8, warps=4, stages=3, loads=loads, reduce="semaphore"
+    ),  # splits = K / block_k
+    "atomic": lambda loads: Cfg(
+        block_n=64, block_m=64, block_k=128, splits=2, warps=4, stages=2, loads=loads, reduce="atomic"
+    ),
 }
 
 
@@ -235,9 +247,31 @@ def test_dual_check_catches_a_dropped_lo_half():
 @pytest.mark.parametrize(
     "cfg, dual",
     [
-        (Cfg(64, 32, 32, 8, 4, 2, "tma", "semaphore"), False),
-        (Cfg(64, 64, 128, 2, 4, 2, "tma", "atomic"), False),
-        (Cfg(64, 16, 128, 2, 4, 2, "tma", "atomic"), True),
+        (
+            Cfg(
+                block_n=64,
+                block_m=32,
+                block_k=32,
+                splits=8,
+                warps=4,
+                stages=2,
+                loads="tma",
+                reduce="semaphore",
+            ),
+            False,
+        ),
+        (
+            Cfg(
+                block_n=64, block_m=64, block_k=128, splits=2, warps=4, stages=2, loads="tma", reduce="atomic"
+            ),
+            False,
+        ),
+        (
+            Cfg(
+                block_n=64, block_m=16, block_k=128, splits=2, warps=4, stages=2, loads="tma", reduce="atomic"
+            ),
+            True,
+        ),
     ],
     ids=["semaphore", "atomic", "atomic-dual"],
 )
@@ -261,7 +295,7 @@ def test_interpreter_bf16_dot_is_why_upcast_exists():
     gen = torch.Generator().manual_seed(5)
     _, weights = _dense_weight(gen)
     x = make_x(64, K, gen, "cpu")
-    cfg = Cfg(64, 64, 64, 1, 4, 1, "tma", "none")
+    cfg = Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=1, loads="tma", reduce="none")
     out = torch.full((64, N), float("nan"), dtype=torch.bfloat16)
     meta = sk.splitk_constexprs(cfg, False, False)  # UPCAST off, as on CUDA
     sk._splitk_gemm_kernel[(N // 64, 1, 1)](
@@ -290,41 +324,383 @@ def test_interpreter_bf16_dot_is_why_upcast_exists():
     [
         ((64, 64, 64, 1, 4, 2, "tma"), 64, 128, 256, False, "cfg"),
         ("64, 64", 64, 128, 256, False, "cfg"),
-        (Cfg(64.0, 64, 64, 1, 4, 2, "tma", "none"), 64, 128, 256, False, "block_n"),
-        (Cfg(64, True, 64, 1, 4, 2, "tma", "none"), 64, 128, 256, False, "block_m"),
-        (Cfg(64, 64, 64, 1, 4, 2, b"tma", "none"), 64, 128, 256, False, "loads"),
-        (Cfg(48, 64, 64, 1, 4, 2, "tma", "none"), 64, 96, 256, False, "block_n"),
-        (Cfg(64, 48, 64, 1, 4, 2, "tma", "none"), 64, 128, 256, False, "block_m"),
-        (Cfg(64, 64, 16, 1, 4, 2, "tma", "none"), 64, 128, 256, False, "block_k"),
-        (Cfg(64, 64, 64, 1, 2, 2, "tma", "none"), 64, 128, 256, False, "warps"),
-        (Cfg(64, 64, 64, 1, 4, 0, "tma", "none"), 64, 128, 256, False, "stages"),
-        (Cfg(64, 64, 64, 1, 4, 9, "tma", "none"), 64, 128, 256, False, "stages"),
-        (Cfg(64, 64, 64, 1, 4, 2, "cp.async", "none"), 64, 128, 256, False, "loads"),
-        (Cfg(64, 64, 64, 2, 4, 2, "tma", "cluster"), 64, 128, 256, False, "reduce"),
-        (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 0, 128, 256, False, "m"),
-        (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 64.0, 128, 256, False, "m"),
-        (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 64, 0, 256, False, "n"),
-        (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 64, 128, -256, False, "k"),
-        (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 64, 128, 256, 1, "dual"),
-        (Cfg(128, 64, 64, 1, 4, 2, "tma", "none"), 64, 192, 256, False, "block_n"),
-        (Cfg(64, 64, 128, 1, 4, 2, "tma", "none"), 64, 128, 320, False, "block_k"),
-        (Cfg(64, 64, 64, 0, 4, 2, "tma", "none"), 64, 128, 256, False, "splits"),
-        (Cfg(64, 64, 64, 5, 4, 2, "tma", "semaphore"), 64, 128, 256, False, "splits"),
-        (Cfg(64, 64, 64, 2, 4, 2, "tma", "none"), 64, 128, 256, False, "reduce"),
-        (Cfg(64, 64, 128, 1, 4, 2, "tma", "atomic"), 64, 128, 256, False, "reduce"),
-        (Cfg(64, 64, 64, 2, 4, 2, "tma", "atomic"), 64, 128, 256, False, "reduce"),  # wrong on the H200
-        (Cfg(64, 64, 64, 1, 4, 2, "pointers", "semaphore"), 64, 128, 256, False, "reduce"),
-        (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 2**19, 8192, 8192, False, "m"),
-        (Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), 64, 2**18, 8192, False, "n"),
-        (Cfg(128, 256, 64, 1, 4, 2, "tma", "none"), 256, 2304, 8192, False, "block_n"),
-        (Cfg(128, 128, 128, 4, 4, 2, "tma", "atomic"), 128, 256, 8192, True, "reduce"),
-        (Cfg(128, 128, 64, 4, 4, 2, "pointers", "atomic"), 128, 2304, 8192, False, "reduce"),
-        (Cfg(64, 64, 128, 16, 4, 5, "tma", "atomic"), 128, 256, 8192, True, "stages"),
-        (Cfg(64, 128, 64, 4, 8, 7, "tma", "semaphore"), 128, 256, 8192, True, "stages"),  # the 8-warp 4 KB
-        (Cfg(256, 128, 128, 1, 8, 3, "tma", "none"), 128, 4096, 8192, False, "stages"),
-        (Cfg(64, 16, 64, 2, 4, 2, "tma", "semaphore"), 1040, 4096, 1024, False, "reduce"),  # counters
-        (Cfg(64, 64, 64, 5, 4, 2, "tma", "semaphore"), 256, 8192, 1024, False, "reduce"),  # workspace
-        (Cfg(64, 64, 128, 2, 4, 2, "tma", "atomic"), 512, 8192, 1024, False, "reduce"),  # accumulator
+        (
+            Cfg(
+                block_n=64.0, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"
+            ),
+            64,
+            128,
+            256,
+            False,
+            "block_n",
+        ),
+        (
+            Cfg(
+                block_n=64, block_m=True, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"
+            ),
+            64,
+            128,
+            256,
+            False,
+            "block_m",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads=b"tma", reduce="none"),
+            64,
+            128,
+            256,
+            False,
+            "loads",
+        ),
+        (
+            Cfg(block_n=48, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            96,
+            256,
+            False,
+            "block_n",
+        ),
+        (
+            Cfg(block_n=64, block_m=48, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            128,
+            256,
+            False,
+            "block_m",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=16, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            128,
+            256,
+            False,
+            "block_k",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=2, stages=2, loads="tma", reduce="none"),
+            64,
+            128,
+            256,
+            False,
+            "warps",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=0, loads="tma", reduce="none"),
+            64,
+            128,
+            256,
+            False,
+            "stages",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=9, loads="tma", reduce="none"),
+            64,
+            128,
+            256,
+            False,
+            "stages",
+        ),
+        (
+            Cfg(
+                block_n=64,
+                block_m=64,
+                block_k=64,
+                splits=1,
+                warps=4,
+                stages=2,
+                loads="cp.async",
+                reduce="none",
+            ),
+            64,
+            128,
+            256,
+            False,
+            "loads",
+        ),
+        (
+            Cfg(
+                block_n=64, block_m=64, block_k=64, splits=2, warps=4, stages=2, loads="tma", reduce="cluster"
+            ),
+            64,
+            128,
+            256,
+            False,
+            "reduce",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            0,
+            128,
+            256,
+            False,
+            "m",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64.0,
+            128,
+            256,
+            False,
+            "m",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            0,
+            256,
+            False,
+            "n",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            128,
+            -256,
+            False,
+            "k",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            128,
+            256,
+            1,
+            "dual",
+        ),
+        (
+            Cfg(block_n=128, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            192,
+            256,
+            False,
+            "block_n",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=128, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            128,
+            320,
+            False,
+            "block_k",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=0, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            128,
+            256,
+            False,
+            "splits",
+        ),
+        (
+            Cfg(
+                block_n=64,
+                block_m=64,
+                block_k=64,
+                splits=5,
+                warps=4,
+                stages=2,
+                loads="tma",
+                reduce="semaphore",
+            ),
+            64,
+            128,
+            256,
+            False,
+            "splits",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=2, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            128,
+            256,
+            False,
+            "reduce",
+        ),
+        (
+            Cfg(
+                block_n=64, block_m=64, block_k=128, splits=1, warps=4, stages=2, loads="tma", reduce="atomic"
+            ),
+            64,
+            128,
+            256,
+            False,
+            "reduce",
+        ),
+        (
+            Cfg(
+                block_n=64, block_m=64, block_k=64, splits=2, warps=4, stages=2, loads="tma", reduce="atomic"
+            ),
+            64,
+            128,
+            256,
+            False,
+            "reduce",
+        ),  # wrong on the H200
+        (
+            Cfg(
+                block_n=64,
+                block_m=64,
+                block_k=64,
+                splits=1,
+                warps=4,
+                stages=2,
+                loads="pointers",
+                reduce="semaphore",
+            ),
+            64,
+            128,
+            256,
+            False,
+            "reduce",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            2**19,
+            8192,
+            8192,
+            False,
+            "m",
+        ),
+        (
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            64,
+            2**18,
+            8192,
+            False,
+            "n",
+        ),
+        (
+            Cfg(
+                block_n=128, block_m=256, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"
+            ),
+            256,
+            2304,
+            8192,
+            False,
+            "block_n",
+        ),
+        (
+            Cfg(
+                block_n=128,
+                block_m=128,
+                block_k=128,
+                splits=4,
+                warps=4,
+                stages=2,
+                loads="tma",
+                reduce="atomic",
+            ),
+            128,
+            256,
+            8192,
+            True,
+            "reduce",
+        ),
+        (
+            Cfg(
+                block_n=128,
+                block_m=128,
+                block_k=64,
+                splits=4,
+                warps=4,
+                stages=2,
+                loads="pointers",
+                reduce="atomic",
+            ),
+            128,
+            2304,
+            8192,
+            False,
+            "reduce",
+        ),
+        (
+            Cfg(
+                block_n=64,
+                block_m=64,
+                block_k=128,
+                splits=16,
+                warps=4,
+                stages=5,
+                loads="tma",
+                reduce="atomic",
+            ),
+            128,
+            256,
+            8192,
+            True,
+            "stages",
+        ),
+        (
+            Cfg(
+                block_n=64,
+                block_m=128,
+                block_k=64,
+                splits=4,
+                warps=8,
+                stages=7,
+                loads="tma",
+                reduce="semaphore",
+            ),
+            128,
+            256,
+            8192,
+            True,
+            "stages",
+        ),  # the 8-warp 4 KB
+        (
+            Cfg(
+                block_n=256, block_m=128, block_k=128, splits=1, warps=8, stages=3, loads="tma", reduce="none"
+            ),
+            128,
+            4096,
+            8192,
+            False,
+            "stages",
+        ),
+        (
+            Cfg(
+                block_n=64,
+                block_m=16,
+                block_k=64,
+                splits=2,
+                warps=4,
+                stages=2,
+                loads="tma",
+                reduce="semaphore",
+            ),
+            1040,
+            4096,
+            1024,
+            False,
+            "reduce",
+        ),  # counters
+        (
+            Cfg(
+                block_n=64,
+                block_m=64,
+                block_k=64,
+                splits=5,
+                warps=4,
+                stages=2,
+                loads="tma",
+                reduce="semaphore",
+            ),
+            256,
+            8192,
+            1024,
+            False,
+            "reduce",
+        ),  # workspace
+        (
+            Cfg(
+                block_n=64, block_m=64, block_k=128, splits=2, warps=4, stages=2, loads="tma", reduce="atomic"
+            ),
+            512,
+            8192,
+            1024,
+            False,
+            "reduce",
+        ),  # accumulator
     ],
 )
 def test_rule_refuses_naming_the_field(cfg, m, n, k, dual, field):
@@ -338,19 +714,97 @@ def test_rule_refuses_naming_the_field(cfg, m, n, k, dual, field):
 LAYERS = {"qkv_gate": (2304, 8192), "o": (8192, 1024), "pooler": (4096, 8192), "unpooler": (8192, 4096)}
 ROUTER = (256, 8192)
 REAL = [
-    ("router", 128, Cfg(64, 64, 128, 16, 4, 4, "tma", "atomic")),
-    ("router", 128, Cfg(64, 64, 128, 16, 4, 4, "tma", "semaphore")),
-    ("router", 256, Cfg(64, 64, 128, 16, 4, 3, "tma", "atomic")),
-    ("router", 33, Cfg(64, 64, 128, 8, 4, 4, "pointers", "atomic")),
-    ("router", 255, Cfg(64, 64, 128, 1, 4, 4, "tma", "none")),
-    ("qkv_gate", 128, Cfg(128, 128, 64, 4, 4, 6, "tma", "semaphore")),
-    ("qkv_gate", 128, Cfg(128, 128, 128, 4, 8, 3, "tma", "atomic")),
-    ("qkv_gate", 33, Cfg(128, 64, 64, 3, 4, 4, "pointers", "semaphore")),
-    ("qkv_gate", 255, Cfg(64, 128, 64, 1, 4, 4, "tma", "none")),
-    ("pooler", 128, Cfg(64, 128, 128, 2, 4, 4, "tma", "atomic")),
-    ("o", 128, Cfg(64, 128, 64, 2, 8, 4, "tma", "semaphore")),
-    ("o", 256, Cfg(128, 128, 64, 1, 4, 4, "tma", "none")),
-    ("unpooler", 256, Cfg(128, 128, 64, 4, 8, 4, "tma", "semaphore")),
+    (
+        "router",
+        128,
+        Cfg(block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=4, loads="tma", reduce="atomic"),
+    ),
+    (
+        "router",
+        128,
+        Cfg(
+            block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=4, loads="tma", reduce="semaphore"
+        ),
+    ),
+    (
+        "router",
+        256,
+        Cfg(block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=3, loads="tma", reduce="atomic"),
+    ),
+    (
+        "router",
+        33,
+        Cfg(
+            block_n=64,
+            block_m=64,
+            block_k=128,
+            splits=8,
+            warps=4,
+            stages=4,
+            loads="pointers",
+            reduce="atomic",
+        ),
+    ),
+    (
+        "router",
+        255,
+        Cfg(block_n=64, block_m=64, block_k=128, splits=1, warps=4, stages=4, loads="tma", reduce="none"),
+    ),
+    (
+        "qkv_gate",
+        128,
+        Cfg(
+            block_n=128, block_m=128, block_k=64, splits=4, warps=4, stages=6, loads="tma", reduce="semaphore"
+        ),
+    ),
+    (
+        "qkv_gate",
+        128,
+        Cfg(block_n=128, block_m=128, block_k=128, splits=4, warps=8, stages=3, loads="tma", reduce="atomic"),
+    ),
+    (
+        "qkv_gate",
+        33,
+        Cfg(
+            block_n=128,
+            block_m=64,
+            block_k=64,
+            splits=3,
+            warps=4,
+            stages=4,
+            loads="pointers",
+            reduce="semaphore",
+        ),
+    ),
+    (
+        "qkv_gate",
+        255,
+        Cfg(block_n=64, block_m=128, block_k=64, splits=1, warps=4, stages=4, loads="tma", reduce="none"),
+    ),
+    (
+        "pooler",
+        128,
+        Cfg(block_n=64, block_m=128, block_k=128, splits=2, warps=4, stages=4, loads="tma", reduce="atomic"),
+    ),
+    (
+        "o",
+        128,
+        Cfg(
+            block_n=64, block_m=128, block_k=64, splits=2, warps=8, stages=4, loads="tma", reduce="semaphore"
+        ),
+    ),
+    (
+        "o",
+        256,
+        Cfg(block_n=128, block_m=128, block_k=64, splits=1, warps=4, stages=4, loads="tma", reduce="none"),
+    ),
+    (
+        "unpooler",
+        256,
+        Cfg(
+            block_n=128, block_m=128, block_k=64, splits=4, warps=8, stages=4, loads="tma", reduce="semaphore"
+        ),
+    ),
 ]
 
 
@@ -369,15 +823,53 @@ def test_rule_admits_every_config_the_tests_run():
     # the largest semaphore / atomic footprints that fit (unpooler at m = 256), and the 4-warp twin of a
     # refused 8-warp dual config
     assert (
-        sk.splitk_gemm_config_error(Cfg(64, 128, 64, 4, 4, 7, "tma", "semaphore"), 128, 256, 8192, True)
+        sk.splitk_gemm_config_error(
+            Cfg(
+                block_n=64,
+                block_m=128,
+                block_k=64,
+                splits=4,
+                warps=4,
+                stages=7,
+                loads="tma",
+                reduce="semaphore",
+            ),
+            128,
+            256,
+            8192,
+            True,
+        )
         is None
     )
     assert (
-        sk.splitk_gemm_config_error(Cfg(64, 64, 64, 4, 4, 2, "tma", "semaphore"), 256, 8192, 4096, False)
+        sk.splitk_gemm_config_error(
+            Cfg(
+                block_n=64,
+                block_m=64,
+                block_k=64,
+                splits=4,
+                warps=4,
+                stages=2,
+                loads="tma",
+                reduce="semaphore",
+            ),
+            256,
+            8192,
+            4096,
+            False,
+        )
         is None
     )
     assert (
-        sk.splitk_gemm_config_error(Cfg(64, 64, 128, 4, 4, 2, "tma", "atomic"), 256, 8192, 4096, False)
+        sk.splitk_gemm_config_error(
+            Cfg(
+                block_n=64, block_m=64, block_k=128, splits=4, warps=4, stages=2, loads="tma", reduce="atomic"
+            ),
+            256,
+            8192,
+            4096,
+            False,
+        )
         is None
     )
 
@@ -389,7 +881,13 @@ def test_m_and_splits_are_not_specialised():
     assert params["M"].do_not_specialize and params["splits"].do_not_specialize
     assert not params["N"].is_constexpr and not params["K"].is_constexpr
     constexprs = {name for name, p in params.items() if p.is_constexpr}
-    assert constexprs == set(sk.splitk_constexprs(Cfg(64, 64, 64, 1, 4, 2, "tma", "none"), False, False))
+    assert constexprs == set(
+        sk.splitk_constexprs(
+            Cfg(block_n=64, block_m=64, block_k=64, splits=1, warps=4, stages=2, loads="tma", reduce="none"),
+            False,
+            False,
+        )
+    )
 
 
 # ------------------------------------------------------------------------------ sm_90a compile, no GPU

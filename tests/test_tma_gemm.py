@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from tools import needs
+
 from generator import REPO_ROOT
 from generator.problem import load_problem
 from kernels_src import registry
@@ -30,17 +32,62 @@ def test_column_blocks_cover_m_by_one_wgmma_of_n_8nb(m, nb):
 @pytest.mark.parametrize(
     "cfg, layer, m, says",
     [
-        (TmaGemmConfig(1, 2, 4, "none"), QKV, 64, "reduce=none with splits=2"),
-        (TmaGemmConfig(1, 1, 4, "atomic"), QKV, 64, "reduce=atomic with splits=1"),
-        (TmaGemmConfig(2, 1, 4, "none"), Layer("odd", 320, 1024, "bfloat16"), 64, "warpgroups=2 needs N divisible by 128"),
-        (TmaGemmConfig(1, 129, 4, "atomic"), QKV, 64, "splits=129 must be 1..128"),
-        (TmaGemmConfig(4, 2, 4, "atomic"), QKV, 256, "warpgroups=4 at m=256 holds 128 accumulators"),
-        (TmaGemmConfig(2, 1, 6, "none"), QKV, 256, "stages=6, warpgroups=2 at m=256 need"),
-        (TmaGemmConfig(1, 1, 4, "none"), QKV, 32, "serves 33 <= m <= 256, not m=32"),
-        (TmaGemmConfig(1, 1, 4, "none"), QKV, 257, "not m=257"),
-        (TmaGemmConfig(3, 1, 4, "none"), QKV, 64, "warpgroups=3 is not one of (1, 2, 4)"),
-        (TmaGemmConfig(1, 1, 5, "none"), QKV, 64, "stages=5 is not one of"),
-        (TmaGemmConfig(1, 64, 4, "semaphore"), Layer("wide", 8192, 8192, "bfloat16"), 256, "workspace"),
+        (
+            TmaGemmConfig(warpgroups=1, splits=2, stages=4, reduce="none"),
+            QKV,
+            64,
+            "reduce=none with splits=2",
+        ),
+        (
+            TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="atomic"),
+            QKV,
+            64,
+            "reduce=atomic with splits=1",
+        ),
+        (
+            TmaGemmConfig(warpgroups=2, splits=1, stages=4, reduce="none"),
+            Layer("odd", 320, 1024, "bfloat16"),
+            64,
+            "warpgroups=2 needs N divisible by 128",
+        ),
+        (
+            TmaGemmConfig(warpgroups=1, splits=129, stages=4, reduce="atomic"),
+            QKV,
+            64,
+            "splits=129 must be 1..128",
+        ),
+        (
+            TmaGemmConfig(warpgroups=4, splits=2, stages=4, reduce="atomic"),
+            QKV,
+            256,
+            "warpgroups=4 at m=256 holds 128 accumulators",
+        ),
+        (
+            TmaGemmConfig(warpgroups=2, splits=1, stages=6, reduce="none"),
+            QKV,
+            256,
+            "stages=6, warpgroups=2 at m=256 need",
+        ),
+        (
+            TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="none"),
+            QKV,
+            32,
+            "serves 33 <= m <= 256, not m=32",
+        ),
+        (TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="none"), QKV, 257, "not m=257"),
+        (
+            TmaGemmConfig(warpgroups=3, splits=1, stages=4, reduce="none"),
+            QKV,
+            64,
+            "warpgroups=3 is not one of (1, 2, 4)",
+        ),
+        (TmaGemmConfig(warpgroups=1, splits=1, stages=5, reduce="none"), QKV, 64, "stages=5 is not one of"),
+        (
+            TmaGemmConfig(warpgroups=1, splits=64, stages=4, reduce="semaphore"),
+            Layer("wide", 8192, 8192, "bfloat16"),
+            256,
+            "workspace",
+        ),
     ],
 )
 def test_the_rule_names_the_field_and_the_limit(cfg, layer, m, says):
@@ -50,37 +97,47 @@ def test_the_rule_names_the_field_and_the_limit(cfg, layer, m, says):
 
 def test_the_atomic_tile_fits_the_shared_accumulator_on_every_layer():
     for layer in PROBLEM.layers.values():
-        cfg = TmaGemmConfig(1, 2, 4, "atomic")
+        cfg = TmaGemmConfig(warpgroups=1, splits=2, stages=4, reduce="atomic")
         assert layer.n_for(256) * 8 * gemm_column_blocks(256) <= ACCUMULATOR_FLOATS
         assert TMA_GEMM.config_error(cfg, layer, 256) is None, layer.name
 
 
 def test_smem_matches_the_kernels_slot_layout():
     # tma_gemv.cuh's tma_smem_bytes: stages x (8 KB a weight block x (2 for dual) x WG + 8 NB x 128 bytes) + 1 KB
-    assert gemm_smem_bytes(TmaGemmConfig(2, 1, 6, "none"), 16, False) == 6 * (16384 + 16384) + 1024
-    assert gemm_smem_bytes(TmaGemmConfig(1, 1, 4, "none"), 32, True) == 4 * (16384 + 32768) + 1024
-    assert gemm_smem_bytes(TmaGemmConfig(2, 1, 4, "none"), 32, False) <= SMEM_LIMIT
+    assert (
+        gemm_smem_bytes(TmaGemmConfig(warpgroups=2, splits=1, stages=6, reduce="none"), 16, False)
+        == 6 * (16384 + 16384) + 1024
+    )
+    assert (
+        gemm_smem_bytes(TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="none"), 32, True)
+        == 4 * (16384 + 32768) + 1024
+    )
+    assert (
+        gemm_smem_bytes(TmaGemmConfig(warpgroups=2, splits=1, stages=4, reduce="none"), 32, False)
+        <= SMEM_LIMIT
+    )
 
 
 def test_variants_are_the_shared_kernels_template_and_reduce_codes():
-    v = TMA_GEMM.variant(TmaGemmConfig(2, 7, 6, "atomic"), QKV, 100)
+    v = TMA_GEMM.variant(TmaGemmConfig(warpgroups=2, splits=7, stages=6, reduce="atomic"), QKV, 100)
     assert v == Variant("tma_gemm", (16, 6, False, False, 2), (7, 3))
-    assert TMA_GEMM.variant(TmaGemmConfig(1, 3, 4, "semaphore"), ROUTER, 64) == Variant(
-        "tma_gemm", (8, 4, True, False, 1), (3, 0)
-    )
+    assert TMA_GEMM.variant(
+        TmaGemmConfig(warpgroups=1, splits=3, stages=4, reduce="semaphore"), ROUTER, 64
+    ) == Variant("tma_gemm", (8, 4, True, False, 1), (3, 0))
     # the GEMV passes one warpgroup through the same launcher and its cluster codes 1 / 2
-    gemv = TMA_GEMV.variant(TmaGemvConfig(3, 8, "full", "cluster_scatter"), QKV, 32)
+    gemv = TMA_GEMV.variant(TmaGemvConfig(splits=3, stages=8, tile="full", reduce="cluster_scatter"), QKV, 32)
     assert gemv == Variant("tma_gemv", (4, 8, False, False, 1), (3, 2))
     assert TMA_GEMM.launcher == TMA_GEMV.launcher
     assert TMA_GEMM.template_fields == TMA_GEMV.template_fields
-    assert TMA_GEMM.operands(TmaGemmConfig(1, 1, 4, "none"), QKV) == TMA_GEMV.operands(
-        TmaGemvConfig(1, 8, "full", "none"), QKV
+    assert TMA_GEMM.operands(
+        TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="none"), QKV
+    ) == TMA_GEMV.operands(
+        TmaGemvConfig(splits=1, stages=8, tile="full", reduce="none"), QKV
     )  # one packed copy of the weights serves both
 
 
 def test_the_cuda_side_holds_the_same_limits():
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
-    assert "kTmaReduceAtomic = 3;" in src and "kTmaReduceSemaphore = 0" in src  # the codes variant() passes
     assert re.search(r"tma_threads\(int wg\) \{ return kTmaConsumers \* wg \+ 32; \}", src)
     assert "static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32" in src
     ptx = (REPO_ROOT / "kernels_src" / "hopper_ptx.cuh").read_text()
@@ -90,8 +147,10 @@ def test_the_cuda_side_holds_the_same_limits():
 
 
 def test_it_routes_between_the_gemvs_and_splitk():
-    gemm = TmaGemmConfig(1, 3, 8, "atomic")
-    split = SPLITK_GEMM.Config(64, 64, 128, 16, 4, 3, "tma", "atomic")
+    gemm = TmaGemmConfig(warpgroups=1, splits=3, stages=8, reduce="atomic")
+    split = SPLITK_GEMM.Config(
+        block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=3, loads="tma", reduce="atomic"
+    )
     tables = {engine.name: Table({}, {}) for engine in registry.ENGINES}
     tables["tma_gemm"] = Table({("qkv_gate", 64): gemm, ("qkv_gate", 128): None}, {})
     tables["splitk_gemm"] = Table({("qkv_gate", 128): split}, {})
@@ -100,6 +159,21 @@ def test_it_routes_between_the_gemvs_and_splitk():
     assert route(QKV, 65, tables) == (SPLITK_GEMM, split)  # None at 128: the next engine
     assert route(QKV, 129, tables)[0].name == "cublas"  # no row in 129..256 and splitk has none past 128
     assert route(QKV, 32, tables)[0].name == "cublas"  # below its range, and the GEMV tables are empty
+
+
+def test_the_reduce_codes_are_named_in_the_launch_table():
+    """tma_gemm's and tma_gemv's variants pass their reduction as the generated enum's enumerator, by name."""
+    from kernels_src.runtime import launch_table
+
+    kernels = [
+        TMA_GEMM.variant(TmaGemmConfig(warpgroups=1, splits=3, stages=8, reduce="atomic"), QKV, 64),
+        TMA_GEMV.variant(TmaGemvConfig(splits=4, stages=8, tile="full", reduce="cluster_scatter"), QKV, 32),
+        TMA_GEMV.variant(TmaGemvConfig(splits=1, stages=8, tile="full", reduce="none"), QKV, 32),
+    ]
+    table = launch_table(kernels)
+    assert "(call, 3, okc::TmaReduce::kAtomic);" in table
+    assert "(call, 4, okc::TmaReduce::kClusterScatter);" in table
+    assert "(call, 1, okc::TmaReduce::kSemaphore);" in table  # splits = 1 reduces nothing
 
 
 @pytest.mark.parametrize("m", TMA_GEMM.sweep_m)
@@ -133,7 +207,7 @@ def test_every_config_the_gpu_tests_name_runs_on_some_shape():
     assert sum(launch[2] == "tma_gemm" for launch in launches) > 200
 
 
-@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="needs the local nvcc")
+@needs("nvcc")
 def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
     """tma_gemv.cuh's own arithmetic, compiled: for every (NB, stages, dual, warpgroups) the GEMM can take, the
     header's shared memory equals gemm_smem_bytes, tma_fits agrees with the rule's limit, and the thread count
@@ -148,7 +222,7 @@ def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
         "gemm_rule",
         f'#include "{src}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
         " for (int wg : {1, 2, 4}) printf(\"threads %d %d\\n\", wg, okc::tma_threads(wg));\n"
-        " for (int nb : {8, 16, 32}) for (int st : okc::TmaRingDepths::values) for (int d = 0; d < 2; ++d)\n"
+        " for (int nb : {8, 16, 32}) for (int st : okc::kTmaRingDepths) for (int d = 0; d < 2; ++d)\n"
         "  for (int wg : {1, 2, 4})\n"
         '   printf("%d %d %d %d %d %d\\n", nb, st, d, wg, okc::tma_smem_bytes(nb, st, d, false, wg),'
         " (int)okc::tma_fits(nb, st, d, false, wg));\n}\n",
@@ -162,7 +236,7 @@ def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
         if row[0] == "threads":
             continue
         nb, stages, dual, wg, smem, fits = map(int, row)
-        cfg = TmaGemmConfig(wg, 1, stages, "none")
+        cfg = TmaGemmConfig(warpgroups=wg, splits=1, stages=stages, reduce="none")
         assert gemm_smem_bytes(cfg, nb, bool(dual)) == smem, row
         layer = ROUTER if dual else QKV
         error = TMA_GEMM.config_error(cfg, layer, m_of_nb[nb])

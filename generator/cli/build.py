@@ -113,6 +113,28 @@ def dispatch(file: Path) -> None:
         click.echo(line)
 
 
+@main.command()
+@ROOT_OPTION
+@click.option("--check", is_flag=True, help="Exit 1 naming the tables whose header is stale; write nothing.")
+def headers(root: Path, check: bool) -> None:
+    """Render each table's field lines (tables/<engine>.yaml's header) from its engine's Field declarations."""
+    from generator.tables import with_field_header
+    from kernels_src import registry
+
+    stale = []
+    for engine in registry.ENGINES:
+        path = Path(root) / "tables" / engine.table_file
+        text = path.read_text()
+        fresh = with_field_header(engine, text)
+        if fresh != text:
+            stale.append(f"tables/{engine.table_file}")
+            if not check:
+                path.write_text(fresh)
+    if check and stale:
+        fail(f"stale field lines in {', '.join(stale)} (python -m generator headers)", 1)
+    click.echo(f"{'stale' if check else 'rewrote'}: {', '.join(stale) or 'none'}")
+
+
 @main.command("compile")
 @ROOT_OPTION
 @click.option("--nvcc", default="nvcc", show_default=True, help="The CUDA compiler to run.")
@@ -151,32 +173,14 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     instructions ptxas had to serialise."""
     import shutil
 
-    from generator.compile import compile_cuda, demangle, first_compile_error, serialized_wgmma
-    from generator.problem import load_problem
+    from generator.compile import compile_cuda, first_compile_error
     from generator.sass import find_cuobjdump
-    from generator.sources import check_launchers, load_sources
-    from generator.tables import load_tables
-    from kernels_src import registry
-    from kernels_src.runtime import launch_table
+    from kernels_src.runtime import cuda_source
 
-    try:
-        sources = load_sources(root)
-        problem = load_problem(root)
-        tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
-        routed = dict.fromkeys(engine for *_, engine, _ in registry.routes(problem.layers.values(), tables))
-        check_launchers(sources, routed, root)
-    except BuildError as exc:
-        fail(str(exc))
+    sources, problem, tables = _sources_and_tables(root)
     if shutil.which(nvcc) is None and not Path(nvcc).is_file():
         fail(f"{nvcc}: no such compiler (pass --nvcc PATH)")
-    from generator.cli.app import parse_launches
-
-    kernels = registry.variants(problem.layers.values(), tables)
-    for launch in parse_launches(launches, problem):
-        engine = registry.BY_NAME[launch.engine]
-        variant = engine.variant(engine.Config(*launch.config), problem.layers[launch.layer], launch.m)
-        if variant is not None and variant not in kernels:
-            kernels.append(variant)
+    kernels = _kernels_to_compile(problem, tables, launches)
     cuobjdump = None
     if loops_of is not None or waits_of is not None:
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
@@ -187,13 +191,55 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     start = time.perf_counter()
     try:
         code, messages, found, sass = compile_cuda(
-            sources.cuda + launch_table(kernels), nvcc=nvcc, cuobjdump=cuobjdump
+            cuda_source(sources.cuda, kernels), nvcc=nvcc, cuobjdump=cuobjdump
         )
     except OSError as exc:
         fail(f"{nvcc}: {exc.strerror or exc}")
     seconds = time.perf_counter() - start
     if code != 0:
         fail(first_compile_error(messages, code))
+    _print_resources(found, kernels, nvcc, seconds)
+    if loops_of is not None:
+        _print_loops(sass, loops_of)
+    if waits_of is not None:
+        _print_waits(sass, waits_of)
+    _fail_on_spills_or_serialised(found, messages)
+
+
+def _sources_and_tables(root: Path) -> tuple:
+    """(sources, problem, the tables as registry Tables), every routed engine's launcher checked in its source."""
+    from generator.problem import load_problem
+    from generator.sources import check_launchers, load_sources
+    from generator.tables import load_tables
+    from kernels_src import registry
+
+    try:
+        sources = load_sources(root)
+        problem = load_problem(root)
+        tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
+        routed = dict.fromkeys(engine for *_, engine, _ in registry.routes(problem.layers.values(), tables))
+        check_launchers(sources, routed, root)
+    except BuildError as exc:
+        fail(str(exc))
+    return sources, problem, tables
+
+
+def _kernels_to_compile(problem, tables, launches) -> list:
+    """The Variants prepare() would compile from the tables, then the --launch ones."""
+    from generator.cli.app import parse_launches
+    from kernels_src import registry
+
+    kernels = registry.variants(problem.layers.values(), tables)
+    for launch in parse_launches(launches, problem):
+        engine = registry.BY_NAME[launch.engine]
+        variant = engine.variant(engine.Config(*launch.config), problem.layers[launch.layer], launch.m)
+        if variant is not None and variant not in kernels:
+            kernels.append(variant)
+    return kernels
+
+
+def _print_resources(found, kernels, nvcc: str, seconds: float) -> None:
+    """ptxas's figures per kernel, and the summary line."""
     click.echo(f"{'regs':>4} {'smem':>5} {'stack':>5} {'spill st/ld':>11}  kernel")
     for k in found:
         click.echo(
@@ -207,10 +253,12 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     )
     if not found:
         fail("ptxas reported no kernels", 1)
-    if loops_of is not None:
-        _print_loops(sass, loops_of)
-    if waits_of is not None:
-        _print_waits(sass, waits_of)
+
+
+def _fail_on_spills_or_serialised(found, messages: str) -> None:
+    from generator.compile import demangle, serialized_wgmma
+
+    spilled = [k for k in found if k.spills]
     if spilled:
         fail(f"{len(spilled)} kernel(s) spill registers: {spilled[0].name}", 1)
     serialized = serialized_wgmma(messages)

@@ -20,6 +20,26 @@ from generator.cli.app import (
 from generator.errors import BuildError
 
 
+class EngineOption(click.Option):
+    """--engine, whose help names the registry's engines when it is shown (kernels_src/registry.py, ENGINES): a
+    kernels_src module that does not import leaves the help with the words alone."""
+
+    help_template = (
+        "Whose table to tune: {engines} (tables/<engine>.yaml); an entry is kept only where the engine beats what"
+        " would serve the shape without it (the engines after it, cuBLAS last) by >= 2 %."
+    )
+
+    def get_help_record(self, ctx):
+        try:
+            from kernels_src.registry import ENGINES
+
+            names = ", ".join(engine.name for engine in ENGINES)
+        except Exception:  # a broken module: every command's help still works
+            names = "an engine of kernels_src/registry.py"
+        self.help = self.help_template.format(engines=names)
+        return super().get_help_record(ctx)
+
+
 def parse_where(texts, engine) -> dict:
     """--where field=v1,v2 (repeatable) -> {field: {values}}; a field the engine lacks fails in one line."""
     where: dict = {}
@@ -37,9 +57,8 @@ def parse_where(texts, engine) -> dict:
     "--engine",
     default="mma_gemv",
     show_default=True,
-    help="Whose table to tune: compressed_gemv, tma_gemv, mma_gemv, tma_gemm or splitk_gemm (tables/<engine>.yaml);"
-    " an entry is kept only where the engine beats what would serve the shape without it (the engines after it,"
-    " cuBLAS last) by >= 2 %.",
+    cls=EngineOption,
+    help="Whose table to tune (tables/<engine>.yaml).",
 )
 @click.option("--layers", "layers", multiple=True, help="Only these layers (repeatable).")
 @click.option(

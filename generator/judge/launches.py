@@ -22,11 +22,11 @@ class Launch:
 
     @property
     def spec(self) -> str:
-        """The launch as the command line writes it, every field named."""
+        """The launch as the command line writes it, every field named (but those at their default)."""
         if not self.config:
             return f"{self.layer}:{self.m}:{self.engine}"
-        fields = registry.BY_NAME[self.engine].fields
-        values = ",".join(f"{name}={value}" for name, value in zip(fields, self.config))
+        named = registry.BY_NAME[self.engine].named_values(self.config)
+        values = ",".join(f"{name}={value}" for name, value in named)
         return f"{self.layer}:{self.m}:{self.engine}:{values}"
 
 

@@ -68,7 +68,7 @@ def format_best_by_field(points, name: str, describe) -> list[str]:
     return lines
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SweepPoint:
     layer: str
     m: int
@@ -153,8 +153,12 @@ def pick_defaults(engine, choices: dict, problem: Problem) -> dict:
 
 
 def flow(cfg) -> str:
-    """A config as a YAML flow mapping: {field: value, ...}, or null."""
-    return "null" if cfg is None else "{" + ", ".join(f"{k}: {v}" for k, v in cfg._asdict().items()) + "}"
+    """A config as a YAML flow mapping: {field: value, ...} (a field at its default left out), or null."""
+    if cfg is None:
+        return "null"
+    defaults = cfg._field_defaults
+    named = [(k, v) for k, v in cfg._asdict().items() if k not in defaults or v != defaults[k]]
+    return "{" + ", ".join(f"{k}: {v}" for k, v in named) + "}"
 
 
 def table_yaml(
@@ -189,7 +193,9 @@ def updated_table(text: str, current, points: list, shapes, problem: Problem) ->
     if current.engine.has_defaults:
         choices = {key: current.entries[key] for key in kept} | {(p.layer, p.m): p.choice for p in points}
         defaults = pick_defaults(current.engine, choices, problem)
-    return table_yaml(header_of(text), defaults, points, problem, kept)
+    from generator.tables import with_field_header
+
+    return table_yaml(with_field_header(current.engine, header_of(text)), defaults, points, problem, kept)
 
 
 def header_of(text: str) -> str:
@@ -203,6 +209,25 @@ def header_of(text: str) -> str:
     return "\n".join(head)
 
 
+@dataclass
+class SweepRun:
+    """What every phase of one sweep reads: the prepared file, its engine and the shared timing state."""
+
+    module: ModuleType
+    problem: Problem
+    engine: object
+    weights: dict
+    state: object
+    reps: int
+    log: object
+    device: str
+    layers: dict = field(default_factory=dict)  # name -> the file's Layer
+    tables: dict = field(default_factory=dict)  # the file's tables
+    plans: dict = field(default_factory=dict)  # (layer, m, engine, config) -> launch
+    failed: list = field(default_factory=list)  # (layer, m, config, message) of launches that raised
+    flush: object = None  # the L2 flusher the cold timings share
+
+
 def run_sweep(
     module: ModuleType,
     problem: Problem,
@@ -214,115 +239,151 @@ def run_sweep(
     progress=None,
     log=print,
     file=None,
+    device="cuda",
 ):
     """Time every candidate of `engine_name` per shape (cold, read-flushed), checking each one's output against
     float64, against cuBLAS and against what serves the shape without this engine's entry (the incumbent). Every
-    shape's current entry is timed too and stays unless beaten by MIN_GAIN (pick_best, SweepPoint.choice)."""
+    shape's current entry is timed too and stays unless beaten by MIN_GAIN (pick_best, SweepPoint.choice). (device:
+    the CPU for the stand-in tests.)"""
     import torch
 
-    from generator.judge.bench import cublas_baselines
-    from generator.judge.launches import make_plans
-    from generator.judge.reference import compare, reference
-    from generator.judge.timing import L2Flusher, settle, time_cold_us
-    from generator.judge.verify import poisoned_allocations
-    from generator.judge.weights import make_weights, make_x
+    from generator.judge.timing import L2Flusher, settle
+    from generator.judge.weights import make_weights
 
-    device = "cuda"
-    engine = module.BY_NAME[engine_name]
     weights = make_weights(problem, "normal", seed, device)
     state = module.prepare({name: w.clone() for name, w in weights.items()})
-    layers, tables = module.problem()
-    layers = {layer.name: layer for layer in layers}
-    table = tables[engine_name]
-    todo = {}  # (layer, m) -> (configs to time, current entry, incumbent (engine, cfg))
+    run = SweepRun(module, problem, module.BY_NAME[engine_name], weights, state, reps, log, device)
+    layers, run.tables = module.problem()
+    run.layers = {layer.name: layer for layer in layers}
+    todo = shapes_to_time(run, shapes, where)
+    if file is not None and run.engine.jit_compiled:  # fill its kernel cache in parallel
+        precompile_candidates(run, file, todo)
+    run.plans = launches_to_time(run, todo)
+    run.flush = L2Flusher()
+    settle(run.flush)  # else the first configs timed (the current entry first) run in the fast state after prepare()
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed + 3)
+    points = []
+    for (layer_name, m), (cfgs, current, incumbent) in todo.items():
+        point = time_shape(run, layer_name, m, cfgs, current, incumbent, gen)
+        points.append(point)
+        if progress is not None:
+            progress(point)
+    for layer_name, m, cfg, message in run.failed[:10]:
+        log(f"launch failed: {layer_name} m={m} {run.engine.describe(cfg)}: {message}")
+    return points
+
+
+def shapes_to_time(run: SweepRun, shapes, where) -> dict:
+    """(layer, m) -> (configs to time, current entry, incumbent (engine, cfg)), the operands built; a layer whose
+    weights the engine refuses (compress()) is skipped with one line."""
+    engine, module = run.engine, run.module
+    table = run.tables[engine.name]
+    todo = {}
     for layer_name, m in shapes:
-        layer = layers[layer_name]
+        layer = run.layers[layer_name]
         current = table.entries.get((layer_name, m))
         cfgs = configs_to_time(engine.candidates(layer, m), where, current)
         try:  # every config of an engine reads the same operands (the compressed one: compress() may refuse)
             if cfgs:
-                module.add_operands(state, engine, cfgs[0], layer)
+                module.add_operands(run.state, engine, cfgs[0], layer)
         except module.CompressionError as refused:
-            log(f"{refused} (the {engine_name} sweep skips {layer_name})")
+            run.log(f"{refused} (the {engine.name} sweep skips {layer_name})")
             continue
-        todo[(layer_name, m)] = (cfgs, current, module.route(layer, m, tables, (engine_name,)))
-    if file is not None and hasattr(
-        engine, "precompile"
-    ):  # a JIT-compiled engine: fill its cache in parallel
-        from generator.judge.precompile import precompile
+        todo[(layer_name, m)] = (cfgs, current, module.route(layer, m, run.tables, (engine.name,)))
+    return todo
 
-        first_of_kind = {}  # one layer per weight kind: the kernels do not depend on the layer otherwise
-        for (name, _), (cfgs, _, _) in todo.items():
-            for cfg in cfgs:
-                first_of_kind.setdefault((tuple(cfg), layers[name].dual), name)
-        count = precompile(file, engine_name, [(cfg, name) for (cfg, _), name in first_of_kind.items()])
-        log(f"compiled {count} {engine_name} kernels")
-    # every CUDA kernel the sweep times, compiled into one extension
-    wanted = [(name, m, engine_name, tuple(cfg)) for (name, m), (cfgs, _, _) in todo.items() for cfg in cfgs]
-    wanted += [(name, m, inc.name, tuple(cfg)) for (name, m), (_, _, (inc, cfg)) in todo.items()]
-    plans = dict(zip(wanted, make_plans(module, state, wanted)))
-    flush = L2Flusher()
-    settle(
-        flush
-    )  # else the first configs timed (the current entry first) run in the fast state after prepare()
-    gen = torch.Generator(device=device)
-    gen.manual_seed(seed + 3)
-    points, failed = [], []
-    for (layer_name, m), (cfgs, current, (incumbent, inc_cfg)) in todo.items():
-        layer = problem.layers[layer_name]
-        n = layer.n_for(m)
-        x = make_x(m, layer.k, gen, device)
-        ref, scale = reference(x, weights[layer_name], n)
-        timed, wrong = {}, []
+
+def precompile_candidates(run: SweepRun, file, todo: dict) -> None:
+    """A JIT-compiled engine's kernels, compiled in parallel processes into its cache before the timing."""
+    from generator.judge.precompile import precompile
+
+    first_of_kind = {}  # one layer per weight kind: the kernels do not depend on the layer otherwise
+    for (name, _), (cfgs, _, _) in todo.items():
         for cfg in cfgs:
-            plan = plans[(layer_name, m, engine_name, tuple(cfg))]
-            try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
-                with poisoned_allocations():  # NaN-filled output: an element no program wrote cannot pass
-                    out = plan(x)
-                torch.cuda.synchronize()
-            except RuntimeError as exc:
-                failed.append((layer_name, m, cfg, str(exc).splitlines()[0]))
-                continue
-            if not compare(out, ref, scale, fp32_out=layer.dual).ok:
-                wrong.append(cfg)
-                continue
-            timed[cfg] = time_cold_us(lambda plan=plan: plan(x), flush, reps)
-        # a 30-replay median moves by a few tenths of a microsecond: re-time the finalists (and cuBLAS) longer
-        finalists = sorted(timed, key=timed.get)[:FINALISTS]
-        if current in timed and current not in finalists:
-            finalists.append(current)  # a challenger must beat the current entry in the long timing too
-        final = {
-            cfg: time_cold_us(
-                lambda cfg=cfg: plans[(layer_name, m, engine_name, tuple(cfg))](x), flush, 4 * reps
-            )
-            for cfg in finalists
-        }
-        best = pick_best(final, current)
-        cublas_us = min(
-            time_cold_us(fn, flush, 4 * reps) for fn in cublas_baselines(weights[layer_name], x, n).values()
-        )
-        incumbent_us = float("inf")
-        if incumbent.name != "cublas":
-            inc_plan = plans[(layer_name, m, incumbent.name, tuple(inc_cfg))]
-            incumbent_us = time_cold_us(lambda: inc_plan(x), flush, 4 * reps)
-        point = SweepPoint(
-            layer_name,
-            m,
-            best,
-            final[best] if final else float("inf"),
-            cublas_us,
-            len(cfgs),
-            wrong,
-            sum(1 for f in failed if f[:2] == (layer_name, m)),
-            timed,
-            engine_name,
-            incumbent.name,
-            incumbent_us,
-            current if current in final else None,
-        )
-        points.append(point)
-        if progress is not None:
-            progress(point)
-    for layer_name, m, cfg, message in failed[:10]:
-        log(f"launch failed: {layer_name} m={m} {engine.describe(cfg)}: {message}")
-    return points
+            first_of_kind.setdefault((tuple(cfg), run.layers[name].dual), name)
+    count = precompile(file, run.engine.name, [(cfg, name) for (cfg, _), name in first_of_kind.items()])
+    run.log(f"compiled {count} {run.engine.name} kernels")
+
+
+def launches_to_time(run: SweepRun, todo: dict) -> dict:
+    """Every launch the sweep times (the candidates and each shape's incumbent), its CUDA kernels compiled into one
+    extension."""
+    from generator.judge.launches import make_plans
+
+    name = run.engine.name
+    wanted = [(layer, m, name, tuple(cfg)) for (layer, m), (cfgs, _, _) in todo.items() for cfg in cfgs]
+    wanted += [(layer, m, inc.name, tuple(cfg)) for (layer, m), (_, _, (inc, cfg)) in todo.items()]
+    return dict(zip(wanted, make_plans(run.module, run.state, wanted)))
+
+
+def coarse_pass(run: SweepRun, layer_name: str, m: int, cfgs, x, ref, scale) -> tuple[dict, list]:
+    """({config: its cold time, us} of the configs whose output passes the float64 check, [the wrong ones]); a
+    launch that raises goes to run.failed."""
+    import torch
+
+    from generator.judge.reference import compare
+    from generator.judge.timing import time_cold_us
+    from generator.judge.verify import poisoned_allocations
+
+    dual = run.layers[layer_name].dual
+    timed, wrong = {}, []
+    for cfg in cfgs:
+        plan = run.plans[(layer_name, m, run.engine.name, tuple(cfg))]
+        try:  # eagerly first: a launch the hardware refuses is skipped here, never inside a graph capture
+            with poisoned_allocations():  # NaN-filled output: an element no program wrote cannot pass
+                out = plan(x)
+            torch.cuda.synchronize()
+        except RuntimeError as exc:
+            run.failed.append((layer_name, m, cfg, str(exc).splitlines()[0]))
+            continue
+        if not compare(out, ref, scale, fp32_out=dual).ok:
+            wrong.append(cfg)
+            continue
+        timed[cfg] = time_cold_us(lambda plan=plan: plan(x), run.flush, run.reps)
+    return timed, wrong
+
+
+def time_shape(run: SweepRun, layer_name: str, m: int, cfgs, current, incumbent, gen) -> SweepPoint:
+    """One shape: the coarse pass, then the finalists (and the current entry), cuBLAS and the incumbent timed
+    longer: a 30-replay median moves by a few tenths of a microsecond."""
+    from generator.judge.bench import cublas_baselines
+    from generator.judge.reference import reference
+    from generator.judge.timing import time_cold_us
+    from generator.judge.weights import make_x
+
+    layer, name, long_reps = run.problem.layers[layer_name], run.engine.name, 4 * run.reps
+    n = layer.n_for(m)
+    x = make_x(m, layer.k, gen, run.device)
+    ref, scale = reference(x, run.weights[layer_name], n)
+    timed, wrong = coarse_pass(run, layer_name, m, cfgs, x, ref, scale)
+    finalists = sorted(timed, key=timed.get)[:FINALISTS]
+    if current in timed and current not in finalists:
+        finalists.append(current)  # a challenger must beat the current entry in the long timing too
+    final = {
+        cfg: time_cold_us(lambda cfg=cfg: run.plans[(layer_name, m, name, tuple(cfg))](x), run.flush, long_reps)
+        for cfg in finalists
+    }
+    best = pick_best(final, current)
+    baselines = cublas_baselines(run.weights[layer_name], x, n).values()
+    cublas_us = min(time_cold_us(fn, run.flush, long_reps) for fn in baselines)
+    inc_engine, inc_cfg = incumbent
+    incumbent_us = float("inf")
+    if inc_engine.name != "cublas":
+        inc_plan = run.plans[(layer_name, m, inc_engine.name, tuple(inc_cfg))]
+        incumbent_us = time_cold_us(lambda: inc_plan(x), run.flush, long_reps)
+    return SweepPoint(
+        layer=layer_name,
+        m=m,
+        best=best,
+        best_us=final[best] if final else float("inf"),
+        cublas_us=cublas_us,
+        tried=len(cfgs),
+        wrong_configs=wrong,
+        failed=sum(1 for f in run.failed if f[:2] == (layer_name, m)),
+        timings=timed,
+        engine=name,
+        incumbent=inc_engine.name,
+        incumbent_us=incumbent_us,
+        current=current if current in final else None,
+    )

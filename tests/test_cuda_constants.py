@@ -1,0 +1,105 @@
+"""Each constant and mode code the CUDA side shares with Python is written once, in Python: the engines declare
+them (engine.CudaConstant, engine.CudaEnum) and registry.cuda_prelude renders them ahead of the kernels. These
+tests fail when a hand-written CUDA source defines one of them again, types one of their figures, or a Python
+module maps mode names to numbers by hand."""
+
+import re
+
+from generator import REPO_ROOT
+from kernels_src import registry
+from kernels_src.engine import SHARED_CUDA_CONSTANTS, CudaConstant, CudaEnum
+from kernels_src.runtime import launch_table
+
+SRC = REPO_ROOT / "kernels_src"
+CUDA_FILES = sorted(SRC.glob("*.cuh")) + sorted(SRC.glob("*.h")) + sorted(SRC.glob("*.cpp"))
+
+
+def declared():
+    items = dict.fromkeys(SHARED_CUDA_CONSTANTS)
+    for engine in registry.ENGINES:
+        items.update(dict.fromkeys(engine.cuda_constants))
+    return list(items)
+
+
+def code_lines(path):
+    """The file's lines with // comments and string literals blanked (what the compiler reads as code)."""
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = re.sub(r'"(\\.|[^"\\])*"', '""', line)
+        yield number, line.split("//", 1)[0]
+
+
+def test_every_declared_constant_and_mode_is_in_the_prelude():
+    prelude = registry.cuda_prelude()
+    items = declared()
+    assert {type(item) for item in items} == {CudaConstant, CudaEnum}
+    for item in items:
+        assert item.cpp() in prelude
+    assert len(items) >= 10
+
+
+def test_no_cuda_source_defines_or_types_a_generated_constant_again():
+    items = declared()
+    names = [item.name for item in items]
+    definition = re.compile(
+        r"\b(" + "|".join(names) + r")\b\s*(\[\s*\])?\s*=[^=]|\b(enum|enum\s+class|struct|using)\s+("
+        + "|".join(names)
+        + r")\b"
+    )
+    # figures distinctive enough to spot: large values, value lists, and the SMEM limit's KB form
+    figures = []
+    for item in items:
+        if isinstance(item, CudaConstant) and isinstance(item.value, tuple):
+            figures.append(re.escape(", ".join(map(str, item.value))))
+        elif isinstance(item, CudaConstant) and item.value >= 1000:
+            figures.append(rf"\b{item.value}\b")
+    figures.append(r"\b226\b")  # kSmemOptInLimit in KB
+    figure = re.compile("|".join(figures))
+    found = []
+    for path in CUDA_FILES:
+        for number, line in code_lines(path):
+            if definition.search(line) or figure.search(line):
+                found.append(f"{path.name}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_a_redefinition_would_be_found():
+    """The search above is not vacuous: the old hand-written spellings match it."""
+    names = [item.name for item in declared()]
+    definition = re.compile(r"\b(" + "|".join(names) + r")\b\s*(\[\s*\])?\s*=[^=]")
+    assert definition.search("constexpr size_t kSmemOptInLimit = 226 * 1024;")
+    assert definition.search("constexpr int kTmaRingDepths[] = {2, 4};")
+    assert not definition.search("if (smem > kSmemOptInLimit) return")
+
+
+def test_mode_codes_are_enum_classes_not_integers():
+    """A mode travels as a scoped enum: a hand-written integer comparison with one would not compile, and the
+    Python side has no hand map of mode names to numbers."""
+    for path in CUDA_FILES:
+        for number, line in code_lines(path):
+            assert not re.search(r"\b(P|p|reduce|a\.reduce)\s*[!=]=\s*\d", line), f"{path.name}:{number}: {line}"
+    for path in sorted(SRC.glob("*.py")):
+        text = path.read_text()
+        assert not re.search(r'\{\s*"[a-z_]+"\s*:\s*\d+\s*,', text), path.name
+        assert "mode_index" not in text, path.name
+
+
+def test_the_launch_table_names_mode_codes():
+    from kernels_src.mma_gemv import MMA_GEMV, MmaGemvConfig
+    from kernels_src.engine import Layer
+
+    layer = Layer("o", 8192, 1024, "bfloat16")
+    cfg = MmaGemvConfig(warps=8, splits=1, unroll=2, pipeline="double_w_l2", row_blocks=2, reduce="none")
+    variant = MMA_GEMV.variant(cfg, layer, 8)
+    assert variant.template[3] == 5  # its code: the member's position
+    assert "okc::launch_mma_gemv<2, 1, 2, okc::MmaPipeline::kDoubleWL2, false, false>(call, 8, 1, 0" in (
+        launch_table([variant])
+    )
+
+
+def test_the_submission_carries_the_prelude_ahead_of_both_sources():
+    """CUDA_SRC and BINDING_SRC open with the generated constants, so each compiles on its own."""
+    from generator.judge.loader import load_submission
+
+    module = load_submission(REPO_ROOT / "dist" / "submission.py", module_name="prelude_test_submission")
+    assert module.CUDA_SRC.lstrip("\n").startswith(registry.cuda_prelude())
+    assert module.BINDING_SRC.lstrip("\n").startswith(registry.cuda_prelude())
