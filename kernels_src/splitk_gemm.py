@@ -123,6 +123,8 @@ def splitk_gemm_config_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | 
             return f"{name}={value!r} must be a positive int"
     if type(dual) is not bool:
         return f"dual={dual!r} must be a bool"
+    if isinstance(cfg, tuple) and getattr(cfg, "_fields", None) == SplitKGemmConfig._fields:
+        cfg = SplitKGemmConfig(*cfg)  # a config of another copy of this module (the GPU tests compile one)
     return SPLITK_GEMM.config_error(cfg, Layer("splitk_gemm", n, k, "float32" if dual else "bfloat16"), m)
 
 

@@ -1,8 +1,10 @@
 """The intake probe's cases and table (CPU): every case fits the probe kernel's limits, the table shows each."""
 
-from generator.probes import intake
+import subprocess
 
-SMEM_LIMIT = 226 * 1024  # kernels_src/common.cuh kSmemOptInLimit, which tma_intake_launch checks
+from generator.probes import intake
+from kernels_src.engine import SMEM_LIMIT  # kSmemOptInLimit, which tma_intake_launch checks
+from tools import needs
 
 
 def test_every_case_fits_the_probe_kernel():
@@ -27,3 +29,17 @@ def test_the_table_has_a_row_per_case():
     assert len(lines) == 2 + len(rows)
     assert all(line.count("|") == lines[0].count("|") for line in lines)
     assert "| 40.0 | 5.28 |" in lines[2] or "| 40.0 | 5.30 |" in lines[2]
+
+
+@needs("nvcc")
+def test_the_probe_kernel_compiles_as_the_probe_builds_it(tmp_path):
+    """intake.build()'s CUDA (intake.cuda_source: the engines' generated constants, then tma_intake.cu, which
+    includes the kernels' headers) compiles for sm_90a: a constant moved out of the headers cannot break the
+    probe unseen."""
+    source = tmp_path / "probe.cu"
+    source.write_text(intake.cuda_source())
+    cmd = ["nvcc", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-I{intake.KERNELS_SRC}", "-c"]
+    done = subprocess.run(
+        [*cmd, str(source), "-o", str(tmp_path / "probe.o")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -134,6 +134,14 @@ def cases() -> list[Case]:
     return out
 
 
+def cuda_source() -> str:
+    """The probe's CUDA: the constants the kernels' headers share with Python (generated, as the submission's
+    CUDA_SRC opens with them), then tma_intake.cu, which includes those headers."""
+    from kernels_src.registry import cuda_prelude
+
+    return cuda_prelude() + f'#line 1 "{SOURCE.name}"\n' + SOURCE.read_text()
+
+
 def build():
     """The probe's extension (pybind11 shim, no torch headers), cached by torch like the submission's."""
     from torch.utils.cpp_extension import load_inline
@@ -151,7 +159,7 @@ def build():
     return load_inline(
         name="okc_tma_intake_probe",
         cpp_sources=binding,
-        cuda_sources=f'#line 1 "{SOURCE.name}"\n' + SOURCE.read_text(),
+        cuda_sources=cuda_source(),
         functions=["launch"],
         extra_include_paths=[str(KERNELS_SRC)],
         extra_cflags=["-O1"],
