@@ -132,7 +132,7 @@ def test_the_cuda_sources_are_clang_formatted():
     tool = shutil.which("clang-format", path=str(Path(sys.executable).parent)) or shutil.which("clang-format")
     sources = sorted(
         str(p) for ext in ("*.cuh", "*.h", "*.cpp") for p in (REPO_ROOT / "kernels_src").glob(ext)
-    )
+    ) + sorted(str(p) for p in (REPO_ROOT / "generator" / "probes").glob("*.cu"))
     for path in sources:
         assert all(len(line) <= 120 for line in Path(path).read_text().splitlines()), path
     if tool is None:

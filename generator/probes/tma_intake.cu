@@ -11,24 +11,24 @@
 namespace okc {
 
 struct IntakeArgs {
-    const uint8_t* distinct;     // CTA c reads distinct + c * distinct_region ..., wrapping within its region
-    const uint8_t* shared;       // every CTA reads the same shared_region bytes, wrapping
-    long long distinct_region;   // bytes of each CTA's own region (a multiple of distinct_bytes)
-    long long shared_region;     // bytes of the shared region (a multiple of shared_bytes)
-    int distinct_bytes;          // per slot, in copies of at most copy_bytes
-    int shared_bytes;            // per slot, likewise
-    int copy_bytes;              // the largest single bulk copy (a multiple of 16)
-    int slots;                   // ring slots in flight, per ring
-    int n;                       // slots streamed per ring
-    int rings;                   // independent rings a CTA (a producer warp and a consumer warp each)
-    int test_wait;               // 1: wait by polling mbarrier.test_wait instead of the suspending try_wait
-    int lanes;                   // lanes of a producer warp that issue copies, lane j every slot i = j mod lanes
-    int shared_box;              // 1: the shared bytes come as the GEMM's x box (a tensor-map copy of shared_bytes
-                                 // / 128 rows of 64 bf16, 128-byte swizzle) from a [rows, 8192] bf16 matrix
-    long long hold;              // SM clock cycles the consumer holds each slot before handing it back (the
-                                 // GEMM's wgmmas on it)
-    long long* stamps;           // [grid][rings][6]: SM clock at start, first landing, last landing; SM id; global
-                                 // timer (ns) at the first and the last landing (the clock's rate)
+    const uint8_t* distinct;    // CTA c reads distinct + c * distinct_region ..., wrapping within its region
+    const uint8_t* shared;      // every CTA reads the same shared_region bytes, wrapping
+    long long distinct_region;  // bytes of each CTA's own region (a multiple of distinct_bytes)
+    long long shared_region;    // bytes of the shared region (a multiple of shared_bytes)
+    int distinct_bytes;         // per slot, in copies of at most copy_bytes
+    int shared_bytes;           // per slot, likewise
+    int copy_bytes;             // the largest single bulk copy (a multiple of 16)
+    int slots;                  // ring slots in flight, per ring
+    int n;                      // slots streamed per ring
+    int rings;                  // independent rings a CTA (a producer warp and a consumer warp each)
+    int test_wait;              // 1: wait by polling mbarrier.test_wait instead of the suspending try_wait
+    int lanes;                  // lanes of a producer warp that issue copies, lane j every slot i = j mod lanes
+    int shared_box;             // 1: the shared bytes come as the GEMM's x box (a tensor-map copy of shared_bytes
+                                // / 128 rows of 64 bf16, 128-byte swizzle) from a [rows, 8192] bf16 matrix
+    long long hold;             // SM clock cycles the consumer holds each slot before handing it back (the
+                                // GEMM's wgmmas on it)
+    long long* stamps;          // [grid][rings][6]: SM clock at start, first landing, last landing; SM id; global
+                                // timer (ns) at the first and the last landing (the clock's rate)
 };
 
 __device__ __forceinline__ long long sm_clock() {
@@ -119,16 +119,28 @@ __global__ void __launch_bounds__(256) tma_intake_kernel(const __grid_constant__
 // grid CTAs of the probe on `stream`, its arguments as plain integers (the pybind11 shim, intake.py, knows no CUDA
 // types); "" once launched, else why not.
 const char* tma_intake_launch(int grid, long long distinct, long long shared, long long distinct_region,
-                              long long shared_region, int distinct_bytes, int shared_bytes, int copy_bytes,
-                              int slots, int n, int rings, int test_wait, int lanes, int shared_box,
-                              long long hold, long long stamps, long long stream) {
-    okc::IntakeArgs a{reinterpret_cast<const uint8_t*>(distinct), reinterpret_cast<const uint8_t*>(shared),
-                      distinct_region, shared_region, distinct_bytes, shared_bytes, copy_bytes, slots, n, rings,
-                      test_wait, lanes, shared_box, hold, reinterpret_cast<long long*>(stamps)};
+                              long long shared_region, int distinct_bytes, int shared_bytes, int copy_bytes, int slots,
+                              int n, int rings, int test_wait, int lanes, int shared_box, long long hold,
+                              long long stamps, long long stream) {
+    okc::IntakeArgs a{reinterpret_cast<const uint8_t*>(distinct),
+                      reinterpret_cast<const uint8_t*>(shared),
+                      distinct_region,
+                      shared_region,
+                      distinct_bytes,
+                      shared_bytes,
+                      copy_bytes,
+                      slots,
+                      n,
+                      rings,
+                      test_wait,
+                      lanes,
+                      shared_box,
+                      hold,
+                      reinterpret_cast<long long*>(stamps)};
     CUtensorMap x_map{};
     if (shared_box) {
         if (shared_bytes % 1024 || distinct_bytes % 1024 || shared_region != (long long)shared_bytes / 128 * 8192 * 2)
-            return "shared_box: 1 KB-aligned parts (the 128-byte swizzle), the shared region [shared_bytes / 128, 8192] bf16";
+            return "shared_box: 1 KB-aligned parts, the shared region [shared_bytes / 128, 8192] bf16";
         const char* err = okc::bf16_rows_map(&x_map, a.shared, shared_bytes / 128, 8192, shared_bytes / 128, 1);
         if (err != nullptr) return err;
     }
