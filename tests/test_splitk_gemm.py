@@ -1042,3 +1042,80 @@ def test_gpu_real_layers_and_cuda_graph_replays():
                 assert (
                     float(buffers.accumulator.abs().sum()) == 0.0
                 ), f"{label} replay {replay + 1}: accumulator"
+
+
+def test_the_bound_launch_passes_what_triton_s_launcher_takes(monkeypatch):
+    """BoundSplitKLaunch (CPU, stand-ins for Triton's compiled kernel and driver): the C launcher gets the grid,
+    the stream, the function and Triton 3.6's base arguments, then every kernel argument in signature order with
+    each tensor descriptor expanded by Triton's own make_tensordesc_arg; x's map is encoded once per (address, M)
+    and again for another M at the same address; a launcher of another layout is refused (None)."""
+    from triton.backends.nvidia import driver as nvidia_driver
+
+    from kernels_src import splitk_gemm as sg
+
+    encoded = []
+
+    def expand(desc, meta):  # stands for make_tensordesc_arg: a map, then the shape and the strides
+        encoded.append(tuple(desc.shape))
+        return [f"map{meta}:{tuple(desc.shape)}", *desc.shape, *desc.strides]
+
+    calls = []
+
+    def c_launch(*args):
+        calls.append(args)
+
+    def wrapped(*args):  # Triton's wrapper: its closure holds the C launcher
+        return launcher(*args)
+
+    launcher = c_launch
+    cfg = sg.SplitKGemmConfig(
+        block_n=64, block_m=64, block_k=128, splits=4, warps=4, stages=4, loads="tma", reduce="atomic"
+    )
+    constexprs = sg.splitk_constexprs(cfg, True, False)
+    names = ["x", "w", "w2", "out", "partials", "counters", "M", "N", "K", "splits", *constexprs]
+    compiled = SimpleNamespace(
+        run=SimpleNamespace(
+            launch=wrapped,
+            launch_cooperative_grid=False,
+            launch_pdl=False,
+            global_scratch_size=0,
+            profile_scratch_size=0,
+        ),
+        metadata=SimpleNamespace(tensordesc_meta=["mx", "mw", "mw2"]),
+        src=SimpleNamespace(fn=SimpleNamespace(arg_names=names)),
+        packed_metadata="packed",
+        function="function",
+    )
+    monkeypatch.setattr(nvidia_driver, "make_tensordesc_arg", expand)
+    monkeypatch.setattr(nvidia_driver, "_BASE_ARGS_FORMAT", "iiiKKppOOOOOO")
+    monkeypatch.setattr(
+        triton.runtime, "driver", SimpleNamespace(active=SimpleNamespace(get_current_stream=id))
+    )
+    n, k = 256, 8192
+    w = [torch.zeros(n, k, dtype=torch.bfloat16) for _ in range(2)]
+    descriptors = sg.weight_descriptors(tuple(w), cfg)
+    workspace, accumulator = torch.zeros(16), torch.zeros(16)
+    counters = torch.zeros(16, dtype=torch.int32)
+    bound = sg.BoundSplitKLaunch.bind(
+        compiled, True, n, k, workspace, counters, accumulator, cfg, descriptors
+    )
+    assert bound is not None
+    x = torch.zeros(100, k, dtype=torch.bfloat16)
+    out = torch.zeros(100, n)
+    bound(x, out)
+    bound(x, out)
+    bound(x[:40], out[:40])
+    w_args = [f"mapmw:{(n, k)}", n, k, k, 1, f"mapmw2:{(n, k)}", n, k, k, 1]
+    for args, m in zip(calls, (100, 100, 40)):
+        assert list(args) == [
+            n // 64, 4, -(-m // 64), id(None), "function",  # grid, stream (device None on the CPU), function
+            False, False, None, None, "packed", None, None, None,  # the base arguments after them
+            f"mapmx:{(m, k)}", m, k, k, 1, *w_args,  # x, w, w2 expanded
+            out.data_ptr(), accumulator.data_ptr(), counters.data_ptr(), m, n, k, 4, *constexprs.values(),
+        ]  # fmt: skip
+    assert encoded == [(n, k), (n, k), (100, k), (40, k)]  # the weights once, x once per (address, M)
+    monkeypatch.setattr(nvidia_driver, "_BASE_ARGS_FORMAT", "iiiKKpOOOOOO")
+    assert (
+        sg.BoundSplitKLaunch.bind(compiled, True, n, k, workspace, counters, accumulator, cfg, descriptors)
+        is None
+    )

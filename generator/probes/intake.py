@@ -34,12 +34,8 @@ class Case(NamedTuple):
     rings: int = 1  # independent rings a CTA, each its own producer and consumer warp
     test_wait: bool = False  # poll mbarrier.test_wait instead of the suspending try_wait
     lanes: int = 1  # lanes of the producer warp that issue copies (lane j: slots j, j + lanes, ...)
-    shared_box: bool = (
-        False  # the shared bytes as the GEMM's x box (tensor map, 128-byte swizzle), not bulk copies
-    )
-    hold_ns: int = (
-        0  # how long the consumer holds each landed slot before handing it back (the GEMM's wgmmas)
-    )
+    shared_box: bool = False  # the shared bytes as the GEMM's x box (tensor map, 128-B swizzle), not bulk
+    hold_ns: int = 0  # the consumer holds each landed slot this long before handing it back (as wgmmas do)
 
 
 class Row(NamedTuple):
@@ -186,7 +182,7 @@ def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
     shared = torch.ones(SHARED_REGION, dtype=torch.uint8, device="cuda")
     stamps = torch.zeros(streams, 6, dtype=torch.int64, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
-    hold = [round(case.hold_ns * 1.98)]  # SM clock cycles; recalibrated from the first launch's stamps
+    hold = round(case.hold_ns * 1.98)  # SM clock cycles; recalibrated from the first launch's stamps
 
     def launch():
         why = ext.launch(
@@ -204,7 +200,7 @@ def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
             int(case.test_wait),
             case.lanes,
             int(case.shared_box),
-            hold[0],
+            hold,
             stamps.data_ptr(),
             stream,
         )
@@ -218,7 +214,7 @@ def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
 
     launch()
     torch.cuda.synchronize()
-    hold[0] = round(case.hold_ns * clock_hz(stamps.cpu().tolist()) / 1e9)
+    hold = round(case.hold_ns * clock_hz(stamps.cpu().tolist()) / 1e9)  # launch() reads it at its next call
     rates, totals, firsts, events, used = [], [], [], [], 0
     for _ in range(reps):
         if case.cold:
