@@ -75,7 +75,6 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
 
 LOADS = ("tma", "pointers")
 REDUCE = ("none", "semaphore", "atomic")
-SCHEDULES = ("pipelined", "specialized")
 SPLITK_GEMM_FIELDS = (
     Field("block_n", int, (64, 128, 256), "weight rows per program"),
     Field("block_m", int, (16, 32, 64, 128, 256), "tokens per program"),
@@ -95,15 +94,6 @@ SPLITK_GEMM_FIELDS = (
         "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
         " zeroed accumulator, the last program writes out and re-zeroes)",
     ),
-    Field(
-        "schedule",
-        str,
-        SCHEDULES,
-        "pipelined (every warp loads and multiplies, Triton's software pipeline) or specialized (Triton's Hopper"
-        " warp specialization: a producer warpgroup issues the TMA loads, two consumer warpgroups split the tile;"
-        " warps = 4 per group, 12 in all)",
-        default="pipelined",
-    ),
 )
 SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
@@ -122,8 +112,6 @@ def splitk_smem_bytes(cfg, dual):
     reuse the ring's space.)"""
     slot = cfg.block_k * (cfg.block_n * (2 if dual else 1) + cfg.block_m) * 2
     extra = 4096 if dual and cfg.warps == 8 and cfg.block_n == 64 else 0
-    if cfg.schedule == "specialized":
-        extra = 4096  # the producer / consumer barriers and the epilogue's layout conversion (1.2-3.3 KB measured)
     return max(cfg.stages, 1) * slot + 1024 + extra
 
 
@@ -163,14 +151,10 @@ def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
         # while the same tiles with block_k=128, pointer loads or the semaphore were right in every run
         # (docs/splitk-gemm.md). block_k=32 was never run there. Refused until the cause is found.
         return f"reduce='atomic' with loads='tma' takes block_k=128: at block_k={cfg.block_k} it computed wrong results on the H200"
-    error = specialized_error(cfg, dual)
-    if error:
-        return error
-    consumers = cfg.warps * (2 if cfg.schedule == "specialized" else 1)  # warps that hold the tile
-    acc_regs = cfg.block_n * cfg.block_m // (32 * consumers)
+    acc_regs = cfg.block_n * cfg.block_m // (32 * cfg.warps)
     if acc_regs > SPLITK_ACC_REGS:
         return (
-            f"block_n={cfg.block_n} x block_m={cfg.block_m} over {consumers} warps holds {acc_regs} fp32"
+            f"block_n={cfg.block_n} x block_m={cfg.block_m} over warps={cfg.warps} holds {acc_regs} fp32"
             f" accumulator registers per thread, over {SPLITK_ACC_REGS}"
         )
     if cfg.reduce == "atomic" and (dual or cfg.loads == "pointers") and acc_regs > SPLITK_ATOMIC_ACC_REGS:
@@ -202,28 +186,6 @@ def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
     return None
 
 
-def specialized_error(cfg, dual: bool) -> "str | None":
-    """What Triton 3.6's Hopper warp specialization (schedule = specialized) compiles, and compiles right; None
-    for pipelined configs. Each refusal was met compiling the kernel for sm_90a (tests/test_splitk_gemm.py)."""
-    if cfg.schedule != "specialized":
-        return None
-    if cfg.warps != 4:
-        return f"schedule='specialized' takes warps=4 (a warpgroup each for the producer and two consumers), not {cfg.warps}"
-    if cfg.loads != "tma":
-        return "schedule='specialized' takes loads='tma' (Triton's pass fails on pointer loads with tl.dot)"
-    if dual:
-        return "schedule='specialized' does not serve dual weights (Triton's pass fails on the two-weight loop)"
-    if cfg.splits != 1:
-        # Triton splits the tile's tensor ops between the two consumer warpgroups but gives each its own copy of
-        # every other op: a program's ticket would be taken twice, and the atomic epilogue fails to compile.
-        return f"schedule='specialized' takes splits=1 (reduce='none'), not splits={cfg.splits}"
-    if cfg.block_n < 128:
-        return f"schedule='specialized' takes block_n >= 128 (two consumer warpgroups of >= 64 rows), not {cfg.block_n}"
-    if cfg.stages < 2:
-        return "schedule='specialized' takes stages >= 2 (the producer runs ahead by a ring of them)"
-    return None
-
-
 @triton.jit
 def _splitk_mma(w_tile, x_tile, acc, UPCAST: tl.constexpr):
     """acc[BLOCK_N, BLOCK_M] += w_tile[BLOCK_N, BLOCK_K] . x_tile[BLOCK_M, BLOCK_K]^T in fp32.
@@ -242,12 +204,9 @@ def _splitk_mma(w_tile, x_tile, acc, UPCAST: tl.constexpr):
 def _splitk_k_loop(
     x, w, w2, off_n, off_m, first, last, M, K,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, TMA: tl.constexpr, DUAL: tl.constexpr,
-    UPCAST: tl.constexpr, WS: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):  # fmt: skip
-    """The program's K steps [first, last): acc[BLOCK_N, BLOCK_M] = W[rows, ks] . x[tokens, ks]^T in fp32.
-    WS (schedule = specialized): Triton's Hopper warp specialization of this loop, which it applies only at
-    num_warps = 4 to descriptor loads in a kernel without else blocks (the constexpr branches here vanish before
-    it runs): a producer warpgroup for the loads and two consumer warpgroups, each half of the tile."""
+    """The program's K steps [first, last): acc[BLOCK_N, BLOCK_M] = W[rows, ks] . x[tokens, ks]^T in fp32."""
     if not TMA:
         rn = tl.arange(0, BLOCK_N)
         rm = tl.arange(0, BLOCK_M)
@@ -258,7 +217,7 @@ def _splitk_k_loop(
     # tl.full, not tl.zeros / tl.zeros_like: those are @triton.jit library functions, which the CPU tests'
     # interpreted copy of this module cannot call (tests/test_splitk_gemm.py keeps Triton itself compiled).
     acc = tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32)
-    for step in tl.range(first, last, warp_specialize=WS):
+    for step in range(first, last):
         off_k = step * BLOCK_K
         if TMA:
             x_tile = x.load([off_m, off_k])
@@ -359,7 +318,6 @@ def _splitk_gemm_kernel(
     REDUCE: tl.constexpr,
     EPILOGUE_N: tl.constexpr,
     UPCAST: tl.constexpr,
-    WS: tl.constexpr,
 ):
     """Phases: the K loop (_splitk_k_loop), then a plain store, or one of the two epilogues."""
     pid_n = tl.program_id(0)
@@ -372,9 +330,7 @@ def _splitk_gemm_kernel(
     last = (pid_s + 1) * steps // splits
     rn = tl.arange(0, BLOCK_N)  # weight rows of the tile = output columns
     rm = tl.arange(0, BLOCK_M)  # tokens of the tile = output rows
-    acc = _splitk_k_loop(
-        x, w, w2, off_n, off_m, first, last, M, K, BLOCK_N, BLOCK_M, BLOCK_K, TMA, DUAL, UPCAST, WS
-    )
+    acc = _splitk_k_loop(x, w, w2, off_n, off_m, first, last, M, K, BLOCK_N, BLOCK_M, BLOCK_K, TMA, DUAL, UPCAST)
 
     tokens = off_m + rm
     live = (tokens < M)[None, :]  # [1, BLOCK_M]: output rows that exist
@@ -406,7 +362,6 @@ def splitk_constexprs(cfg, dual, upcast):
         REDUCE=REDUCE.index(cfg.reduce),
         EPILOGUE_N=min(cfg.block_n, 1024 * cfg.warps // cfg.block_m),  # <= 32 fp32 per thread per chunk
         UPCAST=upcast,
-        WS=cfg.schedule == "specialized",
     )
 
 
@@ -670,29 +625,6 @@ class SplitKGemm(Engine):
                                     )
                                     if self.config_error(cfg, layer, m) is None:
                                         out.append(cfg)
-        return out + self.specialized_candidates(layer, m)
-
-    def specialized_candidates(self, layer, m):
-        """Warp-specialized tiles (splits = 1): 128 or 256 rows by 64 tokens up to m's, K steps of 64 with 3-6
-        stages or of 128 with 2-4, as shared memory allows."""
-        out = []
-        for block_n in (128, 256):
-            for block_m in (b for b in (64, 128, 256) if b <= max(64, m)):
-                for block_k, stages_set in ((64, (3, 4, 6)), (128, (2, 3, 4))):
-                    for stages in stages_set:
-                        cfg = SplitKGemmConfig(
-                            block_n=block_n,
-                            block_m=block_m,
-                            block_k=block_k,
-                            splits=1,
-                            warps=4,
-                            stages=stages,
-                            loads="tma",
-                            reduce="none",
-                            schedule="specialized",
-                        )
-                        if self.config_error(cfg, layer, m) is None:
-                            out.append(cfg)
         return out
 
 
