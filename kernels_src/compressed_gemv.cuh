@@ -72,8 +72,8 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // Shared memory of a zgemv CTA: the warps' partial tiles, then (cluster only, `inbox_tiles` = S - 1) rank 0's
-// cluster inbox, then, for a matrix with overflow entries (`overflow_groups` = the most K groups a CTA takes,
-// ceil(K/64 / S); 0: none), one 2 KB overflow tile per warp and the CTA's R x (overflow_groups + 1) staged bucket offsets. All of
+// cluster inbox, then, for a matrix with overflow entries (`overflow_groups` = the K groups of a CTA, K/64 / S;
+// 0: none), one 2 KB overflow tile per warp and the CTA's R x (overflow_groups + 1) staged bucket offsets. All of
 // it is fixed by the config and K, never by the number of exceptions.
 __host__ __device__ constexpr size_t zgemv_inbox_offset(int nw, int r, int nb) {
     return (size_t)nw * r * nb * 4 * 32 * sizeof(float);
@@ -331,18 +331,17 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
     const int groups = a.K >> 6;
-    // Uneven splits differ by at most one group: any S spreads the CTAs evenly over the SMs (144 row blocks x 11
-    // splits is 12 CTAs on each of 132 SMs; powers of two leave some SMs a CTA more than others).
-    const int g_begin = split * groups / a.S, g_end = (split + 1) * groups / a.S, ng = g_end - g_begin;
+    const int g_per_split = groups / a.S;
+    const int g_begin = split * g_per_split, g_end = g_begin + g_per_split;
     const int inbox_tiles = a.cluster ? a.S - 1 : 0;
 
-    // Stage this CTA's bucket offsets (R row blocks x its ng groups + 1) for the overflow pass; nothing
+    // Stage this CTA's bucket offsets (R row blocks x its g_per_split groups + 1) for the overflow pass; nothing
     // waits here. n_overflow is the same for every CTA: the branch is uniform.
     if (a.n_overflow) {
         int* starts = reinterpret_cast<int*>(reinterpret_cast<uint8_t*>(red) +
                                              zgemv_overflow_offset(nw, R, NB, inbox_tiles) + (size_t)nw * kZTileBytes);
-        for (int e = threadIdx.x; e < R * (ng + 1); e += blockDim.x) {
-            const int r = e / (ng + 1), gl = e - r * (ng + 1);
+        for (int e = threadIdx.x; e < R * (g_per_split + 1); e += blockDim.x) {
+            const int r = e / (g_per_split + 1), gl = e - r * (g_per_split + 1);
             cp_async<4>(starts + e, a.overflow_starts + (size_t)(rb0 + r) * groups + g_begin + gl);
         }
     }
@@ -382,7 +381,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
         __syncthreads();  // every thread's staged offsets
         uint8_t* region = reinterpret_cast<uint8_t*>(red) + zgemv_overflow_offset(nw, R, NB, inbox_tiles);
         overflow_pass<NB, R>(acc, a, reinterpret_cast<Frag*>(region) + warp * (kZTileBytes / sizeof(Frag)),
-                             reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), ng, g_begin, xp,
+                             reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin, xp,
                              xvalid, warp, lane);
     }
 
@@ -414,8 +413,7 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
-    const int overflow_groups = a.n_overflow ? (a.K / 64 + splits - 1) / splits : 0;  // the widest split's
-    const size_t smem = zgemv_smem_bytes(warps, R, NB, overflow_groups, cluster ? splits - 1 : 0);
+    const size_t smem = zgemv_smem_bytes(warps, R, NB, a.n_overflow ? a.K / 64 / splits : 0, cluster ? splits - 1 : 0);
     if (smem > kSmemOptInLimit)
         return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed the shared memory limit";
     auto kernel = zgemv_kernel<UG, NB, R, P>;

@@ -37,9 +37,7 @@ def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
 
 COMPRESSED_GEMV_FIELDS = (
     Field("warps", int, (1, 2, 4, 8, 16), "warps per CTA, splitting its K range"),
-    # 11 and 22: qkv_gate's 144 row blocks x 11 splits are 12 CTAs on each of the 132 SMs (a power of two leaves
-    # some SMs a CTA more than others); uneven splits differ by one K group.
-    Field("splits", int, (1, 2, 4, 8, 11, 16, 22, 32), "CTAs that split K (uneven: they differ by one K group)"),
+    Field("splits", int, (1, 2, 4, 8, 16, 32), "CTAs that split K"),
     Field("groups", int, (1, 2, 4), "64-wide K groups each warp has in flight per trip (three 16-byte loads each)"),
     Field("pipeline", str, COMPRESSED_PIPELINES, "batch, or double (two register sets), as in mma_gemv"),
     Field("row_blocks", int, (1, 2, 4), "16-row blocks per CTA"),
@@ -80,11 +78,11 @@ class CompressedGemv(DecodeGemv):
         if n % 16 or k % 64:
             return f"the compressed_gemv engine needs N % 16 == 0 and K % 64 == 0, got N={n} K={k}"
         error = split_rule(cfg) or split_error(
-            cfg.splits, cfg.reduce, k // 64, f"64-wide K groups of K={k}", n, cfg.row_blocks, m, uneven=True
+            cfg.splits, cfg.reduce, k // 64, f"64-wide K groups of K={k}", n, cfg.row_blocks, m
         )
         if error:
             return error
-        overflow = overflow_smem(cfg.warps, cfg.row_blocks, -(-(k // 64) // cfg.splits))  # the widest split's
+        overflow = overflow_smem(cfg.warps, cfg.row_blocks, k // 64 // cfg.splits)
         error = tiles_smem_error(
             cfg.warps,
             cfg.splits,

@@ -141,15 +141,11 @@ def split_k_candidates(
     return out
 
 
-def split_error(
-    splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int, uneven: bool = False
-):
-    """What the two mma.sync GEMVs share about K splits: splits divide the K units (uneven: at most one a split,
-    whose CTAs then differ by one unit); a cluster fits Hopper; the workspace and the counters hold what a
-    semaphore reduction needs (engine.split_rule: reduce none exactly when splits = 1)."""
-    if uneven and not 1 <= splits <= units:
-        return f"splits={splits} must be 1..{units} (the {units} {unit_name})"
-    if not uneven and units % splits:
+def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
+    """What the two mma.sync GEMVs share about K splits: splits divide the K units; a cluster fits Hopper; the
+    workspace and the counters hold what a semaphore reduction needs (engine.split_rule: reduce none exactly when
+    splits = 1)."""
+    if units % splits:
         return f"splits={splits} does not divide the {units} {unit_name}"
     if reduce == "cluster" and not 2 <= splits <= CLUSTER_MAX:
         return f"reduce=cluster needs 2 <= splits <= {CLUSTER_MAX}, got splits={splits}"

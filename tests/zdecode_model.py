@@ -131,6 +131,7 @@ def overflow_pass_model(
     Returns the pass's contribution [M, n] (float64). trace, a list, collects (cta, warp, row block, group,
     entries) for every tile multiplied."""
     groups = k // 64
+    ng = groups // S
     starts = z["overflow_starts"].tolist()
     entries = (z["overflow"].to(torch.int64) & 0xFFFFFFFF).tolist()
     xd = x.to(torch.float64)
@@ -141,8 +142,7 @@ def overflow_pass_model(
     for cta_group in range(n // (16 * R)):
         rb0 = cta_group * R
         for split in range(S):
-            g_begin = split * groups // S  # uneven splits differ by one group (the kernel's ng)
-            ng = (split + 1) * groups // S - g_begin
+            g_begin = split * ng
             staged = [
                 [starts[(rb0 + r) * groups + g_begin + gl] for gl in range(ng + 1)] for r in range(R)
             ]  # the cp.async copy: R x (ng + 1) offsets
