@@ -414,3 +414,45 @@ def test_run_sweep_times_each_shape_in_its_phases_on_a_stand_in(monkeypatch):
     module.flaw = "off by one row"
     (wrong,) = sweep.run_sweep(module, problem, [("router", 8)], "tma_gemv", reps=3, log=print, device="cpu")
     assert wrong.best is None and wrong.wrong == len(candidates)
+
+
+def test_eager_samples_are_interleaved_in_rotating_order(monkeypatch):
+    """bench's eager timing: every fn warmed once, then round r calls them in an order rotated by r, each sample
+    between its own events after a flush; each fn's median comes back in its place."""
+    import torch
+
+    from generator.judge import timing
+
+    calls, clock = [], [0.0]
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.at = None
+
+        def record(self):
+            self.at = clock[0]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return (end.at - self.at) / 1000.0  # ms
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+
+    def fn(name, us):
+        def call():
+            calls.append(name)
+            clock[0] += us
+
+        return call
+
+    flushes = []
+    medians = timing.time_eager_interleaved_us(
+        [fn("a", 10.0), fn("b", 20.0), fn("c", 30.0)], lambda: flushes.append(len(calls)), reps=3
+    )
+    assert calls[:3] == ["a", "b", "c"]  # the warm-up
+    assert calls[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert flushes == list(range(3, 12))  # a flush before every timed call
+    assert medians == pytest.approx([10.0, 20.0, 30.0])

@@ -311,7 +311,7 @@ def run_bench(
         read_bandwidth,
         settle,
         time_cold_us,
-        time_eager_us,
+        time_eager_interleaved_us,
         time_warm_us,
     )
     from generator.judge.weights import make_weights, make_x
@@ -347,9 +347,11 @@ def run_bench(
             cublas_cold_us={name: time_cold_us(fn, flush, reps) for name, fn in baselines.items()},
             cublas_warm_us={name: time_warm_us(fn) for name, fn in baselines.items()},
             floor_us=floor_us(floor_so_far, layer.weight_bytes(m), result.read_bytes_per_s),
-            ours_eager_us=time_eager_us(ours, flush, reps),
-            cublas_eager_us={name: time_eager_us(fn, flush, reps) for name, fn in baselines.items()},
         )
+        timing.ours_eager_us, *cublas_eager = time_eager_interleaved_us(
+            [ours, *baselines.values()], flush, reps
+        )
+        timing.cublas_eager_us = dict(zip(baselines, cublas_eager))
         result.shapes.append(timing)
         if progress is not None:
             progress(timing)

@@ -65,21 +65,27 @@ def time_warm_us(fn: Callable[[], object], calls: int = 20, reps: int = 20) -> f
     return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)) / calls
 
 
-def time_eager_us(fn: Callable[[], object], flush: L2Flusher, reps: int = 100) -> float:
-    """Median microseconds of one eager call of fn, host time included: L2 read-flushed, the GPU idle
-    (synchronized), then events around the call, so the GPU waits for the host's launch work between them."""
-    fn()
-    times = []
-    for _ in range(reps):
-        flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
+def time_eager_interleaved_us(fns: list, flush: L2Flusher, reps: int = 100) -> list[float]:
+    """Median microseconds of one eager call of each of fns, host time included: L2 read-flushed, the GPU idle
+    (synchronized), then events around the call, so the GPU waits for the host's launch work between them. The
+    samples are interleaved, round r calling the fns in an order rotated by r, so that the host's drift over the
+    run falls on each alike: timed in separate blocks, one shape's eager ratio against cuBLAS moved from 1.07 to
+    0.81 between two benches of the same kernels (docs/results.md)."""
+    for fn in fns:
         fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
+    times: list[list[float]] = [[] for _ in fns]
+    for r in range(reps):
+        for j in range(len(fns)):
+            i = (r + j) % len(fns)
+            flush()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            fns[i]()
+            end.record()
+            end.synchronize()
+            times[i].append(start.elapsed_time(end) * 1000.0)
+    return [statistics.median(t) for t in times]
 
 
 def launch_floor_us(flush: L2Flusher, reps: int = 200) -> float:
