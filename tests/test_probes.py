@@ -1,8 +1,13 @@
 """The intake probe's cases and table (CPU): every case fits the probe kernel's limits, the table shows each."""
 
+import shutil
 import subprocess
+import sys
 
-from generator.probes import intake
+import pytest
+
+from generator import REPO_ROOT
+from generator.probes import intake, slot_stamps
 from kernels_src.engine import SMEM_LIMIT  # kSmemOptInLimit, which tma_intake_launch checks
 from tools import needs
 
@@ -43,3 +48,88 @@ def test_the_probe_kernel_compiles_as_the_probe_builds_it(tmp_path):
         [*cmd, str(source), "-o", str(tmp_path / "probe.o")], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# ---- probe-slots: clock stamps patched into tma_gemv_kernel (generator/probes/slot_stamps.py)
+
+
+def test_the_stamps_patch_the_kernel_and_the_built_file_once_each():
+    for path in (REPO_ROOT / "kernels_src" / "tma_gemv.cuh", REPO_ROOT / "dist" / "submission.py"):
+        text = path.read_text()
+        patched = slot_stamps.patch(text, str(path))
+        assert patched.count("clock64()") == text.count("clock64()") + 10, path
+        assert patched.count("%%globaltimer") == text.count("%%globaltimer") + 2, path
+
+
+def test_a_kernel_that_moved_under_the_probe_is_one_line():
+    text = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
+    moved = text.replace("mbar_wait(&empty[s], (round - 1) & 1);", "mbar_wait(&empty[s], (round + 1) & 1);")
+    with pytest.raises(
+        slot_stamps.ProbeError, match=r"^tma_gemv\.cuh: the probe's anchor 3 .* 0 times"
+    ) as err:
+        slot_stamps.patch(moved, "tma_gemv.cuh")
+    assert "\n" not in str(err.value)
+
+
+def test_the_probe_takes_only_launches_it_can_stamp():
+    assert len(slot_stamps.parse_launches(slot_stamps.DEFAULT_LAUNCHES)) == len(slot_stamps.DEFAULT_LAUNCHES)
+    for spec, why in (
+        ("pooler:128:tma_gemm:1,2,6,semaphore", "workspace the stamps use"),
+        ("o:128:cublas", "not cublas"),
+        ("o:128:splitk_gemm:64,64,128,1,4,4,tma,none", "not splitk_gemm"),
+        ("o:x:tma_gemm:1,1,6,none", "m must be an integer"),
+    ):
+        with pytest.raises(slot_stamps.ProbeError, match=why):
+            slot_stamps.parse_launches([spec])
+
+
+def _stamped_cta(slots=10, period=400, wait=100, lead=1500, entry=1000, ghz=2.0, after=3000):
+    """One CTA's stamp rows as the patched kernel writes them, in SM cycles: slot i's wait starts at
+    entry + 2000 + i * period."""
+    rows = [[0] * slot_stamps.FIELDS for _ in range(slot_stamps.SLOT_ROWS)]
+    for i in range(slots):
+        c0 = entry + 2000 + i * period
+        c1, c2, c3, c4 = c0 + wait, c0 + wait + 60, c0 + wait + 66, c0 + wait + 120
+        p2 = c0 - lead
+        rows[i] = [c0, c1, c2, c3, c4, p2 - 200, p2 - 150, p2]
+    last = rows[slots - 1][4]
+    exit_ = last + after
+    rows[slot_stamps.EXIT_ROW][:4] = [entry, exit_, 5000, 5000 + round((exit_ - entry) / ghz)]
+    empty = [[0] * slot_stamps.FIELDS for _ in range(slot_stamps.SLOT_ROWS)]
+    return [rows, empty, empty, empty]
+
+
+def test_slot_stamps_analysis_on_known_stamps():
+    figures = slot_stamps.analyse([[_stamped_cta(), _stamped_cta(after=7000)]])
+    assert figures["sm_ghz"] == pytest.approx(2.0, rel=1e-3)
+    assert figures["ctas"] == 2
+    assert figures["period"] == 200.0 and figures["wait"] == 50.0  # ns at 2 GHz
+    assert figures["issue"] == 30.0 and figures["wgmma_wait"] == 3.0
+    assert figures["empty_wait"] == 25.0 and figures["produce"] == 75.0 and figures["lead"] == 750.0
+    assert figures["land"] is None  # no wait over 200 cycles
+    assert figures["to_first_wait"] == 1.0 and figures["loop"] == (9 * 400 + 220) / 2000
+    assert figures["after_last"] == 2.5 and figures["after_last_max"] == 3.5
+    assert figures["waited_share"] == 0.0
+    waited = slot_stamps.analyse([[_stamped_cta(wait=900)]])
+    assert waited["land"] == (900 + 1500) / 2 and waited["waited_share"] == 1.0
+    lines = slot_stamps.table([slot_stamps.Row("o:128:tma_gemm:...", figures)]).splitlines()
+    assert len(lines) == 3 and all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+@needs("nvcc")
+def test_the_stamped_kernel_compiles_without_spills(tmp_path):
+    """The patched tma_gemv.cuh, in a scratch copy of the inputs, through `compile --root` for the probe's
+    default launches: ptxas takes it with no spill."""
+    for folder in ("templates", "kernels_src", "tables"):
+        shutil.copytree(REPO_ROOT / folder, tmp_path / folder)
+    cuh = tmp_path / "kernels_src" / "tma_gemv.cuh"
+    cuh.write_text(slot_stamps.patch(cuh.read_text()))
+    launches = [arg for spec in slot_stamps.DEFAULT_LAUNCHES for arg in ("--launch", spec)]
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "compile", "--root", str(tmp_path), *launches],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+    assert "0 spilling" in done.stdout
