@@ -30,6 +30,9 @@ from kernels_src.tma_gemv import (
 
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
+# The plain write's (splits = 1): at m = 128 `direct` takes a CTA 3.6 us after its last slot (docs/tma-gemm.md,
+# the clock stamps); `staged` is tma_gemv.cuh's write_staged.
+TMA_GEMM_EPILOGUES = ("direct", "staged")
 # A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
 # takes more (docs/tma-gemm.md, the rule), and `compile` fails a kernel that spills.
 _OTHER_REGISTERS = 40
@@ -64,6 +67,14 @@ TMA_GEMM_FIELDS = (
         "none (splits = 1), semaphore (workspace, the last CTA sums in split order), atomic (four-float L2 atomics"
         " into a zeroed accumulator, the last CTA writes out and re-zeroes)",
     ),
+    Field(
+        "epilogue",
+        str,
+        TMA_GEMM_EPILOGUES,
+        "direct (each accumulator stored as one bf16) or staged (reduce none, one warpgroup, bf16: the tile goes"
+        " token-major through the idle ring and out in whole 128-byte token rows)",
+        default="direct",
+    ),
 )
 TmaGemmConfig = config_type("TmaGemmConfig", TMA_GEMM_FIELDS)
 
@@ -80,7 +91,7 @@ class TmaGemm(Engine):
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
     launcher = "okc::launch_tma_gemv"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
+    template_fields = ("NB", "stages", "dual", "half", "warpgroups", "staged")
     cuda_constants = TMA_CUDA_CONSTANTS
     summary = (
         "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
@@ -101,9 +112,7 @@ class TmaGemm(Engine):
         if split_rule(cfg):
             return split_rule(cfg)
         if n % (TILE_ROWS * wg) or k % TILE_K:
-            return (
-                f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
-            )
+            return f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
         if not 1 <= cfg.splits <= k // TILE_K:
             return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
         if 4 * nb + _OTHER_REGISTERS > register_budget(wg):
@@ -119,6 +128,11 @@ class TmaGemm(Engine):
             return f"splits={cfg.splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
         if cfg.reduce == "atomic" and tile_floats > ACCUMULATOR_FLOATS:
             return f"reduce=atomic at m={m}, N={n} needs {tile_floats} accumulator floats, over {ACCUMULATOR_FLOATS}"
+        if cfg.epilogue == "staged" and (cfg.reduce != "none" or wg != 1 or dual):
+            return (
+                "epilogue=staged is the plain write's of one warpgroup in bf16 (reduce none, warpgroups 1, not the"
+                f" router), got reduce={cfg.reduce}, warpgroups={wg}{' for the router' if dual else ''}"
+            )
         return None
 
     def operands(self, cfg, layer):
@@ -130,6 +144,8 @@ class TmaGemm(Engine):
     def variant(self, cfg, layer, m):
         reduce = TMA_REDUCE.code("semaphore" if cfg.reduce == "none" else cfg.reduce)
         template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups)
+        if cfg.epilogue == "staged":  # the launcher's STAGED, false by default
+            template += (True,)
         return Variant(self.name, template, (cfg.splits, reduce))
 
     def plan(self, cfg, layer, m, ctx):
@@ -143,11 +159,16 @@ class TmaGemm(Engine):
             for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
                 for stages in (4, 6, 8):
                     for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
-                        cfg = TmaGemmConfig(
-                            warpgroups=warpgroups, splits=splits, stages=stages, reduce=reduce
-                        )
-                        if self.config_error(cfg, layer, m) is None:
-                            out.append(cfg)
+                        for epilogue in TMA_GEMM_EPILOGUES if reduce == "none" else ("direct",):
+                            cfg = TmaGemmConfig(
+                                warpgroups=warpgroups,
+                                splits=splits,
+                                stages=stages,
+                                reduce=reduce,
+                                epilogue=epilogue,
+                            )
+                            if self.config_error(cfg, layer, m) is None:
+                                out.append(cfg)
         return out
 
 

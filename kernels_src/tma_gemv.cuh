@@ -131,6 +131,32 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t,
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
+// The GEMM's plain write (splits = 1, one warpgroup, bf16 out; epilogue = staged): the tile goes through the idle
+// ring, token-major, and leaves in whole 128-byte token rows, 16 bytes a thread. tma_write stores 2 bytes an
+// element, each warp store four 16-byte pieces 2 N bytes apart: at m = 128 that write took a CTA 3.6 us after its
+// last slot (o, unpooler; probe-slots, docs/tma-gemm.md), where the half-tile GEMV's whole tail takes 0.33.
+constexpr int kStagedPitch = kTmaTileRows + 8;  // bf16 a staged token row: 144 bytes, 16-byte aligned, banks spread
+template <int NB>
+__device__ __forceinline__ void write_staged(const TmaGemvArgs& a, uint8_t* ring, const float (&acc)[4 * NB], int row0,
+                                             int t) {
+    __nv_bfloat16* tile = reinterpret_cast<__nv_bfloat16*>(ring);  // [8 NB tokens][kStagedPitch]
+    const int warp = t >> 5, lane = t & 31;
+#pragma unroll
+    for (int e = 0; e < 4 * NB; ++e) {  // tma_write's element of the wgmma D layout
+        const int row = warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
+        const int token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
+        tile[token * kStagedPitch + row] = __float2bfloat16_rn(acc[e]);
+    }
+    consumers_sync();
+    __nv_bfloat16* out = static_cast<__nv_bfloat16*>(a.out);
+    for (int c = t; c < 8 * NB * 8; c += kTmaConsumers) {  // 8 pieces of 16 bytes a token row of 64
+        const int token = c >> 3, part = c & 7;
+        if (token < a.M)
+            *reinterpret_cast<uint4*>(out + (size_t)token * a.N + row0 + part * 8) =
+                *reinterpret_cast<const uint4*>(tile + token * kStagedPitch + part * 8);
+    }
+}
+
 // One CTA's ring: its slots in shared memory, their full / empty barriers, and which K tiles it streams. WG
 // warpgroups: warpgroup g reads its own weight block(s) of each slot (64-row tile WG tile + g) and the slot's x.
 template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
@@ -404,11 +430,14 @@ __device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float 
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG, typename OutT>
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG, typename OutT, bool STAGED>
 __global__ void __launch_bounds__(tma_threads(WG), 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
     static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
+    static_assert(!STAGED || (WG == 1 && !DUAL && !HALF && NB >= 8),
+                  "the staged write: the GEMM's, one warpgroup, bf16");
     using Ring = TmaRing<NB, STAGES, DUAL, HALF, WG>;
+    static_assert(!STAGED || 8 * NB * kStagedPitch * 2 <= STAGES * Ring::kStage, "the staged tile fits the ring");
     constexpr int kAcc = Ring::kAcc;
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
@@ -453,8 +482,12 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
         finish_half<kAcc, OutT>(a, slots, acc, tile, t, warp);
     } else {
         if (a.S == 1) {
+            if constexpr (STAGED) {
+                write_staged<NB>(a, slots, acc, tile64 * kTmaTileRows, t);
+            } else {
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile64 * kTmaTileRows, t, e, acc[e]);
+                for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile64 * kTmaTileRows, t, e, acc[e]);
+            }
         } else if (a.reduce == TmaReduce::kAtomic) {
             finish_atomic<kAcc, OutT>(a, acc, &is_last[g], tile64, t, g);
         } else if (cluster) {
@@ -511,8 +544,8 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
 }
 
 // reduce (splits > 1): tma_gemv.py's and tma_gemm.py's variant(). WG consumer warpgroups (tma_gemm);
-// call.operand[2] = the zeroed accumulator (atomic).
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG>
+// call.operand[2] = the zeroed accumulator (atomic). STAGED: tma_gemm's epilogue = staged (write_staged).
+template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool STAGED = false>
 const char* launch_tma_gemv(const Call& c, int splits, TmaReduce reduce) {
     static_assert(tma_ring_depth(STAGES), "a ring depth tma_gemv.py's TMA_STAGES does not list");
     static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
@@ -540,7 +573,8 @@ const char* launch_tma_gemv(const Call& c, int splits, TmaReduce reduce) {
                         splits,
                         reduce};
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT>;
+    if (STAGED && splits != 1) return "tma_gemv: the staged write is the plain one's (splits = 1)";
+    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT, STAGED>;
     const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF, WG) + tma_inbox_bytes(NB, splits, cluster);
     if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed the shared memory limit";
     return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits), dim3(tma_threads(WG)),

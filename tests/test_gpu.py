@@ -50,6 +50,7 @@ GEMM = [
     (1, 5, 6, "semaphore"),
 ]
 GEMM += [(2, 7, 4, "atomic"), (1, 16, 4, "atomic"), (4, 5, 4, "atomic"), (2, 2, 4, "atomic")]
+GEMM += [(1, 1, 4, "none", "staged"), (1, 1, 8, "none", "staged")]
 GEMM_EDGES = (33, 64, 65, 100, 128, 129, 200, 256)
 
 
@@ -173,7 +174,9 @@ def test_planted_overflow_reaches_the_compressed_gemv(submission):
     for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
         state = submission.prepare({**weights, "o": w.clone()})
         state.operands["o"][submission.COMPRESSED] = submission.compress(w, "o", patches_per_group=patches)
-        assert state.operands["o"][submission.COMPRESSED]["overflow"].numel() > 0, case  # the overflow is not empty
+        assert (
+            state.operands["o"][submission.COMPRESSED]["overflow"].numel() > 0
+        ), case  # the overflow is not empty
         for launch, plan in zip(wanted, make_plans(submission, state, wanted)):
             x = make_x(launch[1], layer.k, gen, "cuda")
             check(plan, x, w, layer.n, False, (case, *launch))
@@ -185,7 +188,9 @@ def test_the_atomic_reduction_leaves_its_tickets_ready_under_graph_replay(submis
     weights = make_weights(PROBLEM, "normal", 3, "cuda")
     state = submission.prepare({name: w.clone() for name, w in weights.items()})
     layer = PROBLEM.layers["router"]
-    (plan,) = make_plans(submission, state, [("router", 32, "mma_gemv", (16, 8, 1, "double", 1, "atomic_out"))])
+    (plan,) = make_plans(
+        submission, state, [("router", 32, "mma_gemv", (16, 8, 1, "double", 1, "atomic_out"))]
+    )
     gen = torch.Generator(device="cuda").manual_seed(9)
     x = make_x(32, layer.k, gen, "cuda")
     plan(x)

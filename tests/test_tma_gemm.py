@@ -21,9 +21,7 @@ PROBLEM = load_problem()
 QKV, ROUTER = PROBLEM.layers["qkv_gate"], PROBLEM.layers["router"]
 
 
-@pytest.mark.parametrize(
-    "m, nb", [(33, 8), (64, 8), (65, 16), (128, 16), (129, 32), (256, 32)]
-)
+@pytest.mark.parametrize("m, nb", [(33, 8), (64, 8), (65, 16), (128, 16), (129, 32), (256, 32)])
 def test_column_blocks_cover_m_by_one_wgmma_of_n_8nb(m, nb):
     assert gemm_column_blocks(m) == nb
     assert nb * 8 >= m and nb in (8, 16, 32)  # tma_gemv.cuh: one wgmma of N = 8 NB = 64, 128 or 256
@@ -88,6 +86,30 @@ def test_column_blocks_cover_m_by_one_wgmma_of_n_8nb(m, nb):
             256,
             "workspace",
         ),
+        (
+            TmaGemmConfig(warpgroups=1, splits=2, stages=4, reduce="atomic", epilogue="staged"),
+            QKV,
+            128,
+            "epilogue=staged is the plain write's",
+        ),
+        (
+            TmaGemmConfig(warpgroups=2, splits=1, stages=4, reduce="none", epilogue="staged"),
+            QKV,
+            128,
+            "warpgroups=2",
+        ),
+        (
+            TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="none", epilogue="staged"),
+            ROUTER,
+            128,
+            "for the router",
+        ),
+        (
+            TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="none", epilogue="tma"),
+            QKV,
+            128,
+            "epilogue=tma is not one of direct, staged",
+        ),
     ],
 )
 def test_the_rule_names_the_field_and_the_limit(cfg, layer, m, says):
@@ -128,7 +150,7 @@ def test_variants_are_the_shared_kernels_template_and_reduce_codes():
     gemv = TMA_GEMV.variant(TmaGemvConfig(splits=3, stages=8, tile="full", reduce="cluster_scatter"), QKV, 32)
     assert gemv == Variant("tma_gemv", (4, 8, False, False, 1), (3, 2))
     assert TMA_GEMM.launcher == TMA_GEMV.launcher
-    assert TMA_GEMM.template_fields == TMA_GEMV.template_fields
+    assert TMA_GEMM.template_fields[:5] == TMA_GEMV.template_fields  # + the launcher's STAGED
     assert TMA_GEMM.operands(
         TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="none"), QKV
     ) == TMA_GEMV.operands(
@@ -180,7 +202,11 @@ def test_the_reduce_codes_are_named_in_the_launch_table():
 def test_the_sweep_reaches_every_warpgroup_count_and_reduction_it_can(m):
     """What the candidates leave out must be what the rule refuses: at m <= 128 every warpgroup count and both
     reductions are timed somewhere, at m = 256 (128 accumulators a thread) four warpgroups never are."""
-    found = {(cfg.warpgroups, cfg.reduce) for layer in PROBLEM.layers.values() for cfg in TMA_GEMM.candidates(layer, m)}
+    found = {
+        (cfg.warpgroups, cfg.reduce)
+        for layer in PROBLEM.layers.values()
+        for cfg in TMA_GEMM.candidates(layer, m)
+    }
     warpgroups = (1, 2) if m > 128 else (1, 2, 4)
     assert found >= {(wg, reduce) for wg in warpgroups for reduce in ("none", "semaphore", "atomic")}
     assert all(wg in warpgroups for wg, _ in found)
@@ -221,7 +247,7 @@ def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
         tmp_path,
         "gemm_rule",
         f'#include "{src}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
-        " for (int wg : {1, 2, 4}) printf(\"threads %d %d\\n\", wg, okc::tma_threads(wg));\n"
+        ' for (int wg : {1, 2, 4}) printf("threads %d %d\\n", wg, okc::tma_threads(wg));\n'
         " for (int nb : {8, 16, 32}) for (int st : okc::kTmaRingDepths) for (int d = 0; d < 2; ++d)\n"
         "  for (int wg : {1, 2, 4})\n"
         '   printf("%d %d %d %d %d %d\\n", nb, st, d, wg, okc::tma_smem_bytes(nb, st, d, false, wg),'
@@ -246,3 +272,59 @@ def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
         checked += 1
         refused += not fits
     assert checked > 50 and refused > 0  # the limit binds somewhere, or this would prove nothing
+
+
+def test_the_staged_epilogue_is_a_template_argument_of_the_same_launcher():
+    """epilogue=staged adds the launcher's STAGED (true) to the template; every direct config keeps the five
+    arguments it had, so their kernels are the ones the tables reached before."""
+    from kernels_src.runtime import launch_table
+
+    staged = TmaGemmConfig(warpgroups=1, splits=1, stages=6, reduce="none", epilogue="staged")
+    direct = TmaGemmConfig(warpgroups=1, splits=1, stages=6, reduce="none")
+    assert TMA_GEMM.config_error(staged, PROBLEM.layers["o"], 128) is None
+    assert TMA_GEMM.variant(staged, QKV, 128) == Variant("tma_gemm", (16, 6, False, False, 1, True), (1, 0))
+    assert TMA_GEMM.variant(direct, QKV, 128) == Variant("tma_gemm", (16, 6, False, False, 1), (1, 0))
+    table = launch_table([TMA_GEMM.variant(staged, QKV, 128)])
+    assert "okc::launch_tma_gemv<16, 6, false, false, 1, true>(call, 1, okc::TmaReduce::kSemaphore);" in table
+    assert "staged=true" in table
+    src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
+    assert "template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool STAGED = false>" in src
+    o = PROBLEM.layers["o"]
+    assert any(cfg.epilogue == "staged" for cfg in TMA_GEMM.candidates(o, 128))
+    assert all(
+        cfg.reduce == "none" and cfg.warpgroups == 1
+        for cfg in TMA_GEMM.candidates(o, 128)
+        if cfg.epilogue == "staged"
+    )
+
+
+@pytest.mark.parametrize("nb, m", [(8, 33), (8, 64), (16, 100), (16, 128), (32, 129), (32, 256)])
+def test_the_staged_write_puts_every_element_where_the_direct_one_does(nb, m):
+    """A model of write_staged (tma_gemv.cuh) against tma_write's map: thread t's accumulator e goes to shared
+    memory at token * kStagedPitch + row; then piece c (16 bytes, 8 rows) of token c / 8 goes to out. Every
+    (token < M, row) of the 64-row tile comes out exactly once, from the accumulator tma_write would store there;
+    pieces and the staged tile stay 16-byte aligned and within the ring's smallest size."""
+    pitch = 64 + 8
+    assert (pitch * 2) % 16 == 0
+    staged = {}
+    for t in range(128):
+        warp, lane = t >> 5, t & 31
+        for e in range(4 * nb):
+            row = warp * 16 + (lane >> 2) + (8 if e & 2 else 0)
+            token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1)
+            where = token * pitch + row
+            assert where not in staged, (t, e)
+            staged[where] = (t, e, token, row)
+    assert max(staged) < 8 * nb * pitch and 8 * nb * pitch * 2 <= 2 * (8 * 1024 + nb * 8 * 64 * 2)
+    written = {}
+    for c in range(0, 8 * nb * 8):
+        token, part = c >> 3, c & 7
+        if token >= m:
+            continue
+        assert (token * pitch + part * 8) * 2 % 16 == 0
+        for j in range(8):  # the 16-byte piece: rows part * 8 .. part * 8 + 7 of this token
+            t, e, src_token, src_row = staged[token * pitch + part * 8 + j]
+            assert (src_token, src_row) == (token, part * 8 + j)
+            assert (token, part * 8 + j) not in written
+            written[(token, part * 8 + j)] = (t, e)
+    assert set(written) == {(token, row) for token in range(min(m, 8 * nb)) for row in range(64)}

@@ -35,7 +35,7 @@ def probe_intake(json_path: Path | None, quick: bool) -> None:
     "--launch",
     "specs",
     multiple=True,
-    help="layer:m:engine:values of tma_gemv or tma_gemm, no semaphore (repeatable) [default: six of m = 32 .. 128].",
+    help="layer:m:engine:values of tma_gemv or tma_gemm, no semaphore (repeatable) [default: eight of m = 32 .. 128].",
 )
 @click.option(
     "--reps", type=click.IntRange(min=1), default=5, show_default=True, help="Cold runs of each launch."

@@ -36,7 +36,9 @@ DEFAULT_LAUNCHES = (
     "qkv_gate:128:tma_gemm:1,3,8,atomic",
     "qkv_gate:128:tma_gemm:2,2,6,atomic",
     "o:128:tma_gemm:1,1,6,none",
+    "o:128:tma_gemm:1,1,6,none,staged",
     "unpooler:128:tma_gemm:1,1,8,none",
+    "unpooler:128:tma_gemm:1,1,8,none,staged",
 )
 
 _ROW = "reinterpret_cast<long long*>(a.ws) + (((size_t)(blockIdx.y * gridDim.x + blockIdx.x) * 4 + {g}) * 128 + {i}) * 8"
@@ -136,6 +138,7 @@ def parse_launches(specs) -> list:
     (one line) at the first that cannot be stamped."""
     from generator.judge.launches import parse_launch
     from generator.problem import load_problem
+    from kernels_src import registry
 
     problem = load_problem()
     launches = []
@@ -148,7 +151,8 @@ def parse_launches(specs) -> list:
             raise ProbeError(
                 f"{spec!r}: the probe stamps tma_gemv_kernel (tma_gemv, tma_gemm), not {launch.engine}"
             )
-        if launch.config[-1] == "semaphore":
+        fields = dict(zip(registry.BY_NAME[launch.engine].fields, launch.config))
+        if fields["reduce"] == "semaphore":
             raise ProbeError(f"{spec!r}: reduce=semaphore keeps its partials in the workspace the stamps use")
         launches.append(launch)
     return launches
