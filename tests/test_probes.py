@@ -78,6 +78,8 @@ def test_the_probe_takes_only_launches_it_can_stamp():
         ("o:128:cublas", "not cublas"),
         ("o:128:splitk_gemm:64,64,128,1,4,4,tma,none", "not splitk_gemm"),
         ("o:x:tma_gemm:1,1,6,none", "m must be an integer"),
+        ("o:128:tma_gemm:1,16,4,atomic", "2048 CTAs, over the 1024"),
+        ("pooler:128:tma_gemm:1,1,6,none", "128 slots a CTA, over the 126"),
     ):
         with pytest.raises(slot_stamps.ProbeError, match=why):
             slot_stamps.parse_launches([spec])
@@ -102,7 +104,7 @@ def _stamped_cta(slots=10, period=400, wait=100, lead=1500, entry=1000, ghz=2.0,
 def test_slot_stamps_analysis_on_known_stamps():
     figures = slot_stamps.analyse([[_stamped_cta(), _stamped_cta(after=7000)]])
     assert figures["sm_ghz"] == pytest.approx(2.0, rel=1e-3)
-    assert figures["ctas"] == 2
+    assert figures["ctas"] == 2  # CTAs a run
     assert figures["period"] == 200.0 and figures["wait"] == 50.0  # ns at 2 GHz
     assert figures["issue"] == 30.0 and figures["wgmma_wait"] == 3.0
     assert figures["empty_wait"] == 25.0 and figures["produce"] == 75.0 and figures["lead"] == 750.0

@@ -303,7 +303,28 @@ def test_the_staged_write_puts_every_element_where_the_direct_one_does(nb, m):
     """A model of write_staged (tma_gemv.cuh) against tma_write's map: thread t's accumulator e goes to shared
     memory at token * kStagedPitch + row; then piece c (16 bytes, 8 rows) of token c / 8 goes to out. Every
     (token < M, row) of the 64-row tile comes out exactly once, from the accumulator tma_write would store there;
-    pieces and the staged tile stay 16-byte aligned and within the ring's smallest size."""
+    pieces and the staged tile stay 16-byte aligned and within the ring's smallest size. The model's formulas are
+    the kernel's: each is looked up, as written, in write_staged and tma_write."""
+    src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
+    staged = src[src.index("void write_staged(") : src.index("// One CTA's ring:")]
+    direct = src[src.index("void tma_write(") : src.index("void write_staged(")]
+    element = (
+        "warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);",  # the row in the tile (tma_write adds row0 ahead)
+        "const int token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);",
+    )
+    for line in element:
+        assert line in staged and line in direct, line  # the same element map as the direct write
+    for line in (
+        "tile[token * kStagedPitch + row] = __float2bfloat16_rn(acc[e]);",
+        "for (int c = t; c < 8 * NB * 8; c += kTmaConsumers) {",
+        "const int token = c >> 3, part = c & 7;",
+        "if (token < a.M)",
+        "*reinterpret_cast<uint4*>(out + (size_t)token * a.N + row0 + part * 8) =",
+        "*reinterpret_cast<const uint4*>(tile + token * kStagedPitch + part * 8);",
+    ):
+        assert line in staged, line
+    assert "constexpr int kStagedPitch = kTmaTileRows + 8;" in src
+    assert "__float2bfloat16_rn(v)" in (REPO_ROOT / "kernels_src" / "common.cuh").read_text()  # store_out's
     pitch = 64 + 8
     assert (pitch * 2) % 16 == 0
     staged = {}

@@ -15,8 +15,9 @@ unless it reduces by semaphore (refused here), 8 int64 a (CTA, warpgroup, slot):
 From them (slots 2 .. n - 2 of every CTA; means in ns, per-CTA medians in us): the period a slot, how much of it
 the consumer waits for the slot to land, issues its wgmmas and waits for them, how long the producer waits for a
 free slot and takes to issue its copies, how far ahead of its use a slot's copies go out and how long they take to
-land; per CTA, the time from entry to its first wait, the slot loop, and the time after its last slot (the
-epilogue); per launch, the grid's span from the first entry to the last exit. docs/tma-gemm.md has a run."""
+land; per CTA, the time from entry to its first wait, the slot loop, and the time after its last slot's stamp
+(the last wgmma_wait<0>, about a slot's MMAs, then the epilogue); per launch, the grid's span from the first entry to the last exit. docs/tma-gemm.md has a run.
+"""
 
 from __future__ import annotations
 
@@ -25,11 +26,15 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
+from kernels_src.engine import WORKSPACE_FLOATS
+
 WARPGROUPS = 4  # stamp rows per CTA: the most consumer warpgroups a CTA runs
 SLOT_ROWS = 128  # rows per warpgroup; slots past STAMPED_SLOTS are not stamped
 STAMPED_SLOTS = 126
 EXIT_ROW = 127
 FIELDS = 8
+# CTAs whose stamps fit the split-K workspace (engine.WORKSPACE_FLOATS, 4 bytes each; 8-byte stamps)
+MAX_CTAS = WORKSPACE_FLOATS * 4 // (WARPGROUPS * SLOT_ROWS * FIELDS * 8)
 DEFAULT_LAUNCHES = (
     "qkv_gate:32:tma_gemv:1,14,half,none",
     "qkv_gate:64:tma_gemm:1,3,8,atomic",
@@ -154,6 +159,17 @@ def parse_launches(specs) -> list:
         fields = dict(zip(registry.BY_NAME[launch.engine].fields, launch.config))
         if fields["reduce"] == "semaphore":
             raise ProbeError(f"{spec!r}: reduce=semaphore keeps its partials in the workspace the stamps use")
+        layer = problem.layers[launch.layer]
+        half = fields.get("tile") == "half"
+        rows = 32 if half else 64 * fields.get("warpgroups", 1)  # weight rows a CTA
+        ctas = layer.n_for(launch.m) // rows * fields["splits"]
+        if ctas > MAX_CTAS:
+            raise ProbeError(f"{spec!r}: {ctas} CTAs, over the {MAX_CTAS} whose stamps the workspace holds")
+        slots = -(-(layer.k // (128 if half else 64)) // fields["splits"])  # the widest split's
+        if slots > STAMPED_SLOTS:
+            raise ProbeError(
+                f"{spec!r}: {slots} slots a CTA, over the {STAMPED_SLOTS} stamped (more splits shorten the ring walk)"
+            )
         launches.append(launch)
     return launches
 
@@ -179,7 +195,7 @@ CTA_FIGURES = (  # per-CTA medians (and the slowest CTA), us
     ("after_last", "after the last slot"),
 )
 # figures: the per-slot means in ns, the per-CTA medians (and *_max, the slowest CTA) and the grid in us, sm_ghz
-# (the SM clock, from the stamps), ctas (stamped warpgroups a run), waited_share (slots the consumer waited on)
+# (the SM clock, from the stamps), ctas (CTAs that wrote stamps, a run), waited_share (slots the consumer waited on)
 
 
 def analyse(launches, waited_cycles: int = 200) -> dict:
@@ -221,7 +237,7 @@ def analyse(launches, waited_cycles: int = 200) -> dict:
     if not cta["loop"]:
         raise ProbeError("no CTA wrote its stamps: the launch did not run the patched kernel")
     ghz = statistics.median(rate) if rate else 1.98
-    figures = {"sm_ghz": round(ghz, 3), "ctas": len(cta["loop"]) // max(1, len(launches))}
+    figures = {"sm_ghz": round(ghz, 3), "ctas": round(statistics.mean(len(run) for run in launches))}
     for name, values in per.items():
         figures[name] = round(statistics.mean(values) / ghz, 1) if values else None
     for name, values in cta.items():
