@@ -121,13 +121,19 @@ __device__ __forceinline__ void consumers_sync(int g = 0) {
     }
 }
 
-// Accumulator element e of consumer thread t (the wgmma D layout: warp w owns rows 16w..16w+15, like mma.sync's
-// C per 8-token block) -> out[token, row0 + row] for tokens < M.
+// Accumulator element e of consumer thread t in the wgmma D layout (warp w owns rows 16w..16w+15, like mma.sync's
+// C per 8-token block): its token, and its row of the tile plus row0.
+__device__ __forceinline__ void tma_element(int t, int e, int row0, int& row, int& token) {
+    const int warp = t >> 5, lane = t & 31;
+    row = row0 + warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
+    token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
+}
+
+// Element e of thread t -> out[token, row0 + row] for tokens < M.
 template <typename OutT>
 __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t, int e, float v) {
-    const int warp = t >> 5, lane = t & 31;
-    const int row = row0 + warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
-    const int token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
+    int row, token;
+    tma_element(t, e, row0, row, token);
     if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
 }
 
@@ -140,11 +146,10 @@ template <int NB>
 __device__ __forceinline__ void write_staged(const TmaGemvArgs& a, uint8_t* ring, const float (&acc)[4 * NB], int row0,
                                              int t) {
     __nv_bfloat16* tile = reinterpret_cast<__nv_bfloat16*>(ring);  // [8 NB tokens][kStagedPitch]
-    const int warp = t >> 5, lane = t & 31;
 #pragma unroll
-    for (int e = 0; e < 4 * NB; ++e) {  // tma_write's element of the wgmma D layout
-        const int row = warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
-        const int token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
+    for (int e = 0; e < 4 * NB; ++e) {
+        int row, token;
+        tma_element(t, e, 0, row, token);
         tile[token * kStagedPitch + row] = __float2bfloat16_rn(acc[e]);
     }
     consumers_sync();

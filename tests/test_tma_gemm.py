@@ -307,13 +307,14 @@ def test_the_staged_write_puts_every_element_where_the_direct_one_does(nb, m):
     the kernel's: each is looked up, as written, in write_staged and tma_write."""
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
     staged = src[src.index("void write_staged(") : src.index("// One CTA's ring:")]
+    element = src[src.index("void tma_element(") : src.index("void tma_write(")]
     direct = src[src.index("void tma_write(") : src.index("void write_staged(")]
-    element = (
-        "warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);",  # the row in the tile (tma_write adds row0 ahead)
-        "const int token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);",
-    )
-    for line in element:
-        assert line in staged and line in direct, line  # the same element map as the direct write
+    for line in (
+        "row = row0 + warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);",
+        "token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);",
+    ):
+        assert line in element, line  # the element map the model uses
+    assert "tma_element(t, e, 0, row, token);" in staged and "tma_element(t, e, row0, row, token);" in direct
     for line in (
         "tile[token * kStagedPitch + row] = __float2bfloat16_rn(acc[e]);",
         "for (int c = t; c < 8 * NB * 8; c += kTmaConsumers) {",
