@@ -10,6 +10,13 @@ group's first three ride in its header and are added by one more mma each, the r
 offset per (16-row block, K group) and are multiplied after the loop. A layer whose whole format would cost 14
 bits a weight or more keeps its bf16 engines (prepare() says so in one line).
 
+compressed_ring (m <= 32, bf16 layers): the 12-bit stream of compressed_gemv repacked into ring slots (a
+64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's boxes
+(one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A registers,
+OR the headers' patches in, and multiply by x from shared memory: x crosses into each SM once per 64 rows. The
+overflow is a per-row list the producer warp stages while the stream runs; it is added after the warpgroups'
+partials are folded.
+
 tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp as
 plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory ring read
 by one consumer warpgroup's wgmma. Full tiles: 64 rows and a K range per CTA, splits CTAs reduced by the
@@ -72,9 +79,9 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   unpooler     5  1024  mma_gemv        warps=16 splits=1 unroll=8 pipeline=batch row_blocks=1 reduce=none
   unpooler     7  1024  mma_gemv        warps=16 splits=1 unroll=8 pipeline=batch row_blocks=1 reduce=none
   unpooler     8  1024  mma_gemv        warps=16 splits=1 unroll=8 pipeline=batch row_blocks=1 reduce=none
-  unpooler     9  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
-  unpooler    16  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
-  unpooler    32  8192  tma_gemv        splits=1 stages=12 tile=full reduce=none
+  unpooler     9  8192  compressed_ring stages=8 warpgroups=4 groups=2
+  unpooler    16  8192  compressed_ring stages=8 warpgroups=4 groups=2
+  unpooler    32  8192  compressed_ring stages=8 warpgroups=4 groups=2
   unpooler    64  8192  tma_gemm        warpgroups=1 splits=1 stages=8 reduce=none epilogue=staged
   unpooler   128  8192  tma_gemm        warpgroups=1 splits=1 stages=6 reduce=none epilogue=staged
   unpooler   256  8192  cublas
@@ -89,37 +96,39 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   router     128   256  splitk_gemm     block_n=64 block_m=64 block_k=128 splits=16 warps=4 stages=3 loads=tma reduce=atomic
   router     256   256  splitk_gemm     block_n=64 block_m=64 block_k=128 splits=8 warps=4 stages=4 loads=tma reduce=atomic
 
-CUDA kernels this file compiles (26, each a case of the launch table runtime.py builds):
+CUDA kernels this file compiles (28, each a case of the launch table runtime.py builds):
    0 compressed_gemv <groups=1, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
    1 compressed_gemv <groups=1, NB=1, row_blocks=1, pipeline=0> (16, 1, 0)
    2 compressed_gemv <groups=4, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
-   3 tma_gemv        <NB=1, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
-   4 tma_gemv        <NB=2, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
-   5 tma_gemv        <NB=2, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
-   6 tma_gemv        <NB=2, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
-   7 tma_gemv        <NB=2, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
-   8 tma_gemv        <NB=4, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
-   9 tma_gemv        <NB=4, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
-  10 tma_gemv        <NB=4, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
-  11 tma_gemv        <NB=4, stages=14, dual=False, half=True, warpgroups=1> (1, 0)
-  12 mma_gemv        <unroll=1, NB=4, row_blocks=1, pipeline=1, dual=True, atomic_out=True> (8, 16, 0)
-  13 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic_out=False> (8, 1, 0)
-  14 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic_out=False> (16, 1, 0)
-  15 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic_out=False> (8, 8, 1)
-  16 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic_out=False> (16, 4, 1)
-  17 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=1, dual=False, atomic_out=False> (8, 1, 0)
-  18 mma_gemv        <unroll=4, NB=1, row_blocks=2, pipeline=0, dual=False, atomic_out=False> (8, 1, 0)
-  19 mma_gemv        <unroll=4, NB=2, row_blocks=1, pipeline=2, dual=True, atomic_out=False> (16, 4, 1)
-  20 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic_out=False> (8, 1, 0)
-  21 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic_out=False> (16, 1, 0)
-  22 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (2, 0)
-  23 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (3, 3)
-  24 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1, staged=True> (1, 0)
-  25 tma_gemm        <NB=16, stages=6, dual=False, half=False, warpgroups=1, staged=True> (1, 0)
+   3 compressed_ring <NB=2, stages=8, warpgroups=4, groups=2> ()
+   4 compressed_ring <NB=4, stages=8, warpgroups=4, groups=2> ()
+   5 tma_gemv        <NB=1, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
+   6 tma_gemv        <NB=2, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
+   7 tma_gemv        <NB=2, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
+   8 tma_gemv        <NB=2, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
+   9 tma_gemv        <NB=2, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
+  10 tma_gemv        <NB=4, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
+  11 tma_gemv        <NB=4, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
+  12 tma_gemv        <NB=4, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
+  13 tma_gemv        <NB=4, stages=14, dual=False, half=True, warpgroups=1> (1, 0)
+  14 mma_gemv        <unroll=1, NB=4, row_blocks=1, pipeline=1, dual=True, atomic_out=True> (8, 16, 0)
+  15 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic_out=False> (8, 1, 0)
+  16 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic_out=False> (16, 1, 0)
+  17 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic_out=False> (8, 8, 1)
+  18 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic_out=False> (16, 4, 1)
+  19 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=1, dual=False, atomic_out=False> (8, 1, 0)
+  20 mma_gemv        <unroll=4, NB=1, row_blocks=2, pipeline=0, dual=False, atomic_out=False> (8, 1, 0)
+  21 mma_gemv        <unroll=4, NB=2, row_blocks=1, pipeline=2, dual=True, atomic_out=False> (16, 4, 1)
+  22 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic_out=False> (8, 1, 0)
+  23 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic_out=False> (16, 1, 0)
+  24 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (2, 0)
+  25 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (3, 3)
+  26 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1, staged=True> (1, 0)
+  27 tma_gemm        <NB=16, stages=6, dual=False, half=False, warpgroups=1, staged=True> (1, 0)
 """
 
 # Generated by `python -m generator build` (black 26.10.1) from kernels_src/ and tables/ (inputs
-# sha256:993dbbd3df229e5c).
+# sha256:c7102319051ac50e).
 # Do not edit by hand: change the sources or tables and rebuild. Reading order: the problem and the tables,
 # prepare() and kernel_fn(), the engines, then the CUDA and C++ sources.
 
@@ -214,6 +223,12 @@ TABLES: dict = {
             ("unpooler", 8): None,
             ("unpooler", 16): None,
             ("unpooler", 32): None,
+        }
+    },
+    "compressed_ring": {
+        "entries": {
+            ("unpooler", 16): {"stages": 8, "warpgroups": 4, "groups": 2},
+            ("unpooler", 32): {"stages": 8, "warpgroups": 4, "groups": 2},
         }
     },
     "tma_gemv": {
@@ -1678,6 +1693,166 @@ class TmaGemv(DecodeGemv):
 TMA_GEMV = TmaGemv()
 
 
+# ---- kernels_src/compressed_ring.py: The compressed GEMV through a TMA ring (kernels_src/compressed_ring.cuh) for m <= 32, plain bf16 layers only:
+STAGED_ENTRIES = (
+    64  # overflow entries a CTA stages in shared memory (more: read from global memory at the end)
+)
+RING_GROUPS = (1, 2)
+RING_WARPGROUPS = (1, 2, 4)
+COMPRESSED_RING_FIELDS = (
+    Field(
+        "stages",
+        int,
+        TMA_STAGES,
+        "shared-memory ring slots per CTA, each the tile's four row blocks x `groups` K groups and x's boxes",
+    ),
+    Field(
+        "warpgroups", int, RING_WARPGROUPS, "consumer warpgroups, taking alternate slots (stages a multiple)"
+    ),
+    Field("groups", int, RING_GROUPS, "64-wide K groups per slot"),
+)
+CompressedRingConfig = config_type("CompressedRingConfig", COMPRESSED_RING_FIELDS)
+
+
+def group_bytes() -> int:
+    """One 16-row block x one 64-wide K group of the 12-bit stream: 1536 bytes (compress.py's module-level
+    constants are read at call time: that module comes later in the generated file)."""
+    return BUCKET * 3 // 2
+
+
+def slot_bytes(groups: int) -> int:
+    """A slot's weight bytes (compressed_ring.cuh, zring_w_bytes): four row blocks x groups x (stream + header)."""
+    return 4 * groups * (group_bytes() + HEADER_BYTES)
+
+
+def ring_smem(cfg, nb: int) -> int:
+    """Dynamic shared memory of a CTA (compressed_ring.cuh, zring_smem_bytes): stages slots (weights padded to
+    1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow (ZRingStaged), 1 KB to align."""
+    weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
+    staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
+    return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
+
+
+def ring_slots(z: dict, groups: int) -> torch.Tensor:
+    """compress()'s stream and headers as ring slots: uint8 [N/64, K/(64 groups), 4 row blocks x groups x 1536
+    bytes, then their 4 x groups 16-byte headers]. Tiles outermost, so the first n rows (the unpooler's slice)
+    are a prefix."""
+    rb, g = z["stream"].shape[:2]
+    tiles, slots = rb // 4, g // groups
+    stream = z["stream"].reshape(tiles, 4, slots, groups, group_bytes()).permute(0, 2, 1, 3, 4)
+    headers = z["patches"].contiguous().view(torch.uint8).reshape(tiles, 4, slots, groups, HEADER_BYTES)
+    headers = headers.permute(0, 2, 1, 3, 4)
+    parts = (stream.reshape(tiles, slots, -1), headers.reshape(tiles, slots, -1))
+    return torch.cat(parts, dim=-1).contiguous().reshape(-1)
+
+
+def ring_overflow(z: dict, n: int, k: int) -> tuple:
+    """compress()'s overflow (entries by bucket, p = fragment position) as a per-row list: (row_starts int32
+    [N + 1], rows int32 [E], entries int32 [E] = k | bf16 bits << 16), sorted by row, then k."""
+    device = z["overflow"].device
+    groups = k // 64
+    starts = z["overflow_starts"].to(torch.int64)
+    count = starts[1:] - starts[:-1]
+    bucket = torch.repeat_interleave(torch.arange(count.numel(), device=device), count)
+    entry = z["overflow"].to(torch.int64) & 0xFFFFFFFF
+    p = entry & 0x3FF
+    # where each fragment position p of a bucket sits in its 16 x 64 block: unfragment an index ramp
+    where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64).reshape(-1)
+    at = torch.empty(BUCKET, dtype=torch.int64, device=device)
+    at[where] = torch.arange(BUCKET, device=device)
+    row = bucket // groups * 16 + at[p] // 64
+    col = bucket % groups * 64 + at[p] % 64
+    order = torch.argsort(row * k + col)
+    row, col, bits = row[order], col[order], (entry >> 16)[order]
+    words = col | bits << 16
+    words = torch.where(words >= 1 << 31, words - (1 << 32), words).to(torch.int32)
+    row_starts = torch.zeros(n + 1, dtype=torch.int64, device=device)
+    row_starts[1:] = torch.cumsum(torch.bincount(row, minlength=n), dim=0)
+    return row_starts.to(torch.int32), row.to(torch.int32), words
+
+
+class CompressedRing(DecodeGemv):
+    name = "compressed_ring"
+    FIELDS = COMPRESSED_RING_FIELDS
+    Config = CompressedRingConfig
+    launcher = "okc::launch_compressed_ring"
+    template_fields = ("NB", "stages", "warpgroups", "groups")
+
+    @property
+    def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
+        return (
+            CudaConstant(
+                "kZRingStagedEntries",
+                STAGED_ENTRIES,
+                "compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages",
+            ),
+            CudaConstant("kZRingHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"),
+        )
+
+    summary = (
+        "compressed_ring (m <= 32, bf16 layers): the 12-bit stream of compressed_gemv repacked into ring slots (a"
+        " 64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's"
+        " boxes (one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A"
+        " registers, OR the headers' patches in, and multiply by x from shared memory: x crosses into each SM once"
+        " per 64 rows. The overflow is a per-row list the producer warp stages while the stream runs; it is added"
+        " after the warpgroups' partials are folded."
+    )
+
+    def rule(self, cfg, layer, m):
+        if layer.dual:
+            return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
+        n, k = layer.n_for(m), layer.k
+        if n % TILE_ROWS or k % (64 * cfg.groups):
+            return f"the compressed_ring engine needs N % {TILE_ROWS} == 0 and K % {64 * cfg.groups} == 0, got N={n} K={k}"
+        if cfg.stages % cfg.warpgroups:
+            return f"stages={cfg.stages} must be a multiple of warpgroups={cfg.warpgroups} (a stage is one warpgroup's)"
+        smem = ring_smem(cfg, column_blocks(m))
+        if smem > SMEM_LIMIT:
+            return f"stages={cfg.stages}, groups={cfg.groups} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
+        return None
+
+    def operands(self, cfg, layer):
+        return (Operand("ring_slots", (cfg.groups,)),)
+
+    def build_operand(self, operand, parts, layer):
+        w = parts[0]
+        z = compress(w, layer.name)  # CompressionError: prepare() keeps the layer on its bf16 engines
+        row_starts, rows, entries = ring_overflow(z, *w.shape)
+        return {
+            "slots": ring_slots(z, operand.shape[0]),
+            "row_starts": row_starts,
+            "rows": rows,
+            "entries": entries,
+            "table_words": z["table_words"],
+        }
+
+    def variant(self, cfg, layer, m):
+        return Variant(self.name, (column_blocks(m), cfg.stages, cfg.warpgroups, cfg.groups), ())
+
+    def plan(self, cfg, layer, m, ctx):
+        r = ctx.operands[self.operands(cfg, layer)[0]]
+        t = r["table_words"]
+        words = [(lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in (t[:2], t[2:])]  # as int64
+        entries = r["entries"]
+        if entries.numel() == 0:  # a valid address for an empty list (the kernel never reads it then)
+            entries = r["row_starts"]
+        pointers = (r["slots"], r["row_starts"], r["rows"] if r["rows"].numel() else entries, entries)
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, (*words, r["entries"].numel()))
+
+    def candidates(self, layer, m):
+        out = []
+        for stages in TMA_STAGES:
+            for warpgroups in RING_WARPGROUPS:
+                for groups in RING_GROUPS:
+                    cfg = CompressedRingConfig(stages=stages, warpgroups=warpgroups, groups=groups)
+                    if self.config_error(cfg, layer, m) is None:
+                        out.append(cfg)
+        return out
+
+
+COMPRESSED_RING = CompressedRing()
+
+
 # ---- kernels_src/tma_gemm.py: The bulk-copy + wgmma GEMM for m > 32 (engine tma_gemm): tma_gemv.cuh's kernel with more consumer warpgroups
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
@@ -2455,12 +2630,16 @@ CUBLAS = Cublas()
 
 
 # ---- kernels_src/registry.py: The engines, in precedence order, and the one routing rule: which engine and config serve (layer, m).
-# Precedence: the compressed GEMV streams the fewest bytes; the TMA GEMV leads where its table says so; the
+# Precedence: the compressed engines stream the fewest bytes (the register GEMV, then the ring, where each table
+# says so); the TMA GEMV leads where its table says so; the
 # mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the TMA GEMM leads where its table
 # says so, then the Triton split-K GEMM.
-ENGINES = (COMPRESSED_GEMV, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
+ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
-SKIPPABLE = (COMPRESSED_GEMV.name,)  # engines prepare() may find a layer's weights unfit for
+SKIPPABLE = (
+    COMPRESSED_GEMV.name,
+    COMPRESSED_RING.name,
+)  # engines prepare() may find a layer's weights unfit for
 
 
 def cuda_prelude() -> str:
@@ -2886,7 +3065,7 @@ def split_hi_lo(w):
     return hi.contiguous(), lo.contiguous()
 
 
-# ---- The CUDA kernels and their host launchers: call.h, common.cuh, mma_gemv.cuh, hopper_ptx.cuh, tma_gemv.cuh, compressed_gemv.cuh.
+# ---- The CUDA kernels and their host launchers: call.h, common.cuh, mma_gemv.cuh, hopper_ptx.cuh, tma_gemv.cuh, compressed_gemv.cuh, compressed_ring.cuh.
 CUDA_SRC = r"""
 // Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the
 // CUDA side shares with Python, each written once, in Python.
@@ -2912,6 +3091,10 @@ enum class MmaPipeline : int { kBatch = 0, kDouble = 1, kBatchL2 = 2, kDoubleL2 
 constexpr int kZBatchDataRegs = 104;
 // compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS
 constexpr int kZDoubleDataRegs = 100;
+// compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages
+constexpr int kZRingStagedEntries = 64;
+// compress.py HEADER_BYTES: a K group's header
+constexpr int kZRingHeaderBytes = 16;
 // tma_gemv.py TMA_REDUCE: the split-K reductions of tma_gemv.cuh (tma_gemv's and tma_gemm's reduce)
 enum class TmaReduce : int { kSemaphore = 0, kClusterGather = 1, kClusterScatter = 2, kAtomic = 3 };
 // tma_gemv.py TMA_STAGES: the ring depths the launcher takes
@@ -3841,6 +4024,43 @@ __device__ __forceinline__ void wgmma_bf16<32>(float (&d)[128], uint64_t a, uint
           "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
           "+f"(d[126]), "+f"(d[127])
         : "l"(a), "l"(b));
+}
+
+// D[64 x 8NB] += A[64 x 16] . B[16 x 8NB] with A from registers: each warp w of the warpgroup holds rows
+// 16w..16w+15 in mma.sync's m16n8k16 A layout (4 registers), B from shared memory as in wgmma_bf16. The registers
+// are read asynchronously: they must not change until the wgmma's group has been waited for
+// (compressed_ring.cuh decodes 12-bit weights straight into them).
+template <int NB>
+__device__ __forceinline__ void wgmma_bf16_rs(float (&d)[4 * NB], const uint32_t (&a)[4], uint64_t b);
+
+template <>
+__device__ __forceinline__ void wgmma_bf16_rs<1>(float (&d)[4], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_bf16_rs<2>(float (&d)[8], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, "
+        "{%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_bf16_rs<4>(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+        "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
 }  // namespace okc
@@ -4859,6 +5079,310 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
 }
 
 }  // namespace okc
+#line 1 "kernels_src/compressed_ring.cuh"
+// Compressed GEMV through a TMA ring (engine compressed_ring, kernels_src/compressed_ring.py), m <= 32:
+// out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless format of kernels_src/compress.py, repacked into
+// ring slots (compressed_ring.py, ring_slots). Design and measurements: docs/compressed-ring.md.
+//
+// Why a second compressed engine: compressed_gemv (compressed_gemv.cuh) feeds every warp its own 16-row block and
+// its own x fragments from L2, so at m = 16..32 each CTA re-reads x once per 16 weight rows (x's bytes through the
+// SMs outgrow the weights'), and its registers hold x beside the weights. Here a CTA owns a 64-row tile, x comes
+// once per slot into shared memory by TMA (as in tma_gemv), and the decoded weights go straight into wgmma's A
+// registers, so nothing of x sits in registers and each x byte serves 64 rows.
+//  * one CTA = one 64-row tile x the whole K, one producer warp and WG consumer warpgroups;
+//  * a slot = the tile's four 16-row blocks x G 64-wide K groups of compress.py's stream (1536 bytes a block and
+//    group, warp-load order kept), then their 16-byte headers, packed contiguously: ONE bulk copy of 6208 G bytes,
+//    and x's G boxes (8 NB tokens x 64, 128-byte swizzle) by one tensor copy;
+//  * warpgroup g takes the slots i = g (mod WG), so every ring stage belongs to one warpgroup (STAGES % WG == 0)
+//    and each waits for its stages' phases in order. In it, warp q decodes row block q's four fragments a group
+//    (decode_fragment, compressed_gemv.cuh), ORs the header's patches into the registers they name (an exception
+//    decoded to 0x0000), and the warpgroup issues one m64nNk16 wgmma per 16 of K with A from those registers and
+//    B = x from the slot; it waits for them before handing the slot back (the registers are read asynchronously);
+//  * the overflow (a bucket's exceptions past its third) is a per-row list here (compressed_ring.py,
+//    ring_overflow): the producer warp's idle lanes stage the tile's entries and the x values they meet into
+//    shared memory while the stream runs (up to kZRingStagedEntries; past that the entries are read from global
+//    memory at the end), and after the warpgroups' partials are folded each consumer thread adds its rows'
+//    entries to its accumulators in the list's order: deterministic;
+//  * warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which adds them in warpgroup
+//    order and writes the output (tma_write).
+// The kernel reads in phases: start (barriers, the first round of copies, before the CTA barrier), produce / stage
+// (the producer warp), consume (the warpgroups), fold, add_overflow, write.
+#pragma once
+// #include "tma_gemv.cuh"  (inlined above)
+// #include "compressed_gemv.cuh"  (inlined above)
+
+namespace okc {
+
+// kZRingStagedEntries (overflow entries a CTA stages in shared memory) and kZRingHeaderBytes (compress.py's
+// group header) are compressed_ring.py's, rendered ahead of this file (registry.py, cuda_prelude).
+constexpr int kZRingGroupBytes = kZFragsPerGroup * sizeof(Frag);  // 1536: one 16-row block x one K group
+__host__ __device__ constexpr int zring_w_bytes(int g) { return 4 * g * (kZRingGroupBytes + kZRingHeaderBytes); }
+__host__ __device__ constexpr int zring_w_pad(int g) { return (zring_w_bytes(g) + 1023) / 1024 * 1024; }
+__host__ __device__ constexpr int zring_stage_bytes(int nb, int g) { return zring_w_pad(g) + g * tma_x_bytes(nb); }
+// The tile's overflow entries, staged by the producer warp's lanes 1..31 (count > kZRingStagedEntries: none
+// staged, add_overflow reads them from global memory).
+struct ZRingStaged {
+    int count;
+    uint8_t row[kZRingStagedEntries];          // the entry's row in the tile
+    uint32_t entry[kZRingStagedEntries];       // k | bits << 16
+    __nv_bfloat16 x[kZRingStagedEntries][32];  // x[token, k] for tokens < M, else 0
+};
+
+// The ring, then the staged overflow; +1 KB: the dynamic shared memory base is only 16-byte aligned, the 128-byte
+// swizzle of x's boxes needs 1024 (compressed_ring.py, ring_smem, says the same).
+__host__ __device__ constexpr int zring_smem_bytes(int nb, int stages, int g) {
+    return stages * zring_stage_bytes(nb, g) + (int)sizeof(ZRingStaged) + 1024;
+}
+
+struct ZRingArgs {
+    const uint8_t* slots;     // [N/64][K/(64 G)] slots of zring_w_bytes(G) (compressed_ring.py, ring_slots)
+    const int* row_starts;    // [N + 1]: row r's overflow entries are [row_starts[r], row_starts[r + 1])
+    const int* entry_rows;    // [E] each entry's row
+    const uint32_t* entries;  // [E] k | bf16 bits << 16, by row, then k
+    const __nv_bfloat16* x;   // [M, K]
+    __nv_bfloat16* out;       // [M, N]
+    uint4 table;              // the 16 hi bytes as four words (compress.py: table_words)
+    int M, N, K, n_overflow;  // n_overflow: the whole matrix's entries (0: nothing staged, nothing added)
+};
+
+// The producer warp's and warpgroup 0's meeting point after the stream: the staged overflow is complete.
+constexpr int kZRingStagedBarrier = 6;  // named barrier ids 1-4: consumers_sync; 5: the fold
+__device__ __forceinline__ void staged_arrive() {
+    asm volatile("bar.arrive %0, %1;" ::"n"(kZRingStagedBarrier), "n"(kTmaConsumers + 32) : "memory");
+}
+__device__ __forceinline__ void staged_wait() {
+    asm volatile("bar.sync %0, %1;" ::"n"(kZRingStagedBarrier), "n"(kTmaConsumers + 32) : "memory");
+}
+
+template <int WG>
+__device__ __forceinline__ void fold_sync() {
+    asm volatile("bar.sync 5, %0;" ::"n"(WG * kTmaConsumers) : "memory");
+}
+
+// Phase produce, lanes 1..31 of the producer warp: the tile's overflow entries and the x values each meets.
+__device__ __forceinline__ void stage_overflow(const ZRingArgs& a, ZRingStaged& st, int row0, int lane) {
+    const int s0 = __ldg(a.row_starts + row0), count = __ldg(a.row_starts + row0 + kTmaTileRows) - s0;
+    if (lane == 1) st.count = count;
+    if (count > kZRingStagedEntries) return;
+    for (int j = lane - 1; j < count; j += 31) {
+        const uint32_t entry = __ldg(a.entries + s0 + j);
+        st.row[j] = (uint8_t)(__ldg(a.entry_rows + s0 + j) - row0);
+        st.entry[j] = entry;
+        const int k = entry & 0xFFFF;
+        for (int token = 0; token < 32; ++token)
+            st.x[j][token] = token < a.M ? a.x[(size_t)token * a.K + k] : __float2bfloat16_rn(0.f);
+    }
+}
+
+__device__ __forceinline__ float entry_weight(uint32_t entry) {
+    return __bfloat162float(__ushort_as_bfloat16((unsigned short)(entry >> 16)));
+}
+
+// Phase add_overflow, warpgroup 0: thread t's accumulators are rows rA = 16 warp + lane / 4 and rA + 8 of the tile
+// (tma_element); each adds the products of its rows' entries, in the list's order.
+template <int NB>
+__device__ __forceinline__ void add_overflow(const ZRingArgs& a, const ZRingStaged& st, float (&acc)[4 * NB], int row0,
+                                             int t) {
+    const int lane = t & 31, r_a = (t >> 5) * 16 + (lane >> 2);
+    if (st.count <= kZRingStagedEntries) {
+        for (int j = 0; j < st.count; ++j) {
+            const int r = st.row[j];
+            if (r != r_a && r != r_a + 8) continue;
+            const float w = entry_weight(st.entry[j]);
+#pragma unroll
+            for (int e = 0; e < 4 * NB; ++e) {
+                int row, token;
+                tma_element(t, e, 0, row, token);
+                if (row == r) acc[e] += w * __bfloat162float(st.x[j][token]);
+            }
+        }
+        return;
+    }
+    for (int h = 0; h < 2; ++h) {  // a tile past the staging: its rows' entries from global memory
+        const int r = r_a + 8 * h;
+        const int end = __ldg(a.row_starts + row0 + r + 1);
+        for (int j = __ldg(a.row_starts + row0 + r); j < end; ++j) {
+            const uint32_t entry = __ldg(a.entries + j);
+            const float w = entry_weight(entry);
+            const int k = entry & 0xFFFF;
+#pragma unroll
+            for (int e = 0; e < 4 * NB; ++e) {
+                int row, token;
+                tma_element(t, e, 0, row, token);
+                if (row == r && token < a.M) acc[e] += w * __bfloat162float(a.x[(size_t)token * a.K + k]);
+            }
+        }
+    }
+}
+
+// A group's header patch word (compress.py: lane bits 0-4, fragment 5-6, element 7-9, bf16 bits 10-25) ORed
+// into the decoded register it names, by selects (no local-memory indexing).
+__device__ __forceinline__ void patch_registers(uint32_t (&a)[4][4], uint32_t p, int lane) {
+    const uint32_t f = (p >> 5) & 3u, j = (p >> 8) & 3u;
+    const uint32_t v = (int)(p & 31u) == lane ? (p >> 10) << (16 * ((p >> 7) & 1u)) : 0u;
+#pragma unroll
+    for (int ff = 0; ff < 4; ++ff)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) a[ff][jj] |= (ff == (int)f && jj == (int)j) ? v : 0u;
+}
+
+template <int NB, int STAGES, int WG, int G>
+__global__ void __launch_bounds__(tma_threads(WG), 1)
+    zring_kernel(const __grid_constant__ CUtensorMap x_map, const ZRingArgs a) {
+    static_assert(STAGES % WG == 0, "every stage belongs to one warpgroup");
+    constexpr int kAcc = 4 * NB;
+    constexpr int kStage = zring_stage_bytes(NB, G), kWBytes = zring_w_bytes(G), kWPad = zring_w_pad(G);
+    constexpr int kSlotK = 64 * G;
+    constexpr int kXBytes = tma_x_bytes(NB);
+    constexpr int kConsumers = WG * kTmaConsumers;
+    static_assert(WG * kAcc * kTmaConsumers * 4 <= STAGES * kStage, "the fold fits the ring");
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    ZRingStaged& staged = *reinterpret_cast<ZRingStaged*>(ring + STAGES * kStage);
+    const int tile = blockIdx.x, row0 = tile * kTmaTileRows, n_k = a.K / kSlotK;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint8_t* src = a.slots + (size_t)tile * n_k * kWBytes;
+
+    // Slot i's copies into stage i % STAGES: its weights (one bulk copy) and x's G boxes (one tensor copy).
+    auto issue = [&](int i) {
+        const int s = i % STAGES;
+        uint8_t* slot = ring + s * kStage;
+        mbar_arrive_expect_tx(&full[s], kWBytes + G * kXBytes);  // x rows past M count too (as zeros)
+        bulk_load_1d(slot, src + (size_t)i * kWBytes, kWBytes, &full[s]);
+        if constexpr (G == 1)
+            tma_load_2d(slot + kWPad, &x_map, i * kSlotK, 0, &full[s]);
+        else
+            tma_load_3d(slot + kWPad, &x_map, 0, 0, i * G, &full[s]);
+    };
+
+    // Phase start (the producer's lane, before the CTA barrier): full barriers, the first round, empty barriers.
+    if (threadIdx.x == kConsumers) {
+        prefetch_tensor_map(&x_map);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
+        fence_mbarrier_init();
+        for (int i = 0; i < STAGES && i < n_k; ++i) issue(i);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);  // one arrival per warp of the slot's warpgroup
+        fence_mbarrier_init();
+    }
+    __syncthreads();
+
+    if (warp == kConsumers / 32) {  // phase produce / stage: the producer warp
+        if (lane == 0) {
+            for (int i = STAGES; i < n_k; ++i) {
+                mbar_wait(&empty[i % STAGES], (i / STAGES - 1) & 1);  // the stage's previous slot has retired
+                issue(i);
+            }
+        } else if (a.n_overflow) {
+            stage_overflow(a, staged, row0, lane);
+        }
+        __syncwarp();
+        if (a.n_overflow) staged_arrive();
+        return;
+    }
+
+    // Phase consume: warpgroup g, slots g, g + WG, ...; warp q decodes row block q.
+    const int g = warp >> 2, q = warp & 3;
+    float acc[kAcc];
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
+    const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kWPad);
+    for (int i = g; i < n_k; i += WG) {
+        const int s = i % STAGES;
+        mbar_wait(&full[s], (i / STAGES) & 1);
+        const uint8_t* slot = ring + s * kStage;
+        Frag part[G][kZParts];
+#pragma unroll
+        for (int u = 0; u < G; ++u)
+#pragma unroll
+            for (int p = 0; p < kZParts; ++p)
+                part[u][p] = *reinterpret_cast<const Frag*>(slot + (q * G + u) * kZRingGroupBytes +
+                                                            p * (kZRingGroupBytes / kZParts) + lane * 16);
+        // the slot's headers of this warp's G groups: lane l holds word l % 4 of group l / 4 (n, p0, p1, p2)
+        const uint32_t hdr =
+            lane < 4 * G
+                ? *reinterpret_cast<const uint32_t*>(slot + 4 * G * kZRingGroupBytes +
+                                                     (q * G + (lane >> 2)) * kZRingHeaderBytes + (lane & 3) * 4)
+                : 0u;
+        uint32_t av[G][4][4];
+#pragma unroll
+        for (int u = 0; u < G; ++u) {
+#pragma unroll
+            for (int f = 0; f < 4; ++f) decode_fragment(av[u][f], part[u], f, a.table);
+            const uint32_t n = hdr_count(hdr, u);
+#pragma unroll 1
+            for (uint32_t pq = 0; pq < n; ++pq)
+                patch_registers(av[u], __shfl_sync(0xFFFFFFFFu, hdr, 4 * u + 1 + pq), lane);
+        }
+        fence_regs(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int u = 0; u < G; ++u)
+#pragma unroll
+            for (int f = 0; f < 4; ++f)  // fragment f: K [16 f, 16 f + 16) of group u = 32 bytes along x's row
+                wgmma_bf16_rs<NB>(acc, av[u][f], desc_plus(x_desc0, (s * kStage + u * kXBytes + f * 32) / 16));
+        wgmma_commit();
+        fence_regs(acc);
+        wgmma_wait<0>();  // before av changes and before the slot is handed back
+        fence_regs(acc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
+    }
+
+    // Phase fold: warpgroups 1.. hand their partials to warpgroup 0 through the idle ring (every copy has landed,
+    // every wgmma retired), which adds them in warpgroup order.
+    const int t = threadIdx.x % kTmaConsumers;
+    if constexpr (WG > 1) {
+        fold_sync<WG>();
+        float* fold = reinterpret_cast<float*>(ring);
+        if (g > 0) {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * kTmaConsumers + t] = acc[e];
+        }
+        fold_sync<WG>();
+        if (g != 0) return;
+        for (int h = 1; h < WG; ++h)
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * kTmaConsumers + t];
+    }
+    if (a.n_overflow) {  // phase add_overflow
+        staged_wait();
+        add_overflow<NB>(a, staged, acc, row0, t);
+    }
+    // Phase write.
+    const TmaGemvArgs w{nullptr, nullptr, a.out, nullptr, nullptr, nullptr, a.M, a.N, a.K, 1, TmaReduce::kSemaphore};
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) tma_write<__nv_bfloat16>(w, row0, t, e, acc[e]);
+}
+
+// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
+// call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its entries;
+// call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
+template <int NB, int STAGES, int WG, int G>
+const char* launch_compressed_ring(const Call& c) {
+    static_assert(tma_ring_depth(STAGES) && STAGES % WG == 0, "compressed_ring.py's rule admits only these rings");
+    static_assert(zring_smem_bytes(NB, STAGES, G) <= (int)kSmemOptInLimit, "the rule admits only rings that fit");
+    if (c.M < 1 || c.M > 8 * NB) return "compressed_ring: M does not fit this kernel's column blocks";
+    if (c.N % kTmaTileRows || c.K % (64 * G)) return "compressed_ring: N or K does not fit the tile and slot";
+    CUtensorMap x_map;
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, G);
+    if (err != nullptr) return err;
+    ZRingArgs a{};
+    a.slots = static_cast<const uint8_t*>(c.operand[0]);
+    a.row_starts = static_cast<const int*>(c.operand[1]);
+    a.entry_rows = static_cast<const int*>(c.operand[2]);
+    a.entries = static_cast<const uint32_t*>(c.operand[3]);
+    a.x = static_cast<const __nv_bfloat16*>(c.x);
+    a.out = static_cast<__nv_bfloat16*>(c.out);
+    a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
+                         (uint32_t)(c.scalar[1] >> 32));
+    a.M = c.M, a.N = c.N, a.K = c.K, a.n_overflow = (int)c.scalar[2];
+    auto kernel = zring_kernel<NB, STAGES, WG, G>;
+    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(tma_threads(WG)),
+                         (size_t)zring_smem_bytes(NB, STAGES, G), static_cast<cudaStream_t>(c.stream), false, x_map, a);
+}
+
+}  // namespace okc
 #line 1 "launch table (generated by kernels_src/runtime.py, launch_table)"
 """
 
@@ -4888,6 +5412,10 @@ enum class MmaPipeline : int { kBatch = 0, kDouble = 1, kBatchL2 = 2, kDoubleL2 
 constexpr int kZBatchDataRegs = 104;
 // compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS
 constexpr int kZDoubleDataRegs = 100;
+// compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages
+constexpr int kZRingStagedEntries = 64;
+// compress.py HEADER_BYTES: a K group's header
+constexpr int kZRingHeaderBytes = 16;
 // tma_gemv.py TMA_REDUCE: the split-K reductions of tma_gemv.cuh (tma_gemv's and tma_gemm's reduce)
 enum class TmaReduce : int { kSemaphore = 0, kClusterGather = 1, kClusterScatter = 2, kAtomic = 3 };
 // tma_gemv.py TMA_STAGES: the ring depths the launcher takes

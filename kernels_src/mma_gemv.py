@@ -2,7 +2,6 @@
 
 Design and the measurements behind each field: docs/mma-gemv.md."""
 
-
 from kernels_src.engine import (
     CLUSTER_MAX,
     SEMAPHORE_GROUPS,

@@ -9,6 +9,7 @@ whose weights compress() refuses skips the compressed engine (prepare() says so 
 from typing import NamedTuple
 
 from kernels_src.compressed_gemv import COMPRESSED_GEMV
+from kernels_src.compressed_ring import COMPRESSED_RING
 from kernels_src.cublas import CUBLAS
 from kernels_src.engine import PLAN_MAX_M, SHARED_CUDA_CONSTANTS
 from kernels_src.mma_gemv import MMA_GEMV
@@ -16,12 +17,16 @@ from kernels_src.splitk_gemm import SPLITK_GEMM
 from kernels_src.tma_gemm import TMA_GEMM
 from kernels_src.tma_gemv import TMA_GEMV
 
-# Precedence: the compressed GEMV streams the fewest bytes; the TMA GEMV leads where its table says so; the
+# Precedence: the compressed engines stream the fewest bytes (the register GEMV, then the ring, where each table
+# says so); the TMA GEMV leads where its table says so; the
 # mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the TMA GEMM leads where its table
 # says so, then the Triton split-K GEMM.
-ENGINES = (COMPRESSED_GEMV, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
+ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
-SKIPPABLE = (COMPRESSED_GEMV.name,)  # engines prepare() may find a layer's weights unfit for
+SKIPPABLE = (
+    COMPRESSED_GEMV.name,
+    COMPRESSED_RING.name,
+)  # engines prepare() may find a layer's weights unfit for
 
 
 def cuda_prelude() -> str:

@@ -65,7 +65,7 @@ def test_verify_on_the_cpu_says_no_kernel_ran():
 
 
 @pytest.mark.parametrize(
-    "dropped, engine", [("compressed_gemv.cuh", "compressed_gemv"), ("tma_gemv.cuh", "tma_gemv")]
+    "dropped, engine", [("compressed_ring.cuh", "compressed_ring"), ("mma_gemv.cuh", "mma_gemv")]
 )
 def test_a_kernel_source_a_routed_engine_needs_cannot_be_dropped(repo_copy, dropped, engine):
     manifest = repo_copy / "kernels_src" / "sources.yaml"
@@ -78,6 +78,17 @@ def test_a_kernel_source_a_routed_engine_needs_cannot_be_dropped(repo_copy, drop
             f"error: kernels_src/sources.yaml:{line}: the tables route to {engine}"
         ), message
         assert f"({dropped} defines it)" in message
+
+
+@pytest.mark.parametrize("dropped, line", [("compressed_gemv.cuh", 30), ("tma_gemv.cuh", 29)])
+def test_a_kernel_source_another_includes_cannot_be_dropped(repo_copy, dropped, line):
+    manifest = repo_copy / "kernels_src" / "sources.yaml"
+    listed = yaml.safe_load(manifest.read_text())["cuda"]
+    _edit(manifest, f"cuda: [{', '.join(listed)}]", f"cuda: [{', '.join(f for f in listed if f != dropped)}]")
+    message = _build(repo_copy)
+    assert message == (
+        f'error: kernels_src/compressed_ring.cuh:{line}: #include "{dropped}" comes before {dropped} in sources.yaml'
+    ), message
 
 
 @needs_nvcc

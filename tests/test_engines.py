@@ -17,6 +17,7 @@ from generator.problem import load_problem
 from generator.tables import load_tables
 from kernels_src import registry
 from kernels_src.compressed_gemv import COMPRESSED_GEMV, CompressedGemvConfig
+from kernels_src.compressed_ring import COMPRESSED_RING, CompressedRingConfig
 from kernels_src.engine import SEMAPHORES, SMEM_LIMIT, Layer, column_blocks
 from kernels_src.mma_gemv import MMA_GEMV, MMA_PIPELINES, MmaGemvConfig, tiles_smem_error
 from kernels_src.registry import Table, route
@@ -31,9 +32,10 @@ def mma(**fields):
     return MmaGemvConfig(**fields)
 
 
-def tables(mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None, gemm=None):
+def tables(mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None, gemm=None, ring=None):
     return {
         "compressed_gemv": Table(compressed or {}, {}),
+        "compressed_ring": Table(ring or {}, {}),
         "tma_gemv": Table(tma or {}, {}),
         "mma_gemv": Table(mma_entries or {}, mma_defaults or {}),
         "tma_gemm": Table(gemm or {}, {}),
@@ -78,6 +80,13 @@ def test_an_earlier_engine_takes_precedence_and_none_passes_on():
     assert route(POOLER, 32, t) == (TMA_GEMV, half)  # None in compressed_gemv
     # a layer compress() refused skips the compressed engine: its next engine serves
     assert route(POOLER, 8, t, ("compressed_gemv",)) == (MMA_GEMV, PLAIN)
+    # the ring comes after the register GEMV and before the TMA GEMV; refused, both compressed engines are skipped
+    ring = CompressedRingConfig(stages=8, warpgroups=4, groups=2)
+    t = tables({}, {"plain": PLAIN}, tma={("o", 32): half}, ring={("o", 32): ring, ("pooler", 8): ring},
+               compressed={("pooler", 8): zcfg})  # fmt: skip
+    assert route(O, 20, t) == (COMPRESSED_RING, ring)
+    assert route(POOLER, 8, t) == (COMPRESSED_GEMV, zcfg)
+    assert route(O, 20, t, registry.SKIPPABLE) == (TMA_GEMV, half)
 
 
 def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
@@ -92,7 +101,7 @@ def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
 
 def test_the_registry_is_the_only_list_of_engines():
     names = [engine.name for engine in registry.ENGINES]
-    assert names == ["compressed_gemv", "tma_gemv", "mma_gemv", "tma_gemm", "splitk_gemm"]
+    assert names == ["compressed_gemv", "compressed_ring", "tma_gemv", "mma_gemv", "tma_gemm", "splitk_gemm"]
     assert set(registry.BY_NAME) == set(names) | {"cublas"}
     for engine in registry.ENGINES:
         assert (REPO_ROOT / "tables" / engine.table_file).is_file(), engine.table_file
@@ -521,7 +530,9 @@ def test_the_kernels_the_tables_reach_compile_for_sm90a_without_spills():
     templates = {
         (v.engine, v.template) for v in wanted
     }  # kernels that differ in run-time arguments only share one
-    summary = rf"^{len(templates)} kernels \(the distinct instantiations of the launch table's {len(wanted)} cases,"
+    summary = (
+        rf"^{len(templates)} kernels \(the distinct instantiations of the launch table's {len(wanted)} cases,"
+    )
     assert re.search(summary + r".*\), max \d+ registers, 0 spilling$", result.output, re.M), result.output
 
 
@@ -537,7 +548,9 @@ def test_every_table_header_is_its_engines_field_declarations():
 
     for engine in registry.ENGINES:
         text = (REPO_ROOT / "tables" / engine.table_file).read_text()
-        assert "\n".join(engine.header_lines()) + "\n" in text, f"{engine.name}: run python -m generator headers"
+        assert (
+            "\n".join(engine.header_lines()) + "\n" in text
+        ), f"{engine.name}: run python -m generator headers"
         assert with_field_header(engine, text) == text
         assert engine.fields == engine.Config._fields
         assert set(engine.values) | set(engine.modes) <= set(engine.fields)
@@ -546,7 +559,10 @@ def test_every_table_header_is_its_engines_field_declarations():
 def test_a_field_with_a_default_may_be_left_out_of_a_table_entry():
     from kernels_src.engine import Engine, Field, config_type
 
-    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
+    fields = (
+        Field("splits", int, (1, 2), "CTAs"),
+        Field("hint", str, ("off", "on"), "a hint", default="off"),
+    )
 
     class Probe(Engine):
         name = "probe"
@@ -585,7 +601,10 @@ def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
 def test_a_field_at_its_default_is_left_out_of_descriptions():
     from kernels_src.engine import Engine, Field, config_type
 
-    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
+    fields = (
+        Field("splits", int, (1, 2), "CTAs"),
+        Field("hint", str, ("off", "on"), "a hint", default="off"),
+    )
 
     class Probe(Engine):
         name = "probe"

@@ -34,6 +34,8 @@ COMPRESSED += [
     (8, 2, 2, "batch", 1, "semaphore"),
     (4, 8, 1, "batch", 4, "cluster"),
 ]
+# compressed_ring: every warpgroup count and slot width, shallow and deep rings
+RING = [(8, 4, 2), (4, 4, 1), (16, 4, 1), (2, 1, 1), (4, 2, 2), (12, 2, 1)]
 ATOMIC = [(16, s, 1, "double", r, "atomic_out") for s in (2, 4, 8, 16) for r in (1, 2)]
 ATOMIC += [
     (8, 8, 4, "batch", 1, "atomic_out"),
@@ -65,23 +67,24 @@ def extra_launches(module):
     wanted = [(name, m, "tma_gemv", cfg) for name in PROBLEM.layers for m in EDGES for cfg in TMA]
     wanted += [(name, m, "tma_gemv", cfg) for name in DENSE for m in EDGES for cfg in TMA_HALF]
     wanted += [(name, m, "compressed_gemv", cfg) for name in DENSE for m in EDGES for cfg in COMPRESSED]
+    wanted += [(name, m, "compressed_ring", cfg) for name in DENSE for m in EDGES for cfg in RING]
     wanted += [("router", m, "mma_gemv", cfg) for m in EDGES for cfg in ATOMIC]
     wanted += [(name, m, "tma_gemm", cfg) for name in PROBLEM.layers for m in GEMM_EDGES for cfg in GEMM]
     kept = [launch for launch in wanted if admitted(module, *launch)]
     # the rules may drop a config at some shapes, never everywhere
-    for cfg in TMA + TMA_HALF + COMPRESSED + ATOMIC + GEMM:
+    for cfg in TMA + TMA_HALF + COMPRESSED + RING + ATOMIC + GEMM:
         assert any(launch[3] == cfg for launch in kept), cfg
     return kept
 
 
 def table_routes(module):
     """(layer, m, engine, config) of every route the file's tables take at the edges and the judge's m's, with
-    and without the compressed engine (a layer compress() refuses takes the second)."""
+    and without the compressed engines (a layer compress() refuses takes the second)."""
     layers, tables = module.problem()
     out = set()
     for layer in layers:
         for m in sorted(set(EDGES) | set(PROBLEM.verify_m) | {33, 100, 129, 255}):
-            for skip in ((), ("compressed_gemv",)):
+            for skip in ((), module.SKIPPABLE):
                 engine, cfg = module.route(layer, m, tables, skip)
                 if engine.name != "cublas":
                     out.add((layer.name, m, engine.name, tuple(cfg)))
@@ -113,7 +116,7 @@ def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submissio
     state = submission.prepare({name: w.clone() for name, w in weights.items()})
     wanted = []
     for launch in table_routes(submission) + extra_launches(submission):
-        if launch[2] == "compressed_gemv" and launch[0] in state.refused:
+        if launch[2] in submission.SKIPPABLE and launch[0] in state.refused:
             continue  # compress() refused these weights: prepare() said so, and the layer runs its bf16 engines
         wanted.append(launch)
     assert len(wanted) > 500  # the rules must not have filtered the plan away
@@ -134,13 +137,15 @@ def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submissio
                       (distribution, *launch, "bound, M - 7 at the same address"))  # fmt: skip
 
 
-def test_planted_overflow_reaches_the_compressed_gemv(submission):
+def test_planted_overflow_reaches_the_compressed_engines(submission):
     """Exceptions the headers cannot carry, three ways on o: row blocks with 6 weights outside the hi-byte table in
     one K group and 2 in another, compressed with 3 patches a group (3 of the 6 overflow) and with none (all
     overflow); an outlier row (2^40 x: ~1000 entries in one row); a 16-row block with 5,000 exceptions (past any
     fixed capacity). The overflow pass after the main loop must add every entry once: at every column block,
     batch and double-buffered, one to four row blocks a CTA, one to sixteen warps sharing a row block's entries,
-    K split over 2..16 CTAs (semaphore and cluster: each adds only its own K range)."""
+    K split over 2..16 CTAs (semaphore and cluster: each adds only its own K range). compressed_ring builds its
+    own operands from the planted weights (3 patches a group): its per-row list, staged in shared memory where a
+    tile has at most 64 entries and read from global memory past that (the outlier row and the cluster)."""
     layer = PROBLEM.layers["o"]
     gen = torch.Generator(device="cuda").manual_seed(11)
     weights = make_weights(PROBLEM, "normal", 12, "cuda")
@@ -170,6 +175,7 @@ def test_planted_overflow_reaches_the_compressed_gemv(submission):
         (8, 8, 1, "double", 1, "cluster"),
     ]
     wanted = [("o", m, "compressed_gemv", cfg) for m in (1, 9, 16, 32) for cfg in configs]
+    wanted += [("o", m, "compressed_ring", cfg) for m in (1, 9, 16, 32) for cfg in RING]  # its own per-row list
     wanted = [launch for launch in wanted if admitted(submission, *launch)]
     for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
         state = submission.prepare({**weights, "o": w.clone()})

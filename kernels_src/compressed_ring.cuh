@@ -1,0 +1,303 @@
+// Compressed GEMV through a TMA ring (engine compressed_ring, kernels_src/compressed_ring.py), m <= 32:
+// out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless format of kernels_src/compress.py, repacked into
+// ring slots (compressed_ring.py, ring_slots). Design and measurements: docs/compressed-ring.md.
+//
+// Why a second compressed engine: compressed_gemv (compressed_gemv.cuh) feeds every warp its own 16-row block and
+// its own x fragments from L2, so at m = 16..32 each CTA re-reads x once per 16 weight rows (x's bytes through the
+// SMs outgrow the weights'), and its registers hold x beside the weights. Here a CTA owns a 64-row tile, x comes
+// once per slot into shared memory by TMA (as in tma_gemv), and the decoded weights go straight into wgmma's A
+// registers, so nothing of x sits in registers and each x byte serves 64 rows.
+//  * one CTA = one 64-row tile x the whole K, one producer warp and WG consumer warpgroups;
+//  * a slot = the tile's four 16-row blocks x G 64-wide K groups of compress.py's stream (1536 bytes a block and
+//    group, warp-load order kept), then their 16-byte headers, packed contiguously: ONE bulk copy of 6208 G bytes,
+//    and x's G boxes (8 NB tokens x 64, 128-byte swizzle) by one tensor copy;
+//  * warpgroup g takes the slots i = g (mod WG), so every ring stage belongs to one warpgroup (STAGES % WG == 0)
+//    and each waits for its stages' phases in order. In it, warp q decodes row block q's four fragments a group
+//    (decode_fragment, compressed_gemv.cuh), ORs the header's patches into the registers they name (an exception
+//    decoded to 0x0000), and the warpgroup issues one m64nNk16 wgmma per 16 of K with A from those registers and
+//    B = x from the slot; it waits for them before handing the slot back (the registers are read asynchronously);
+//  * the overflow (a bucket's exceptions past its third) is a per-row list here (compressed_ring.py,
+//    ring_overflow): the producer warp's idle lanes stage the tile's entries and the x values they meet into
+//    shared memory while the stream runs (up to kZRingStagedEntries; past that the entries are read from global
+//    memory at the end), and after the warpgroups' partials are folded each consumer thread adds its rows'
+//    entries to its accumulators in the list's order: deterministic;
+//  * warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which adds them in warpgroup
+//    order and writes the output (tma_write).
+// The kernel reads in phases: start (barriers, the first round of copies, before the CTA barrier), produce / stage
+// (the producer warp), consume (the warpgroups), fold, add_overflow, write.
+#pragma once
+#include "tma_gemv.cuh"
+#include "compressed_gemv.cuh"
+
+namespace okc {
+
+// kZRingStagedEntries (overflow entries a CTA stages in shared memory) and kZRingHeaderBytes (compress.py's
+// group header) are compressed_ring.py's, rendered ahead of this file (registry.py, cuda_prelude).
+constexpr int kZRingGroupBytes = kZFragsPerGroup * sizeof(Frag);  // 1536: one 16-row block x one K group
+__host__ __device__ constexpr int zring_w_bytes(int g) { return 4 * g * (kZRingGroupBytes + kZRingHeaderBytes); }
+__host__ __device__ constexpr int zring_w_pad(int g) { return (zring_w_bytes(g) + 1023) / 1024 * 1024; }
+__host__ __device__ constexpr int zring_stage_bytes(int nb, int g) { return zring_w_pad(g) + g * tma_x_bytes(nb); }
+// The tile's overflow entries, staged by the producer warp's lanes 1..31 (count > kZRingStagedEntries: none
+// staged, add_overflow reads them from global memory).
+struct ZRingStaged {
+    int count;
+    uint8_t row[kZRingStagedEntries];          // the entry's row in the tile
+    uint32_t entry[kZRingStagedEntries];       // k | bits << 16
+    __nv_bfloat16 x[kZRingStagedEntries][32];  // x[token, k] for tokens < M, else 0
+};
+
+// The ring, then the staged overflow; +1 KB: the dynamic shared memory base is only 16-byte aligned, the 128-byte
+// swizzle of x's boxes needs 1024 (compressed_ring.py, ring_smem, says the same).
+__host__ __device__ constexpr int zring_smem_bytes(int nb, int stages, int g) {
+    return stages * zring_stage_bytes(nb, g) + (int)sizeof(ZRingStaged) + 1024;
+}
+
+struct ZRingArgs {
+    const uint8_t* slots;     // [N/64][K/(64 G)] slots of zring_w_bytes(G) (compressed_ring.py, ring_slots)
+    const int* row_starts;    // [N + 1]: row r's overflow entries are [row_starts[r], row_starts[r + 1])
+    const int* entry_rows;    // [E] each entry's row
+    const uint32_t* entries;  // [E] k | bf16 bits << 16, by row, then k
+    const __nv_bfloat16* x;   // [M, K]
+    __nv_bfloat16* out;       // [M, N]
+    uint4 table;              // the 16 hi bytes as four words (compress.py: table_words)
+    int M, N, K, n_overflow;  // n_overflow: the whole matrix's entries (0: nothing staged, nothing added)
+};
+
+// The producer warp's and warpgroup 0's meeting point after the stream: the staged overflow is complete.
+constexpr int kZRingStagedBarrier = 6;  // named barrier ids 1-4: consumers_sync; 5: the fold
+__device__ __forceinline__ void staged_arrive() {
+    asm volatile("bar.arrive %0, %1;" ::"n"(kZRingStagedBarrier), "n"(kTmaConsumers + 32) : "memory");
+}
+__device__ __forceinline__ void staged_wait() {
+    asm volatile("bar.sync %0, %1;" ::"n"(kZRingStagedBarrier), "n"(kTmaConsumers + 32) : "memory");
+}
+
+template <int WG>
+__device__ __forceinline__ void fold_sync() {
+    asm volatile("bar.sync 5, %0;" ::"n"(WG * kTmaConsumers) : "memory");
+}
+
+// Phase produce, lanes 1..31 of the producer warp: the tile's overflow entries and the x values each meets.
+__device__ __forceinline__ void stage_overflow(const ZRingArgs& a, ZRingStaged& st, int row0, int lane) {
+    const int s0 = __ldg(a.row_starts + row0), count = __ldg(a.row_starts + row0 + kTmaTileRows) - s0;
+    if (lane == 1) st.count = count;
+    if (count > kZRingStagedEntries) return;
+    for (int j = lane - 1; j < count; j += 31) {
+        const uint32_t entry = __ldg(a.entries + s0 + j);
+        st.row[j] = (uint8_t)(__ldg(a.entry_rows + s0 + j) - row0);
+        st.entry[j] = entry;
+        const int k = entry & 0xFFFF;
+        for (int token = 0; token < 32; ++token)
+            st.x[j][token] = token < a.M ? a.x[(size_t)token * a.K + k] : __float2bfloat16_rn(0.f);
+    }
+}
+
+__device__ __forceinline__ float entry_weight(uint32_t entry) {
+    return __bfloat162float(__ushort_as_bfloat16((unsigned short)(entry >> 16)));
+}
+
+// Phase add_overflow, warpgroup 0: thread t's accumulators are rows rA = 16 warp + lane / 4 and rA + 8 of the tile
+// (tma_element); each adds the products of its rows' entries, in the list's order.
+template <int NB>
+__device__ __forceinline__ void add_overflow(const ZRingArgs& a, const ZRingStaged& st, float (&acc)[4 * NB], int row0,
+                                             int t) {
+    const int lane = t & 31, r_a = (t >> 5) * 16 + (lane >> 2);
+    if (st.count <= kZRingStagedEntries) {
+        for (int j = 0; j < st.count; ++j) {
+            const int r = st.row[j];
+            if (r != r_a && r != r_a + 8) continue;
+            const float w = entry_weight(st.entry[j]);
+#pragma unroll
+            for (int e = 0; e < 4 * NB; ++e) {
+                int row, token;
+                tma_element(t, e, 0, row, token);
+                if (row == r) acc[e] += w * __bfloat162float(st.x[j][token]);
+            }
+        }
+        return;
+    }
+    for (int h = 0; h < 2; ++h) {  // a tile past the staging: its rows' entries from global memory
+        const int r = r_a + 8 * h;
+        const int end = __ldg(a.row_starts + row0 + r + 1);
+        for (int j = __ldg(a.row_starts + row0 + r); j < end; ++j) {
+            const uint32_t entry = __ldg(a.entries + j);
+            const float w = entry_weight(entry);
+            const int k = entry & 0xFFFF;
+#pragma unroll
+            for (int e = 0; e < 4 * NB; ++e) {
+                int row, token;
+                tma_element(t, e, 0, row, token);
+                if (row == r && token < a.M) acc[e] += w * __bfloat162float(a.x[(size_t)token * a.K + k]);
+            }
+        }
+    }
+}
+
+// A group's header patch word (compress.py: lane bits 0-4, fragment 5-6, element 7-9, bf16 bits 10-25) ORed
+// into the decoded register it names, by selects (no local-memory indexing).
+__device__ __forceinline__ void patch_registers(uint32_t (&a)[4][4], uint32_t p, int lane) {
+    const uint32_t f = (p >> 5) & 3u, j = (p >> 8) & 3u;
+    const uint32_t v = (int)(p & 31u) == lane ? (p >> 10) << (16 * ((p >> 7) & 1u)) : 0u;
+#pragma unroll
+    for (int ff = 0; ff < 4; ++ff)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) a[ff][jj] |= (ff == (int)f && jj == (int)j) ? v : 0u;
+}
+
+template <int NB, int STAGES, int WG, int G>
+__global__ void __launch_bounds__(tma_threads(WG), 1)
+    zring_kernel(const __grid_constant__ CUtensorMap x_map, const ZRingArgs a) {
+    static_assert(STAGES % WG == 0, "every stage belongs to one warpgroup");
+    constexpr int kAcc = 4 * NB;
+    constexpr int kStage = zring_stage_bytes(NB, G), kWBytes = zring_w_bytes(G), kWPad = zring_w_pad(G);
+    constexpr int kSlotK = 64 * G;
+    constexpr int kXBytes = tma_x_bytes(NB);
+    constexpr int kConsumers = WG * kTmaConsumers;
+    static_assert(WG * kAcc * kTmaConsumers * 4 <= STAGES * kStage, "the fold fits the ring");
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    ZRingStaged& staged = *reinterpret_cast<ZRingStaged*>(ring + STAGES * kStage);
+    const int tile = blockIdx.x, row0 = tile * kTmaTileRows, n_k = a.K / kSlotK;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint8_t* src = a.slots + (size_t)tile * n_k * kWBytes;
+
+    // Slot i's copies into stage i % STAGES: its weights (one bulk copy) and x's G boxes (one tensor copy).
+    auto issue = [&](int i) {
+        const int s = i % STAGES;
+        uint8_t* slot = ring + s * kStage;
+        mbar_arrive_expect_tx(&full[s], kWBytes + G * kXBytes);  // x rows past M count too (as zeros)
+        bulk_load_1d(slot, src + (size_t)i * kWBytes, kWBytes, &full[s]);
+        if constexpr (G == 1)
+            tma_load_2d(slot + kWPad, &x_map, i * kSlotK, 0, &full[s]);
+        else
+            tma_load_3d(slot + kWPad, &x_map, 0, 0, i * G, &full[s]);
+    };
+
+    // Phase start (the producer's lane, before the CTA barrier): full barriers, the first round, empty barriers.
+    if (threadIdx.x == kConsumers) {
+        prefetch_tensor_map(&x_map);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
+        fence_mbarrier_init();
+        for (int i = 0; i < STAGES && i < n_k; ++i) issue(i);
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);  // one arrival per warp of the slot's warpgroup
+        fence_mbarrier_init();
+    }
+    __syncthreads();
+
+    if (warp == kConsumers / 32) {  // phase produce / stage: the producer warp
+        if (lane == 0) {
+            for (int i = STAGES; i < n_k; ++i) {
+                mbar_wait(&empty[i % STAGES], (i / STAGES - 1) & 1);  // the stage's previous slot has retired
+                issue(i);
+            }
+        } else if (a.n_overflow) {
+            stage_overflow(a, staged, row0, lane);
+        }
+        __syncwarp();
+        if (a.n_overflow) staged_arrive();
+        return;
+    }
+
+    // Phase consume: warpgroup g, slots g, g + WG, ...; warp q decodes row block q.
+    const int g = warp >> 2, q = warp & 3;
+    float acc[kAcc];
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
+    const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kWPad);
+    for (int i = g; i < n_k; i += WG) {
+        const int s = i % STAGES;
+        mbar_wait(&full[s], (i / STAGES) & 1);
+        const uint8_t* slot = ring + s * kStage;
+        Frag part[G][kZParts];
+#pragma unroll
+        for (int u = 0; u < G; ++u)
+#pragma unroll
+            for (int p = 0; p < kZParts; ++p)
+                part[u][p] = *reinterpret_cast<const Frag*>(slot + (q * G + u) * kZRingGroupBytes +
+                                                            p * (kZRingGroupBytes / kZParts) + lane * 16);
+        // the slot's headers of this warp's G groups: lane l holds word l % 4 of group l / 4 (n, p0, p1, p2)
+        const uint32_t hdr =
+            lane < 4 * G
+                ? *reinterpret_cast<const uint32_t*>(slot + 4 * G * kZRingGroupBytes +
+                                                     (q * G + (lane >> 2)) * kZRingHeaderBytes + (lane & 3) * 4)
+                : 0u;
+        uint32_t av[G][4][4];
+#pragma unroll
+        for (int u = 0; u < G; ++u) {
+#pragma unroll
+            for (int f = 0; f < 4; ++f) decode_fragment(av[u][f], part[u], f, a.table);
+            const uint32_t n = hdr_count(hdr, u);
+#pragma unroll 1
+            for (uint32_t pq = 0; pq < n; ++pq)
+                patch_registers(av[u], __shfl_sync(0xFFFFFFFFu, hdr, 4 * u + 1 + pq), lane);
+        }
+        fence_regs(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int u = 0; u < G; ++u)
+#pragma unroll
+            for (int f = 0; f < 4; ++f)  // fragment f: K [16 f, 16 f + 16) of group u = 32 bytes along x's row
+                wgmma_bf16_rs<NB>(acc, av[u][f], desc_plus(x_desc0, (s * kStage + u * kXBytes + f * 32) / 16));
+        wgmma_commit();
+        fence_regs(acc);
+        wgmma_wait<0>();  // before av changes and before the slot is handed back
+        fence_regs(acc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
+    }
+
+    // Phase fold: warpgroups 1.. hand their partials to warpgroup 0 through the idle ring (every copy has landed,
+    // every wgmma retired), which adds them in warpgroup order.
+    const int t = threadIdx.x % kTmaConsumers;
+    if constexpr (WG > 1) {
+        fold_sync<WG>();
+        float* fold = reinterpret_cast<float*>(ring);
+        if (g > 0) {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * kTmaConsumers + t] = acc[e];
+        }
+        fold_sync<WG>();
+        if (g != 0) return;
+        for (int h = 1; h < WG; ++h)
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * kTmaConsumers + t];
+    }
+    if (a.n_overflow) {  // phase add_overflow
+        staged_wait();
+        add_overflow<NB>(a, staged, acc, row0, t);
+    }
+    // Phase write.
+    const TmaGemvArgs w{nullptr, nullptr, a.out, nullptr, nullptr, nullptr, a.M, a.N, a.K, 1, TmaReduce::kSemaphore};
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) tma_write<__nv_bfloat16>(w, row0, t, e, acc[e]);
+}
+
+// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
+// call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its entries;
+// call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
+template <int NB, int STAGES, int WG, int G>
+const char* launch_compressed_ring(const Call& c) {
+    static_assert(tma_ring_depth(STAGES) && STAGES % WG == 0, "compressed_ring.py's rule admits only these rings");
+    static_assert(zring_smem_bytes(NB, STAGES, G) <= (int)kSmemOptInLimit, "the rule admits only rings that fit");
+    if (c.M < 1 || c.M > 8 * NB) return "compressed_ring: M does not fit this kernel's column blocks";
+    if (c.N % kTmaTileRows || c.K % (64 * G)) return "compressed_ring: N or K does not fit the tile and slot";
+    CUtensorMap x_map;
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, G);
+    if (err != nullptr) return err;
+    ZRingArgs a{};
+    a.slots = static_cast<const uint8_t*>(c.operand[0]);
+    a.row_starts = static_cast<const int*>(c.operand[1]);
+    a.entry_rows = static_cast<const int*>(c.operand[2]);
+    a.entries = static_cast<const uint32_t*>(c.operand[3]);
+    a.x = static_cast<const __nv_bfloat16*>(c.x);
+    a.out = static_cast<__nv_bfloat16*>(c.out);
+    a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
+                         (uint32_t)(c.scalar[1] >> 32));
+    a.M = c.M, a.N = c.N, a.K = c.K, a.n_overflow = (int)c.scalar[2];
+    auto kernel = zring_kernel<NB, STAGES, WG, G>;
+    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(tma_threads(WG)),
+                         (size_t)zring_smem_bytes(NB, STAGES, G), static_cast<cudaStream_t>(c.stream), false, x_map, a);
+}
+
+}  // namespace okc

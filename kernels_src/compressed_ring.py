@@ -1,0 +1,177 @@
+"""The compressed GEMV through a TMA ring (kernels_src/compressed_ring.cuh) for m <= 32, plain bf16 layers only:
+its config, rule, operands (compress.py's 12-bit format repacked into ring slots) and launch.
+
+Design and the measurements behind each field: docs/compressed-ring.md."""
+
+import torch
+
+from kernels_src.compress import BUCKET, HEADER_BYTES, compress, unfragment
+from kernels_src.engine import (
+    SMEM_LIMIT,
+    CudaConstant,
+    DecodeGemv,
+    Field,
+    Operand,
+    Variant,
+    column_blocks,
+    config_type,
+)
+from kernels_src.tma_gemv import TILE_ROWS, TMA_STAGES
+
+STAGED_ENTRIES = (
+    64  # overflow entries a CTA stages in shared memory (more: read from global memory at the end)
+)
+RING_GROUPS = (1, 2)
+RING_WARPGROUPS = (1, 2, 4)
+COMPRESSED_RING_FIELDS = (
+    Field(
+        "stages",
+        int,
+        TMA_STAGES,
+        "shared-memory ring slots per CTA, each the tile's four row blocks x `groups` K groups and x's boxes",
+    ),
+    Field(
+        "warpgroups", int, RING_WARPGROUPS, "consumer warpgroups, taking alternate slots (stages a multiple)"
+    ),
+    Field("groups", int, RING_GROUPS, "64-wide K groups per slot"),
+)
+CompressedRingConfig = config_type("CompressedRingConfig", COMPRESSED_RING_FIELDS)
+
+
+def group_bytes() -> int:
+    """One 16-row block x one 64-wide K group of the 12-bit stream: 1536 bytes (compress.py's module-level
+    constants are read at call time: that module comes later in the generated file)."""
+    return BUCKET * 3 // 2
+
+
+def slot_bytes(groups: int) -> int:
+    """A slot's weight bytes (compressed_ring.cuh, zring_w_bytes): four row blocks x groups x (stream + header)."""
+    return 4 * groups * (group_bytes() + HEADER_BYTES)
+
+
+def ring_smem(cfg, nb: int) -> int:
+    """Dynamic shared memory of a CTA (compressed_ring.cuh, zring_smem_bytes): stages slots (weights padded to
+    1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow (ZRingStaged), 1 KB to align."""
+    weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
+    staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
+    return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
+
+
+def ring_slots(z: dict, groups: int) -> torch.Tensor:
+    """compress()'s stream and headers as ring slots: uint8 [N/64, K/(64 groups), 4 row blocks x groups x 1536
+    bytes, then their 4 x groups 16-byte headers]. Tiles outermost, so the first n rows (the unpooler's slice)
+    are a prefix."""
+    rb, g = z["stream"].shape[:2]
+    tiles, slots = rb // 4, g // groups
+    stream = z["stream"].reshape(tiles, 4, slots, groups, group_bytes()).permute(0, 2, 1, 3, 4)
+    headers = z["patches"].contiguous().view(torch.uint8).reshape(tiles, 4, slots, groups, HEADER_BYTES)
+    headers = headers.permute(0, 2, 1, 3, 4)
+    parts = (stream.reshape(tiles, slots, -1), headers.reshape(tiles, slots, -1))
+    return torch.cat(parts, dim=-1).contiguous().reshape(-1)
+
+
+def ring_overflow(z: dict, n: int, k: int) -> tuple:
+    """compress()'s overflow (entries by bucket, p = fragment position) as a per-row list: (row_starts int32
+    [N + 1], rows int32 [E], entries int32 [E] = k | bf16 bits << 16), sorted by row, then k."""
+    device = z["overflow"].device
+    groups = k // 64
+    starts = z["overflow_starts"].to(torch.int64)
+    count = starts[1:] - starts[:-1]
+    bucket = torch.repeat_interleave(torch.arange(count.numel(), device=device), count)
+    entry = z["overflow"].to(torch.int64) & 0xFFFFFFFF
+    p = entry & 0x3FF
+    # where each fragment position p of a bucket sits in its 16 x 64 block: unfragment an index ramp
+    where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64).reshape(-1)
+    at = torch.empty(BUCKET, dtype=torch.int64, device=device)
+    at[where] = torch.arange(BUCKET, device=device)
+    row = bucket // groups * 16 + at[p] // 64
+    col = bucket % groups * 64 + at[p] % 64
+    order = torch.argsort(row * k + col)
+    row, col, bits = row[order], col[order], (entry >> 16)[order]
+    words = col | bits << 16
+    words = torch.where(words >= 1 << 31, words - (1 << 32), words).to(torch.int32)
+    row_starts = torch.zeros(n + 1, dtype=torch.int64, device=device)
+    row_starts[1:] = torch.cumsum(torch.bincount(row, minlength=n), dim=0)
+    return row_starts.to(torch.int32), row.to(torch.int32), words
+
+
+class CompressedRing(DecodeGemv):
+    name = "compressed_ring"
+    FIELDS = COMPRESSED_RING_FIELDS
+    Config = CompressedRingConfig
+    launcher = "okc::launch_compressed_ring"
+    template_fields = ("NB", "stages", "warpgroups", "groups")
+
+    @property
+    def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
+        return (
+            CudaConstant(
+                "kZRingStagedEntries",
+                STAGED_ENTRIES,
+                "compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages",
+            ),
+            CudaConstant("kZRingHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"),
+        )
+
+    summary = (
+        "compressed_ring (m <= 32, bf16 layers): the 12-bit stream of compressed_gemv repacked into ring slots (a"
+        " 64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's"
+        " boxes (one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A"
+        " registers, OR the headers' patches in, and multiply by x from shared memory: x crosses into each SM once"
+        " per 64 rows. The overflow is a per-row list the producer warp stages while the stream runs; it is added"
+        " after the warpgroups' partials are folded."
+    )
+
+    def rule(self, cfg, layer, m):
+        if layer.dual:
+            return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
+        n, k = layer.n_for(m), layer.k
+        if n % TILE_ROWS or k % (64 * cfg.groups):
+            return f"the compressed_ring engine needs N % {TILE_ROWS} == 0 and K % {64 * cfg.groups} == 0, got N={n} K={k}"
+        if cfg.stages % cfg.warpgroups:
+            return f"stages={cfg.stages} must be a multiple of warpgroups={cfg.warpgroups} (a stage is one warpgroup's)"
+        smem = ring_smem(cfg, column_blocks(m))
+        if smem > SMEM_LIMIT:
+            return f"stages={cfg.stages}, groups={cfg.groups} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
+        return None
+
+    def operands(self, cfg, layer):
+        return (Operand("ring_slots", (cfg.groups,)),)
+
+    def build_operand(self, operand, parts, layer):
+        w = parts[0]
+        z = compress(w, layer.name)  # CompressionError: prepare() keeps the layer on its bf16 engines
+        row_starts, rows, entries = ring_overflow(z, *w.shape)
+        return {
+            "slots": ring_slots(z, operand.shape[0]),
+            "row_starts": row_starts,
+            "rows": rows,
+            "entries": entries,
+            "table_words": z["table_words"],
+        }
+
+    def variant(self, cfg, layer, m):
+        return Variant(self.name, (column_blocks(m), cfg.stages, cfg.warpgroups, cfg.groups), ())
+
+    def plan(self, cfg, layer, m, ctx):
+        r = ctx.operands[self.operands(cfg, layer)[0]]
+        t = r["table_words"]
+        words = [(lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in (t[:2], t[2:])]  # as int64
+        entries = r["entries"]
+        if entries.numel() == 0:  # a valid address for an empty list (the kernel never reads it then)
+            entries = r["row_starts"]
+        pointers = (r["slots"], r["row_starts"], r["rows"] if r["rows"].numel() else entries, entries)
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, (*words, r["entries"].numel()))
+
+    def candidates(self, layer, m):
+        out = []
+        for stages in TMA_STAGES:
+            for warpgroups in RING_WARPGROUPS:
+                for groups in RING_GROUPS:
+                    cfg = CompressedRingConfig(stages=stages, warpgroups=warpgroups, groups=groups)
+                    if self.config_error(cfg, layer, m) is None:
+                        out.append(cfg)
+        return out
+
+
+COMPRESSED_RING = CompressedRing()
