@@ -216,9 +216,7 @@ class Engine:
     launcher = ""  # C++ launcher template (CUDA engines)
     template_fields: tuple = ()  # what the launcher's template arguments are, for the launch table's comments
     cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
-    jit_compiled = (
-        False  # its kernels compile at their first launch (Triton): `sweep` precompiles them in parallel
-    )
+    jit_compiled = False  # its kernels compile at their first launch (Triton): `sweep` precompiles them in parallel
     summary = ""  # one paragraph for the submission's docstring
 
     @property

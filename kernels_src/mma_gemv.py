@@ -2,6 +2,7 @@
 
 Design and the measurements behind each field: docs/mma-gemv.md."""
 
+
 from kernels_src.engine import (
     CLUSTER_MAX,
     SEMAPHORE_GROUPS,

@@ -23,10 +23,8 @@ from kernels_src.tma_gemv import TMA_GEMV
 # says so, then the Triton split-K GEMM.
 ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
-SKIPPABLE = (
-    COMPRESSED_GEMV.name,
-    COMPRESSED_RING.name,
-)  # engines prepare() may find a layer's weights unfit for
+# the engines prepare() may find a layer's weights unfit for
+SKIPPABLE = (COMPRESSED_GEMV.name, COMPRESSED_RING.name)
 
 
 def cuda_prelude() -> str:

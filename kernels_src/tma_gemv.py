@@ -24,9 +24,7 @@ HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup
 TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths compiled in (the launcher refuses any other)
 TMA_TILES = ("full", "half")
-TILES = Operand(
-    "tiles"
-)  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
+TILES = Operand("tiles")  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
 HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 # The split-K reductions as tma_gemv.cuh's kernel numbers them, for both engines on it (tma_gemm: semaphore and
@@ -74,10 +72,7 @@ TMA_CUDA_CONSTANTS = (
 def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
     """A CTA's ring (tma_gemv.cuh, tma_smem_bytes): stages slots of each warpgroup's 8 KB weight block (two for
     dual) and x's box(es) of 8 NB rows x 128 bytes, plus 1 KB to align it. tma_gemm's rule reads it too."""
-    return (
-        stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2)
-        + 1024
-    )
+    return stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2) + 1024
 
 
 def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:

@@ -530,9 +530,7 @@ def test_the_kernels_the_tables_reach_compile_for_sm90a_without_spills():
     templates = {
         (v.engine, v.template) for v in wanted
     }  # kernels that differ in run-time arguments only share one
-    summary = (
-        rf"^{len(templates)} kernels \(the distinct instantiations of the launch table's {len(wanted)} cases,"
-    )
+    summary = rf"^{len(templates)} kernels \(the distinct instantiations of the launch table's {len(wanted)} cases,"
     assert re.search(summary + r".*\), max \d+ registers, 0 spilling$", result.output, re.M), result.output
 
 
@@ -548,9 +546,7 @@ def test_every_table_header_is_its_engines_field_declarations():
 
     for engine in registry.ENGINES:
         text = (REPO_ROOT / "tables" / engine.table_file).read_text()
-        assert (
-            "\n".join(engine.header_lines()) + "\n" in text
-        ), f"{engine.name}: run python -m generator headers"
+        assert "\n".join(engine.header_lines()) + "\n" in text, f"{engine.name}: run python -m generator headers"
         assert with_field_header(engine, text) == text
         assert engine.fields == engine.Config._fields
         assert set(engine.values) | set(engine.modes) <= set(engine.fields)
@@ -559,10 +555,7 @@ def test_every_table_header_is_its_engines_field_declarations():
 def test_a_field_with_a_default_may_be_left_out_of_a_table_entry():
     from kernels_src.engine import Engine, Field, config_type
 
-    fields = (
-        Field("splits", int, (1, 2), "CTAs"),
-        Field("hint", str, ("off", "on"), "a hint", default="off"),
-    )
+    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
 
     class Probe(Engine):
         name = "probe"
@@ -601,10 +594,7 @@ def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
 def test_a_field_at_its_default_is_left_out_of_descriptions():
     from kernels_src.engine import Engine, Field, config_type
 
-    fields = (
-        Field("splits", int, (1, 2), "CTAs"),
-        Field("hint", str, ("off", "on"), "a hint", default="off"),
-    )
+    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
 
     class Probe(Engine):
         name = "probe"
