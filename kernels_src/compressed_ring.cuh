@@ -17,14 +17,16 @@
 //    decoded to 0x0000), and the warpgroup issues one m64nNk16 wgmma per 16 of K with A from those registers and
 //    B = x from the slot; it waits for them before handing the slot back (the registers are read asynchronously);
 //  * the overflow (a bucket's exceptions past its third) is a per-row list here (compressed_ring.py,
-//    ring_overflow): the producer warp's idle lanes stage the tile's entries and the x values they meet into
-//    shared memory while the stream runs (up to kZRingStagedEntries; past that the entries are read from global
+//    ring_overflow): a stager warp stages the tile's entries and the x values they meet into shared memory
+//    while the stream runs (up to kZRingStagedEntries; past that the entries are read from global
 //    memory at the end), and after the warpgroups' partials are folded each consumer thread adds its rows'
 //    entries to its accumulators in the list's order: deterministic;
 //  * warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which adds them in warpgroup
 //    order and writes the output (tma_write).
-// The kernel reads in phases: start (barriers, the first round of copies, before the CTA barrier), produce / stage
-// (the producer warp), consume (the warpgroups), fold, add_overflow, write.
+// The kernel reads in phases: start (barriers, the first round of copies, before the CTA barrier), produce (the
+// producer warp), stage (the stager warp), consume (the warpgroups), fold, add_overflow, write. The staging has a
+// warp of its own because its dependent loads (row starts, entries, x) must not hold back the producer's lane:
+// divergent paths of one warp run one after the other.
 #pragma once
 #include "tma_gemv.cuh"
 #include "compressed_gemv.cuh"
@@ -37,7 +39,7 @@ constexpr int kZRingGroupBytes = kZFragsPerGroup * sizeof(Frag);  // 1536: one 1
 __host__ __device__ constexpr int zring_w_bytes(int g) { return 4 * g * (kZRingGroupBytes + kZRingHeaderBytes); }
 __host__ __device__ constexpr int zring_w_pad(int g) { return (zring_w_bytes(g) + 1023) / 1024 * 1024; }
 __host__ __device__ constexpr int zring_stage_bytes(int nb, int g) { return zring_w_pad(g) + g * tma_x_bytes(nb); }
-// The tile's overflow entries, staged by the producer warp's lanes 1..31 (count > kZRingStagedEntries: none
+// The tile's overflow entries, staged by the stager warp (count > kZRingStagedEntries: none
 // staged, add_overflow reads them from global memory).
 struct ZRingStaged {
     int count;
@@ -63,7 +65,7 @@ struct ZRingArgs {
     int M, N, K, n_overflow;  // n_overflow: the whole matrix's entries (0: nothing staged, nothing added)
 };
 
-// The producer warp's and warpgroup 0's meeting point after the stream: the staged overflow is complete.
+// The stager warp's and warpgroup 0's meeting point after the stream: the staged overflow is complete.
 constexpr int kZRingStagedBarrier = 6;  // named barrier ids 1-4: consumers_sync; 5: the fold
 __device__ __forceinline__ void staged_arrive() {
     asm volatile("bar.arrive %0, %1;" ::"n"(kZRingStagedBarrier), "n"(kTmaConsumers + 32) : "memory");
@@ -77,12 +79,12 @@ __device__ __forceinline__ void fold_sync() {
     asm volatile("bar.sync 5, %0;" ::"n"(WG * kTmaConsumers) : "memory");
 }
 
-// Phase produce, lanes 1..31 of the producer warp: the tile's overflow entries and the x values each meets.
+// Phase stage, the stager warp: the tile's overflow entries and the x values each meets.
 __device__ __forceinline__ void stage_overflow(const ZRingArgs& a, ZRingStaged& st, int row0, int lane) {
     const int s0 = __ldg(a.row_starts + row0), count = __ldg(a.row_starts + row0 + kTmaTileRows) - s0;
-    if (lane == 1) st.count = count;
+    if (lane == 0) st.count = count;
     if (count > kZRingStagedEntries) return;
-    for (int j = lane - 1; j < count; j += 31) {
+    for (int j = lane; j < count; j += 32) {
         const uint32_t entry = __ldg(a.entries + s0 + j);
         st.row[j] = (uint8_t)(__ldg(a.entry_rows + s0 + j) - row0);
         st.entry[j] = entry;
@@ -144,8 +146,11 @@ __device__ __forceinline__ void patch_registers(uint32_t (&a)[4][4], uint32_t p,
         for (int jj = 0; jj < 4; ++jj) a[ff][jj] |= (ff == (int)f && jj == (int)j) ? v : 0u;
 }
 
+// Threads of a CTA: the consumer warpgroups, the producer warp, the stager warp.
+__host__ __device__ constexpr int zring_threads(int wg) { return tma_threads(wg) + 32; }
+
 template <int NB, int STAGES, int WG, int G>
-__global__ void __launch_bounds__(tma_threads(WG), 1)
+__global__ void __launch_bounds__(zring_threads(WG), 1)
     zring_kernel(const __grid_constant__ CUtensorMap x_map, const ZRingArgs a) {
     static_assert(STAGES % WG == 0, "every stage belongs to one warpgroup");
     constexpr int kAcc = 4 * NB;
@@ -185,17 +190,21 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     }
     __syncthreads();
 
-    if (warp == kConsumers / 32) {  // phase produce / stage: the producer warp
+    if (warp == kConsumers / 32) {  // phase produce: the producer warp's lane 0
         if (lane == 0) {
             for (int i = STAGES; i < n_k; ++i) {
                 mbar_wait(&empty[i % STAGES], (i / STAGES - 1) & 1);  // the stage's previous slot has retired
                 issue(i);
             }
-        } else if (a.n_overflow) {
-            stage_overflow(a, staged, row0, lane);
         }
-        __syncwarp();
-        if (a.n_overflow) staged_arrive();
+        return;
+    }
+    if (warp == kConsumers / 32 + 1) {  // phase stage: the stager warp
+        if (a.n_overflow) {
+            stage_overflow(a, staged, row0, lane);
+            __syncwarp();
+            staged_arrive();
+        }
         return;
     }
 
@@ -296,7 +305,7 @@ const char* launch_compressed_ring(const Call& c) {
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.n_overflow = (int)c.scalar[2];
     auto kernel = zring_kernel<NB, STAGES, WG, G>;
-    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(tma_threads(WG)),
+    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(zring_threads(WG)),
                          (size_t)zring_smem_bytes(NB, STAGES, G), static_cast<cudaStream_t>(c.stream), false, x_map, a);
 }
 

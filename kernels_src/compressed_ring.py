@@ -70,9 +70,40 @@ def ring_slots(z: dict, groups: int) -> torch.Tensor:
     return torch.cat(parts, dim=-1).contiguous().reshape(-1)
 
 
-def ring_overflow(z: dict, n: int, k: int) -> tuple:
+def wgmma_columns(device=None) -> torch.Tensor:
+    """The column of a 64-wide K group that each column of compress()'s fragment order must hold for wgmma: int64
+    [64]. compress.py orders a fragment's K as mma_gemv's x loads meet it (a lane's 16 bytes of x are 8
+    consecutive k), while wgmma reads x from shared memory in natural order and takes register j, half h of lane
+    (g, t) in fragment f as row g + 8 (j & 1), column 16 f + 2 t + 8 (j >> 1) + h. Rows agree, columns are
+    permuted within the group; compressing W with its columns in this order makes every decoded register the
+    weight wgmma multiplies there (ring_operands)."""
+    where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64)  # p at (row, column)
+    p = where[0].to(torch.int64)  # row 0: register j even, so only the column varies
+    f, lane, e = p // 256, (p // 8) % 32, p % 8
+    return 16 * f + 2 * (lane & 3) + 8 * (e >> 2) + (e & 1)
+
+
+def ring_operands(w: torch.Tensor, name: str, groups: int) -> dict:
+    """What compressed_ring reads for a bf16 [N, K] weight: compress() of W with each K group's columns in
+    wgmma_columns order, as ring slots, and its overflow as a per-row list in natural K (CompressionError, one
+    line, as compress() raises it)."""
+    n, k = w.shape
+    columns = wgmma_columns(w.device)
+    z = compress(w.reshape(n, k // 64, 64)[:, :, columns].reshape(n, k), name)
+    row_starts, rows, entries = ring_overflow(z, n, k, columns)
+    return {
+        "slots": ring_slots(z, groups),
+        "row_starts": row_starts,
+        "rows": rows,
+        "entries": entries,
+        "table_words": z["table_words"],
+    }
+
+
+def ring_overflow(z: dict, n: int, k: int, columns: torch.Tensor) -> tuple:
     """compress()'s overflow (entries by bucket, p = fragment position) as a per-row list: (row_starts int32
-    [N + 1], rows int32 [E], entries int32 [E] = k | bf16 bits << 16), sorted by row, then k."""
+    [N + 1], rows int32 [E], entries int32 [E] = k | bf16 bits << 16), sorted by row, then k. columns: the
+    natural column of each of a K group's compressed columns (wgmma_columns)."""
     device = z["overflow"].device
     groups = k // 64
     starts = z["overflow_starts"].to(torch.int64)
@@ -85,7 +116,7 @@ def ring_overflow(z: dict, n: int, k: int) -> tuple:
     at = torch.empty(BUCKET, dtype=torch.int64, device=device)
     at[where] = torch.arange(BUCKET, device=device)
     row = bucket // groups * 16 + at[p] // 64
-    col = bucket % groups * 64 + at[p] % 64
+    col = bucket % groups * 64 + columns.to(device)[at[p] % 64]
     order = torch.argsort(row * k + col)
     row, col, bits = row[order], col[order], (entry >> 16)[order]
     words = col | bits << 16
@@ -139,16 +170,8 @@ class CompressedRing(DecodeGemv):
         return (Operand("ring_slots", (cfg.groups,)),)
 
     def build_operand(self, operand, parts, layer):
-        w = parts[0]
-        z = compress(w, layer.name)  # CompressionError: prepare() keeps the layer on its bf16 engines
-        row_starts, rows, entries = ring_overflow(z, *w.shape)
-        return {
-            "slots": ring_slots(z, operand.shape[0]),
-            "row_starts": row_starts,
-            "rows": rows,
-            "entries": entries,
-            "table_words": z["table_words"],
-        }
+        # CompressionError: prepare() keeps the layer on its bf16 engines
+        return ring_operands(parts[0], layer.name, operand.shape[0])
 
     def variant(self, cfg, layer, m):
         return Variant(self.name, (column_blocks(m), cfg.stages, cfg.warpgroups, cfg.groups), ())

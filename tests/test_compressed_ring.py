@@ -12,10 +12,12 @@ from kernels_src.compress import compress
 from kernels_src.compressed_ring import (
     COMPRESSED_RING,
     CompressedRingConfig,
+    ring_operands,
     ring_overflow,
     ring_slots,
     ring_smem,
     slot_bytes,
+    wgmma_columns,
 )
 from kernels_src.engine import Layer
 from zdecode_model import apply_patches, decode_stream
@@ -46,20 +48,35 @@ def read_slots(slots: torch.Tensor, n: int, k: int, groups: int):
     return stream, headers
 
 
+def wgmma_positions(regs: torch.Tensor, n: int, k: int) -> torch.Tensor:
+    """Decoded registers [N/16, K/64, 4 fragments, 32 lanes, 4 regs] as the [N, K] weights wgmma multiplies them
+    by (PTX's register fragment of A, m64nNk16, per warp's 16 rows): register j, half h of lane (g, t) in fragment
+    f is row g + 8 (j & 1), column 16 f + 2 t + 8 (j >> 1) + h of its 16-row block and K group."""
+    out = torch.empty(n, k, dtype=torch.int64)
+    for f in range(4):
+        for lane in range(32):
+            g, t = lane >> 2, lane & 3
+            for j in range(4):
+                for h in range(2):
+                    col = 16 * f + 2 * t + 8 * (j >> 1) + h
+                    rows = torch.arange(n // 16) * 16 + g + 8 * (j & 1)
+                    value = (regs[:, :, f, lane, j] >> (16 * h)) & 0xFFFF  # [N/16, K/64]
+                    out[rows.unsqueeze(1), torch.arange(k // 64) * 64 + col] = value
+    return out
+
+
 def ring_decompress(w: torch.Tensor, groups: int, max_bits=None) -> torch.Tensor:
-    """The bf16 bits the ring engine's operands stand for: slots decoded and patched as the kernel reads them,
-    then each overflow entry (row, k | bits << 16) put into its slot, which must have decoded to 0x0000."""
+    """The bf16 bits the ring engine's operands stand for, as the kernel meets them: slots read at its offsets,
+    decoded and patched, each register put where wgmma takes it; then each overflow entry (row, k | bits << 16)
+    put into its place, which must have decoded to 0x0000."""
     n, k = w.shape
-    z = compress(w, max_bits_per_weight=max_bits)
-    stream, headers = read_slots(ring_slots(z, groups), n, k, groups)
-    regs = apply_patches(decode_stream(stream, z["table_words"]), headers)
-    elems = torch.stack([regs & 0xFFFF, (regs >> 16) & 0xFFFF], dim=-1)
-    bits = unfragment(elems, n, k).to(torch.int64)
-    row_starts, rows, entries = ring_overflow(z, n, k)
+    r = ring_operands(w, "w", groups) if max_bits is None else ring_operands_unlimited(w, groups)
+    stream, headers = read_slots(r["slots"], n, k, groups)
+    bits = wgmma_positions(apply_patches(decode_stream(stream, r["table_words"]), headers), n, k)
+    row_starts, rows, entries = r["row_starts"], r["rows"], r["entries"]
     assert int(row_starts[0]) == 0 and int(row_starts[-1]) == entries.numel() == rows.numel()
-    assert torch.equal(
-        torch.repeat_interleave(torch.arange(n), (row_starts[1:] - row_starts[:-1]).long()), rows.long()
-    )
+    counts = (row_starts[1:] - row_starts[:-1]).long()
+    assert torch.equal(torch.repeat_interleave(torch.arange(n), counts), rows.long())
     e = entries.to(torch.int64) & 0xFFFFFFFF
     col, value = e & 0xFFFF, e >> 16
     key = rows.to(torch.int64) * k + col
@@ -67,6 +84,18 @@ def ring_decompress(w: torch.Tensor, groups: int, max_bits=None) -> torch.Tensor
     assert bool((bits[rows.long(), col] == 0).all()), "an overflow entry whose slot is not +0.0"
     bits[rows.long(), col] = value
     return bits.to(torch.int32).to(torch.int16).view(torch.bfloat16)
+
+
+def ring_operands_unlimited(w, groups):
+    """ring_operands without the refusal rule (losslessness alone, on matrices made of exceptions)."""
+    import kernels_src.compressed_ring as ring
+
+    real = ring.compress
+    ring.compress = lambda m, name: real(m, name, max_bits_per_weight=UNLIMITED)
+    try:
+        return ring_operands(w, "w", groups)
+    finally:
+        ring.compress = real
 
 
 @pytest.mark.parametrize("groups", [1, 2])
@@ -109,27 +138,25 @@ def test_the_first_rows_are_a_prefix_of_the_operands():
     first.update(overflow_starts=z["overflow_starts"][: 4 * groups + 1], overflow=z["overflow"][:cut])
     slots = ring_slots(first, 2)
     assert torch.equal(ring_slots(z, 2)[: slots.numel()], slots)
-    starts, rows, entries = ring_overflow(z, 256, 256)
-    starts64, _, entries64 = ring_overflow(first, 64, 256)
+    starts, rows, entries = ring_overflow(z, 256, 256, wgmma_columns())
+    starts64, _, entries64 = ring_overflow(first, 64, 256, wgmma_columns())
     assert entries64.numel() > 3 and torch.equal(starts[:65], starts64)
     assert torch.equal(entries[: entries64.numel()], entries64)
 
 
 def model_output(w: torch.Tensor, x: torch.Tensor, groups: int) -> torch.Tensor:
-    """The kernel's sum in float64: the slots' decoded and patched weights times x, then each row's overflow
-    entries in list order (add_overflow), rounded to bf16 as it writes."""
+    """The kernel's sum in float64: the slots' decoded and patched registers where wgmma takes them, times x, then
+    each row's overflow entries in list order (add_overflow)."""
     n, k = w.shape
-    z = compress(w)
-    stream, headers = read_slots(ring_slots(z, groups), n, k, groups)
-    regs = apply_patches(decode_stream(stream, z["table_words"]), headers)
-    elems = torch.stack([regs & 0xFFFF, (regs >> 16) & 0xFFFF], dim=-1)
-    streamed = unfragment(elems, n, k).to(torch.int32).to(torch.int16).view(torch.bfloat16).double()
+    r = ring_operands(w, "w", groups)
+    stream, headers = read_slots(r["slots"], n, k, groups)
+    bits = wgmma_positions(apply_patches(decode_stream(stream, r["table_words"]), headers), n, k)
+    streamed = bits.to(torch.int32).to(torch.int16).view(torch.bfloat16).double()
     out = x.double() @ streamed.T
-    row_starts, rows, entries = ring_overflow(z, n, k)
-    e = entries.to(torch.int64) & 0xFFFFFFFF
+    e = r["entries"].to(torch.int64) & 0xFFFFFFFF
     values = ((e >> 16).to(torch.int32).to(torch.int16)).view(torch.bfloat16).double()
-    for j in range(entries.numel()):
-        out[:, int(rows[j])] += values[j] * x[:, int(e[j] & 0xFFFF)].double()
+    for j in range(e.numel()):
+        out[:, int(r["rows"][j])] += values[j] * x[:, int(e[j] & 0xFFFF)].double()
     return out
 
 
