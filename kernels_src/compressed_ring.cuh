@@ -7,7 +7,7 @@
 // SMs outgrow the weights'), and its registers hold x beside the weights. Here a CTA owns a 64-row tile, x comes
 // once per slot into shared memory by TMA (as in tma_gemv), and the decoded weights go straight into wgmma's A
 // registers, so nothing of x sits in registers and each x byte serves 64 rows.
-//  * one CTA = one 64-row tile x the whole K, one producer warp and WG consumer warpgroups;
+//  * one CTA = one 64-row tile x the whole K: WG consumer warpgroups, one producer warp and one stager warp;
 //  * a slot = the tile's four 16-row blocks x G 64-wide K groups of compress.py's stream (1536 bytes a block and
 //    group, warp-load order kept), then their 16-byte headers, packed contiguously: ONE bulk copy of 6208 G bytes,
 //    and x's G boxes (8 NB tokens x 64, 128-byte swizzle) by one tensor copy;
@@ -18,8 +18,9 @@
 //    B = x from the slot; it waits for them before handing the slot back (the registers are read asynchronously);
 //  * the overflow (a bucket's exceptions past its third) is a per-row list here (compressed_ring.py,
 //    ring_overflow): a stager warp stages the tile's entries and the x values they meet into shared memory
-//    while the stream runs (up to kZRingStagedEntries; past that the entries are read from global
-//    memory at the end), and after the warpgroups' partials are folded each consumer thread adds its rows'
+//    while the stream runs (up to kZRingStagedEntries: prepare() refuses a layer with more in a tile; past them
+//    the kernel stays right for any other caller, reading the entries from global memory at the end, slowly),
+//    and after the warpgroups' partials are folded each consumer thread adds its rows'
 //    entries to its accumulators in the list's order: deterministic;
 //  * warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which adds them in warpgroup
 //    order and writes the output (tma_write).
@@ -47,6 +48,8 @@ struct ZRingStaged {
     uint32_t entry[kZRingStagedEntries];       // k | bits << 16
     __nv_bfloat16 x[kZRingStagedEntries][32];  // x[token, k] for tokens < M, else 0
 };
+
+static_assert(sizeof(ZRingStaged) == 4 + 69 * kZRingStagedEntries, "compressed_ring.py ring_smem counts it so");
 
 // The ring, then the staged overflow; +1 KB: the dynamic shared memory base is only 16-byte aligned, the 128-byte
 // swizzle of x's boxes needs 1024 (compressed_ring.py, ring_smem, says the same).
@@ -153,6 +156,7 @@ template <int NB, int STAGES, int WG, int G>
 __global__ void __launch_bounds__(zring_threads(WG), 1)
     zring_kernel(const __grid_constant__ CUtensorMap x_map, const ZRingArgs a) {
     static_assert(STAGES % WG == 0, "every stage belongs to one warpgroup");
+    static_assert(NB == 1 || NB == 2 || NB == 4, "wgmma_bf16_rs: N = 8, 16 or 32");
     constexpr int kAcc = 4 * NB;
     constexpr int kStage = zring_stage_bytes(NB, G), kWBytes = zring_w_bytes(G), kWPad = zring_w_pad(G);
     constexpr int kSlotK = 64 * G;

@@ -5,7 +5,7 @@ Design and the measurements behind each field: docs/compressed-ring.md."""
 
 import torch
 
-from kernels_src.compress import BUCKET, HEADER_BYTES, compress, unfragment
+from kernels_src.compress import BUCKET, HEADER_BYTES, CompressionError, compress, unfragment
 from kernels_src.engine import (
     SMEM_LIMIT,
     CudaConstant,
@@ -83,14 +83,25 @@ def wgmma_columns(device=None) -> torch.Tensor:
     return 16 * f + 2 * (lane & 3) + 8 * (e >> 2) + (e & 1)
 
 
-def ring_operands(w: torch.Tensor, name: str, groups: int) -> dict:
+def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) -> dict:
     """What compressed_ring reads for a bf16 [N, K] weight: compress() of W with each K group's columns in
-    wgmma_columns order, as ring slots, and its overflow as a per-row list in natural K (CompressionError, one
-    line, as compress() raises it)."""
+    wgmma_columns order, as ring slots, and its overflow as a per-row list in natural K. CompressionError (one
+    line) as compress() raises it, or when a 64-row tile has more overflow entries than a CTA stages; refuse=False
+    lifts both limits (the format's exactness alone, for tests)."""
     n, k = w.shape
     columns = wgmma_columns(w.device)
-    z = compress(w.reshape(n, k // 64, 64)[:, :, columns].reshape(n, k), name)
+    z = compress(
+        w.reshape(n, k // 64, 64)[:, :, columns].reshape(n, k), name, max_bits_per_weight=None if refuse else 1e9
+    )
     row_starts, rows, entries = ring_overflow(z, n, k, columns)
+    per_tile = row_starts[TILE_ROWS::TILE_ROWS].to(torch.int64) - row_starts[:-1:TILE_ROWS].to(torch.int64)
+    worst = int(per_tile.max()) if per_tile.numel() else 0
+    if refuse and worst > STAGED_ENTRIES:
+        raise CompressionError(
+            f"{name}: {worst} overflow entries in one 64-row tile, over the {STAGED_ENTRIES} compressed_ring"
+            f" stages ({int((per_tile > STAGED_ENTRIES).sum())} of {per_tile.numel()} tiles): serve this layer"
+            " with the other engines"
+        )
     return {
         "slots": ring_slots(z, groups),
         "row_starts": row_starts,
@@ -149,8 +160,9 @@ class CompressedRing(DecodeGemv):
         " 64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's"
         " boxes (one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A"
         " registers, OR the headers' patches in, and multiply by x from shared memory: x crosses into each SM once"
-        " per 64 rows. The overflow is a per-row list the producer warp stages while the stream runs; it is added"
-        " after the warpgroups' partials are folded."
+        " per 64 rows. The overflow is a per-row list a stager warp puts in shared memory while the stream runs; it"
+        " is added after the warpgroups' partials are folded. A layer with more overflow in one tile than a CTA"
+        " stages keeps its other engines (prepare() says so in one line)."
     )
 
     def rule(self, cfg, layer, m):
@@ -159,6 +171,8 @@ class CompressedRing(DecodeGemv):
         n, k = layer.n_for(m), layer.k
         if n % TILE_ROWS or k % (64 * cfg.groups):
             return f"the compressed_ring engine needs N % {TILE_ROWS} == 0 and K % {64 * cfg.groups} == 0, got N={n} K={k}"
+        if k > 1 << 16:
+            return f"the compressed_ring engine's overflow entries hold k in 16 bits: K <= 65536, got K={k}"
         if cfg.stages % cfg.warpgroups:
             return f"stages={cfg.stages} must be a multiple of warpgroups={cfg.warpgroups} (a stage is one warpgroup's)"
         smem = ring_smem(cfg, column_blocks(m))

@@ -80,8 +80,10 @@ def test_a_kernel_source_a_routed_engine_needs_cannot_be_dropped(repo_copy, drop
         assert f"({dropped} defines it)" in message
 
 
-@pytest.mark.parametrize("dropped, line", [("compressed_gemv.cuh", 30), ("tma_gemv.cuh", 29)])
-def test_a_kernel_source_another_includes_cannot_be_dropped(repo_copy, dropped, line):
+@pytest.mark.parametrize("dropped", ["compressed_gemv.cuh", "tma_gemv.cuh"])
+def test_a_kernel_source_another_includes_cannot_be_dropped(repo_copy, dropped):
+    includer = (repo_copy / "kernels_src" / "compressed_ring.cuh").read_text().splitlines()
+    line = includer.index(f'#include "{dropped}"') + 1
     manifest = repo_copy / "kernels_src" / "sources.yaml"
     listed = yaml.safe_load(manifest.read_text())["cuda"]
     _edit(manifest, f"cuda: [{', '.join(listed)}]", f"cuda: [{', '.join(f for f in listed if f != dropped)}]")

@@ -8,24 +8,21 @@ import pytest
 import torch
 
 from generator.judge.weights import make_weight
-from kernels_src.compress import compress
+from kernels_src.compress import CompressionError, compress
 from kernels_src.compressed_ring import (
     COMPRESSED_RING,
     CompressedRingConfig,
     ring_operands,
     ring_overflow,
     ring_slots,
+    STAGED_ENTRIES,
     ring_smem,
     slot_bytes,
     wgmma_columns,
 )
 from kernels_src.engine import Layer
 from zdecode_model import apply_patches, decode_stream
-from kernels_src.compress import unfragment
 from test_compress import SPECIAL_BITS, bf16_of, bits_of, scattered
-
-UNLIMITED = float("inf")
-
 
 def read_slots(slots: torch.Tensor, n: int, k: int, groups: int):
     """The stream [N/16, K/64, 3, 32, 16] and headers [N/16, K/64, 4] the kernel reads out of the ring slots, at
@@ -65,12 +62,12 @@ def wgmma_positions(regs: torch.Tensor, n: int, k: int) -> torch.Tensor:
     return out
 
 
-def ring_decompress(w: torch.Tensor, groups: int, max_bits=None) -> torch.Tensor:
+def ring_decompress(w: torch.Tensor, groups: int) -> torch.Tensor:
     """The bf16 bits the ring engine's operands stand for, as the kernel meets them: slots read at its offsets,
     decoded and patched, each register put where wgmma takes it; then each overflow entry (row, k | bits << 16)
     put into its place, which must have decoded to 0x0000."""
     n, k = w.shape
-    r = ring_operands(w, "w", groups) if max_bits is None else ring_operands_unlimited(w, groups)
+    r = ring_operands(w, "w", groups, refuse=False)
     stream, headers = read_slots(r["slots"], n, k, groups)
     bits = wgmma_positions(apply_patches(decode_stream(stream, r["table_words"]), headers), n, k)
     row_starts, rows, entries = r["row_starts"], r["rows"], r["entries"]
@@ -86,18 +83,6 @@ def ring_decompress(w: torch.Tensor, groups: int, max_bits=None) -> torch.Tensor
     return bits.to(torch.int32).to(torch.int16).view(torch.bfloat16)
 
 
-def ring_operands_unlimited(w, groups):
-    """ring_operands without the refusal rule (losslessness alone, on matrices made of exceptions)."""
-    import kernels_src.compressed_ring as ring
-
-    real = ring.compress
-    ring.compress = lambda m, name: real(m, name, max_bits_per_weight=UNLIMITED)
-    try:
-        return ring_operands(w, "w", groups)
-    finally:
-        ring.compress = real
-
-
 @pytest.mark.parametrize("groups", [1, 2])
 def test_ring_slots_and_overflow_are_lossless_on_adversarial_weights(groups):
     gen = torch.Generator().manual_seed(31)
@@ -110,18 +95,22 @@ def test_ring_slots_and_overflow_are_lossless_on_adversarial_weights(groups):
     w[120, :512] = bf16_of(
         ((hi << 8) | torch.randint(0, 256, (512,), generator=gen)).tolist()
     )  # every hi byte
-    assert torch.equal(bits_of(ring_decompress(w, groups, UNLIMITED)), bits_of(w))
+    assert torch.equal(bits_of(ring_decompress(w, groups)), bits_of(w))
 
 
 def test_heavy_weights_round_trip_through_the_ring_operands():
+    """Exact with the limits lifted; with them, prepare() refuses these weights (their outlier rows put hundreds of
+    overflow entries in a tile) and the layer keeps its other engines."""
     w = make_weight(256, 2048, "bfloat16", "heavy", torch.Generator().manual_seed(9), "cpu")
     for groups in (1, 2):
         assert torch.equal(bits_of(ring_decompress(w, groups)), bits_of(w))
+    with pytest.raises(CompressionError, match="overflow entries in one 64-row tile"):
+        ring_operands(w, "pooler", 2)
 
 
 def test_every_bf16_bit_pattern_round_trips_through_the_ring():
     w = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).reshape(128, 512)
-    assert torch.equal(bits_of(ring_decompress(w, 2, UNLIMITED)), bits_of(w))
+    assert torch.equal(bits_of(ring_decompress(w, 2)), bits_of(w))
 
 
 def test_the_first_rows_are_a_prefix_of_the_operands():
@@ -148,7 +137,7 @@ def model_output(w: torch.Tensor, x: torch.Tensor, groups: int) -> torch.Tensor:
     """The kernel's sum in float64: the slots' decoded and patched registers where wgmma takes them, times x, then
     each row's overflow entries in list order (add_overflow)."""
     n, k = w.shape
-    r = ring_operands(w, "w", groups)
+    r = ring_operands(w, "w", groups, refuse=False)
     stream, headers = read_slots(r["slots"], n, k, groups)
     bits = wgmma_positions(apply_patches(decode_stream(stream, r["table_words"]), headers), n, k)
     streamed = bits.to(torch.int32).to(torch.int16).view(torch.bfloat16).double()
@@ -180,8 +169,44 @@ def test_the_rule_counts_the_ring_and_refuses_in_one_line():
     assert "multiple of warpgroups=4" in COMPRESSED_RING.config_error(wrong, unpooler, 16)
     big = CompressedRingConfig(stages=16, warpgroups=4, groups=2)
     assert "bytes of shared memory" in COMPRESSED_RING.config_error(big, unpooler, 32)
-    assert ring_smem(ok, 4) == 8 * (13312 + 2 * 4096) + 4420 + 1024
-    assert all(
-        COMPRESSED_RING.config_error(c, unpooler, 16) is None
-        for c in COMPRESSED_RING.candidates(unpooler, 16)
-    )
+    wide = Layer("wide", 256, 1 << 17, "bfloat16")
+    assert "K <= 65536" in COMPRESSED_RING.config_error(ok, wide, 16)  # an entry's k is 16 bits
+    # the ring and ZRingStaged (4 + 69 bytes an entry: compressed_ring.cuh asserts the same size)
+    assert ring_smem(ok, 4) == 8 * (13312 + 2 * 4096) + 4 + 69 * STAGED_ENTRIES + 1024
+    # what sweep times at m = 32: every depth that fits, 1 / 2 / 4 warpgroups, 1 or 2 groups a slot
+    got = {tuple(c) for c in COMPRESSED_RING.candidates(unpooler, 32)}
+    assert (8, 4, 2) in got and (16, 4, 1) in got and (12, 4, 2) not in got and (6, 4, 1) not in got
+    assert len(got) == 28
+
+
+def test_a_tile_past_the_staging_is_refused_and_the_layer_keeps_its_other_engines(capsys):
+    """More overflow entries in one 64-row tile than a CTA stages: ring_operands refuses in one line, and
+    prepare()'s routing (runtime.layer_routes) sends the layer's m's elsewhere and says why; with normal weights
+    the same layer stays on the ring."""
+    from kernels_src import runtime
+    from kernels_src.registry import make_tables
+    from generator.problem import load_problem
+    from generator.tables import load_tables
+
+    tables = make_tables({name: t.literal() for name, t in load_tables(load_problem()).items()})
+    layer = Layer("unpooler", 256, 1024, "bfloat16")
+    gen = torch.Generator().manual_seed(34)
+    w = (torch.randn(256, 1024, generator=gen) / 32).to(torch.bfloat16)
+    assert ring_operands(w, "unpooler", 2)["entries"].numel() <= STAGED_ENTRIES
+
+    def routes(weight):
+        state = runtime.Prepared(32)
+        state.parts[layer.name], state.operands[layer.name] = (weight,), {}
+        return state, runtime.layer_routes(state, layer, tables)
+
+    state, out = routes(w)
+    assert out[16][0] is COMPRESSED_RING and out[32][0] is COMPRESSED_RING and not state.refused
+    w[70] = scattered(1, 1024, gen)[0]  # a row of ~120 rare hi bytes: hundreds of overflow entries in tile 1
+    with pytest.raises(CompressionError) as refused:
+        ring_operands(w, "unpooler", 2)
+    assert str(refused.value).startswith("unpooler: ") and "\n" not in str(refused.value)
+    assert "overflow entries in one 64-row tile, over the 64" in str(refused.value)
+    state, out = routes(w)
+    assert out[16][0].name == "tma_gemv" and out[32][0].name == "tma_gemv"
+    assert "over the 64 compressed_ring stages" in state.refused["unpooler"]
+    assert capsys.readouterr().out.count("\n") == 1  # prepare() says it in one line

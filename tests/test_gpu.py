@@ -114,10 +114,19 @@ def test_built_file_passes_verify(submission):
 def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submission, distribution, seed):
     weights = make_weights(PROBLEM, distribution, seed, "cuda")
     state = submission.prepare({name: w.clone() for name, w in weights.items()})
+    ring_refused = set()  # layers whose weights put more overflow in a tile than compressed_ring stages
+    for name in DENSE:
+        try:
+            submission.ring_operands(weights[name], name, 1)
+        except submission.CompressionError:
+            ring_refused.add(name)
+    assert distribution == "heavy" or not ring_refused, ring_refused  # normal weights: 1-3 entries a tile at most
     wanted = []
     for launch in table_routes(submission) + extra_launches(submission):
         if launch[2] in submission.SKIPPABLE and launch[0] in state.refused:
             continue  # compress() refused these weights: prepare() said so, and the layer runs its bf16 engines
+        if launch[2] == "compressed_ring" and launch[0] in ring_refused:
+            continue  # prepare() would refuse them the same way (the planted-overflow test runs them regardless)
         wanted.append(launch)
     assert len(wanted) > 500  # the rules must not have filtered the plan away
     gen = torch.Generator(device="cuda").manual_seed(5)
@@ -145,7 +154,8 @@ def test_planted_overflow_reaches_the_compressed_engines(submission):
     batch and double-buffered, one to four row blocks a CTA, one to sixteen warps sharing a row block's entries,
     K split over 2..16 CTAs (semaphore and cluster: each adds only its own K range). compressed_ring builds its
     own operands from the planted weights (3 patches a group): its per-row list, staged in shared memory where a
-    tile has at most 64 entries and read from global memory past that (the outlier row and the cluster)."""
+    tile has at most 64 entries and read from global memory past that (the outlier row and the cluster, built
+    without the limit that makes prepare() refuse them)."""
     layer = PROBLEM.layers["o"]
     gen = torch.Generator(device="cuda").manual_seed(11)
     weights = make_weights(PROBLEM, "normal", 12, "cuda")
@@ -180,6 +190,13 @@ def test_planted_overflow_reaches_the_compressed_engines(submission):
     for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
         state = submission.prepare({**weights, "o": w.clone()})
         state.operands["o"][submission.COMPRESSED] = submission.compress(w, "o", patches_per_group=patches)
+        for groups in {cfg[2] for cfg in RING}:  # past the staging too: prepare() would refuse the outlier row and
+            # the cluster (case 2, 3), so build them without the limit, for the kernel's global-memory path
+            ring = submission.ring_operands(w, "o", groups, refuse=False)
+            state.operands["o"][submission.Operand("ring_slots", (groups,))] = ring
+            staged = submission.STAGED_ENTRIES
+            tile_max = int((ring["row_starts"][64::64] - ring["row_starts"][:-1:64]).max())
+            assert (tile_max > staged) == (case >= 2) and ring["entries"].numel() > 0, (case, tile_max)
         assert (
             state.operands["o"][submission.COMPRESSED]["overflow"].numel() > 0
         ), case  # the overflow is not empty
