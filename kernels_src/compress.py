@@ -218,6 +218,13 @@ def _build(w: torch.Tensor, patches_per_group: int) -> dict:
     }
 
 
+def table_scalars(table_words: tuple) -> tuple:
+    """The table's four uint32 words as the two signed int64 call scalars the compressed kernels read (T0 | T1 << 32,
+    T2 | T3 << 32: compressed_gemv.cuh's and compressed_ring.cuh's launchers split them back)."""
+    pairs = ((table_words[0], table_words[1]), (table_words[2], table_words[3]))
+    return tuple((lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in pairs)
+
+
 def footprint(z: dict) -> dict:
     """The bytes of a compressed matrix (compress()'s dict), as bits per weight: payload (the 12-bit stream),
     headers (the groups' 16-byte headers and the 16-byte table), exceptions (overflow entries and bucket

@@ -3,7 +3,7 @@ m <= 32, plain bf16 layers only: its config, rule, operands and launch.
 
 Design and the measurements behind each field: docs/compressed-gemv.md."""
 
-from kernels_src.compress import compress
+from kernels_src.compress import compress, table_scalars
 from kernels_src.engine import (
     CudaConstant,
     DecodeGemv,
@@ -120,12 +120,8 @@ class CompressedGemv(DecodeGemv):
 
     def plan(self, cfg, layer, m, ctx):
         z = ctx.operands[COMPRESSED]  # row blocks outermost in every part: the unpooler's slice is a prefix
-        t = z["table_words"]
         pointers = (z["stream"], z["patches"], z["overflow"], z["overflow_starts"])
-        words = [
-            (lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in (t[:2], t[2:])
-        ]  # as signed int64
-        scalars = (*words, z["overflow"].numel())
+        scalars = (*table_scalars(z["table_words"]), z["overflow"].numel())
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
 
     def candidates(self, layer, m):

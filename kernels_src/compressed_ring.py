@@ -5,7 +5,7 @@ Design and the measurements behind each field: docs/compressed-ring.md."""
 
 import torch
 
-from kernels_src.compress import BUCKET, HEADER_BYTES, CompressionError, compress, unfragment
+from kernels_src.compress import BUCKET, HEADER_BYTES, CompressionError, compress, table_scalars, unfragment
 from kernels_src.engine import (
     SMEM_LIMIT,
     CudaConstant,
@@ -192,13 +192,11 @@ class CompressedRing(DecodeGemv):
 
     def plan(self, cfg, layer, m, ctx):
         r = ctx.operands[self.operands(cfg, layer)[0]]
-        t = r["table_words"]
-        words = [(lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in (t[:2], t[2:])]  # as int64
         entries = r["entries"]
         if entries.numel() == 0:  # a valid address for an empty list (the kernel never reads it then)
             entries = r["row_starts"]
         pointers = (r["slots"], r["row_starts"], r["rows"] if r["rows"].numel() else entries, entries)
-        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, (*words, r["entries"].numel()))
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, (*table_scalars(r["table_words"]), r["entries"].numel()))
 
     def candidates(self, layer, m):
         out = []

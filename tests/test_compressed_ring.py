@@ -210,3 +210,13 @@ def test_a_tile_past_the_staging_is_refused_and_the_layer_keeps_its_other_engine
     assert out[16][0].name == "tma_gemv" and out[32][0].name == "tma_gemv"
     assert "over the 64 compressed_ring stages" in state.refused["unpooler"]
     assert capsys.readouterr().out.count("\n") == 1  # prepare() says it in one line
+
+
+def test_the_table_words_become_the_launchers_two_signed_scalars():
+    from kernels_src.compress import table_scalars
+
+    words = (0x3C3B3A00, 0xBC3D3E3F, 0xFFFFFFFF, 0x80000001)
+    lo, hi = table_scalars(words)
+    assert lo == (0x3C3B3A00 | 0xBC3D3E3F << 32) - (1 << 64) and hi == (0xFFFFFFFF | 0x80000001 << 32) - (1 << 64)
+    assert all(-(1 << 63) <= v < 1 << 63 for v in (lo, hi))
+    assert table_scalars((1, 2, 3, 4)) == (1 | 2 << 32, 3 | 4 << 32)
