@@ -205,6 +205,24 @@ def test_planted_overflow_reaches_the_compressed_engines(submission):
             check(plan, x, w, layer.n, False, (case, *launch))
 
 
+def test_compressed_ring_with_no_overflow_at_all(submission):
+    """Weights whose hi bytes all fit the table (magnitudes in [2^-8, 1], both signs: 10 hi bytes): no exception,
+    so no overflow: the kernel stages nothing and skips the staged barrier, and plan() hands valid addresses for
+    the empty lists."""
+    layer = PROBLEM.layers["o"]
+    gen = torch.Generator(device="cuda").manual_seed(21)
+    weights = make_weights(PROBLEM, "normal", 3, "cuda")
+    sign = torch.where(torch.rand(layer.n, layer.k, generator=gen, device="cuda") < 0.5, -1.0, 1.0)
+    w = (sign * torch.exp2(-8 * torch.rand(layer.n, layer.k, generator=gen, device="cuda"))).to(torch.bfloat16)
+    assert submission.ring_operands(w, "o", 1)["entries"].numel() == 0
+    state = submission.prepare({**weights, "o": w.clone()})
+    wanted = [("o", m, "compressed_ring", cfg) for m in (1, 9, 16, 32) for cfg in RING]
+    wanted = [launch for launch in wanted if admitted(submission, *launch)]
+    assert len(wanted) > 12
+    for launch, plan in zip(wanted, make_plans(submission, state, wanted)):
+        check(plan, make_x(launch[1], layer.k, gen, "cuda"), w, layer.n, False, launch)
+
+
 def test_the_atomic_reduction_leaves_its_tickets_ready_under_graph_replay(submission):
     """The router's atomic split-K on a CUDA graph replayed on fresh x with its output re-poisoned: each launch
     zeroes, adds and leaves the tickets ready for the next, with no clearing launch."""
