@@ -23,7 +23,7 @@ from kernels_src.tma_gemv import TMA_GEMV
 # says so, then the Triton split-K GEMM.
 ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
-# the engines prepare() may find a layer's weights unfit for
+# the engines prepare() may find a layer's weights unfit for (each passed over alone)
 SKIPPABLE = (COMPRESSED_GEMV.name, COMPRESSED_RING.name)
 
 
@@ -100,8 +100,15 @@ def plan_max_m(tables: dict) -> int:
 
 
 def skip_sets(layer) -> tuple:
-    """The engine sets prepare() may have to pass over for `layer`: none, or the compressed engine (refused)."""
-    return ((),) if layer.dual else ((), SKIPPABLE)
+    """The engine sets prepare() may have to pass over for `layer`: none, or any of the compressed engines (each
+    refuses the weights it does not pay for on its own: compress.py's bits, compressed_ring's staging), in the
+    order runtime.layer_routes adds them."""
+    if layer.dual:
+        return ((),)
+    subsets = [()]
+    for name in SKIPPABLE:
+        subsets += [subset + (name,) for subset in subsets]
+    return tuple(subsets)
 
 
 def routes(layers, tables: dict):

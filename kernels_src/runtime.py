@@ -20,7 +20,7 @@ from kernels_src.engine import (
     Layer,
 )
 from kernels_src.packing import split_hi_lo
-from kernels_src.registry import BY_NAME, SKIPPABLE, make_tables, plan_max_m, route, variants
+from kernels_src.registry import BY_NAME, make_tables, plan_max_m, route, variants
 from kernels_src.splitk_gemm import COUNTERS
 
 # Defined ahead of this code in dist/submission.py (templates/submission.py.j2): LAYERS and TABLES (tables/),
@@ -114,18 +114,20 @@ def warm_up(state, layers, weights, made, device) -> None:
 
 def layer_routes(state, layer, tables) -> list:
     """(engine, config) for m = 0 .. top_m of one layer, building each engine's operands on the way. A layer whose
-    weights compress() refuses is routed again without the compressed engine, with one line saying why."""
+    weights a compressed engine refuses is routed again without that engine, with one line saying why."""
     skip = ()
     while True:
         out = [(None, None)] + [route(layer, m, tables, skip) for m in range(1, state.top_m + 1)]
-        try:
-            for engine, cfg in out[1:]:
+        for engine, cfg in out[1:]:
+            try:
                 add_operands(state, engine, cfg, layer)
+            except CompressionError as refused:  # the layer keeps its other engines; the run goes on
+                print(f"prepare: {refused}", flush=True)  # the submission may import only torch, triton, typing
+                state.refused[layer.name] = str(refused)
+                skip += (engine.name,)
+                break
+        else:
             return out
-        except CompressionError as refused:  # the layer keeps its bf16 engines; the run goes on
-            print(f"prepare: {refused}", flush=True)  # the submission may import only torch, triton, typing
-            state.refused[layer.name] = str(refused)
-            skip = SKIPPABLE
 
 
 def add_operands(state, engine, cfg, layer) -> None:

@@ -188,7 +188,10 @@ def test_a_tile_past_the_staging_is_refused_and_the_layer_keeps_its_other_engine
     from generator.problem import load_problem
     from generator.tables import load_tables
 
-    tables = make_tables({name: t.literal() for name, t in load_tables(load_problem()).items()})
+    raw = {name: t.literal() for name, t in load_tables(load_problem()).items()}
+    zgemv = {"warps": 8, "splits": 1, "groups": 1, "pipeline": "batch", "row_blocks": 1, "reduce": "none"}
+    raw["compressed_gemv"]["entries"][("unpooler", 8)] = zgemv  # the register GEMV at m <= 8 beside the ring
+    tables = make_tables(raw)
     layer = Layer("unpooler", 256, 1024, "bfloat16")
     gen = torch.Generator().manual_seed(34)
     w = (torch.randn(256, 1024, generator=gen) / 32).to(torch.bfloat16)
@@ -201,6 +204,7 @@ def test_a_tile_past_the_staging_is_refused_and_the_layer_keeps_its_other_engine
 
     state, out = routes(w)
     assert out[16][0] is COMPRESSED_RING and out[32][0] is COMPRESSED_RING and not state.refused
+    assert out[8][0].name == "compressed_gemv"
     w[70] = scattered(1, 1024, gen)[0]  # a row of ~120 rare hi bytes: hundreds of overflow entries in tile 1
     with pytest.raises(CompressionError) as refused:
         ring_operands(w, "unpooler", 2)
@@ -208,6 +212,7 @@ def test_a_tile_past_the_staging_is_refused_and_the_layer_keeps_its_other_engine
     assert "overflow entries in one 64-row tile, over the 64" in str(refused.value)
     state, out = routes(w)
     assert out[16][0].name == "tma_gemv" and out[32][0].name == "tma_gemv"
+    assert out[8][0].name == "compressed_gemv"  # only the engine that refused is passed over
     assert "over the 64 compressed_ring stages" in state.refused["unpooler"]
     assert capsys.readouterr().out.count("\n") == 1  # prepare() says it in one line
 

@@ -79,12 +79,12 @@ def extra_launches(module):
 
 def table_routes(module):
     """(layer, m, engine, config) of every route the file's tables take at the edges and the judge's m's, with
-    and without the compressed engines (a layer compress() refuses takes the second)."""
+    and without each compressed engine (a layer one of them refuses takes another)."""
     layers, tables = module.problem()
     out = set()
     for layer in layers:
         for m in sorted(set(EDGES) | set(PROBLEM.verify_m) | {33, 100, 129, 255}):
-            for skip in ((), module.SKIPPABLE):
+            for skip in module.skip_sets(layer):
                 engine, cfg = module.route(layer, m, tables, skip)
                 if engine.name != "cublas":
                     out.add((layer.name, m, engine.name, tuple(cfg)))
