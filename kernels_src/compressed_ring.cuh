@@ -11,13 +11,6 @@
 //  * a slot = the tile's four 16-row blocks x G 64-wide K groups of compress.py's stream (1536 bytes a block and
 //    group, warp-load order kept), then their 16-byte headers, packed contiguously: ONE bulk copy of 6208 G bytes,
 //    and x's G boxes (8 NB tokens x 64, 128-byte swizzle) by one tensor copy;
-//  * HALF (tile = half): one CTA = 32 rows x the whole K, so a layer of 4096 rows (pooler) fills 128 SMs instead
-//    of 64. wgmma's M is 64, so a slot's four pieces are the tile's two row blocks at K group 2u (pieces 0-1) and
-//    at 2u + 1 (pieces 2-3), per pair u of the slot's 2 G groups: the same 6208 G bytes, the same decode, warp q
-//    still decodes piece q. x's 2 G boxes land in K order, so boxes 2u and 2u + 1 lie back to back: one K-major B
-//    of 16 NB tokens, one wgmma of N = 16 NB per k step (tma_gemv's half tiles do the same with bf16 tiles). Of
-//    its D, rows 0-31 x box 2u's columns and rows 32-63 x box 2u + 1's are kept: warps 2-3 hand theirs to warps
-//    0-1 after the fold;
 //  * warpgroup g takes the slots i = g (mod WG), so every ring stage belongs to one warpgroup (STAGES % WG == 0)
 //    and each waits for its stages' phases in order. In it, warp q decodes row block q's four fragments a group
 //    (decode_fragment, compressed_gemv.cuh), ORs the header's patches into the registers they name (an exception
@@ -46,11 +39,7 @@ namespace okc {
 constexpr int kZRingGroupBytes = kZFragsPerGroup * sizeof(Frag);  // 1536: one 16-row block x one K group
 __host__ __device__ constexpr int zring_w_bytes(int g) { return 4 * g * (kZRingGroupBytes + kZRingHeaderBytes); }
 __host__ __device__ constexpr int zring_w_pad(int g) { return (zring_w_bytes(g) + 1023) / 1024 * 1024; }
-// x's boxes a slot: one per K group (HALF: the slot covers two K groups per piece pair).
-__host__ __device__ constexpr int zring_boxes(int g, bool half) { return g * (half ? 2 : 1); }
-__host__ __device__ constexpr int zring_stage_bytes(int nb, int g, bool half) {
-    return zring_w_pad(g) + zring_boxes(g, half) * tma_x_bytes(nb);
-}
+__host__ __device__ constexpr int zring_stage_bytes(int nb, int g) { return zring_w_pad(g) + g * tma_x_bytes(nb); }
 // The tile's overflow entries, staged by the stager warp (count > kZRingStagedEntries: none
 // staged, add_overflow reads them from global memory).
 struct ZRingStaged {
@@ -64,12 +53,12 @@ static_assert(sizeof(ZRingStaged) == 4 + 69 * kZRingStagedEntries, "compressed_r
 
 // The ring, then the staged overflow; +1 KB: the dynamic shared memory base is only 16-byte aligned, the 128-byte
 // swizzle of x's boxes needs 1024 (compressed_ring.py, ring_smem, says the same).
-__host__ __device__ constexpr int zring_smem_bytes(int nb, int stages, int g, bool half) {
-    return stages * zring_stage_bytes(nb, g, half) + (int)sizeof(ZRingStaged) + 1024;
+__host__ __device__ constexpr int zring_smem_bytes(int nb, int stages, int g) {
+    return stages * zring_stage_bytes(nb, g) + (int)sizeof(ZRingStaged) + 1024;
 }
 
 struct ZRingArgs {
-    const uint8_t* slots;     // [tiles][K/(64 boxes)] slots of zring_w_bytes(G) (compressed_ring.py, ring_slots)
+    const uint8_t* slots;     // [N/64][K/(64 G)] slots of zring_w_bytes(G) (compressed_ring.py, ring_slots)
     const int* row_starts;    // [N + 1]: row r's overflow entries are [row_starts[r], row_starts[r + 1])
     const int* entry_rows;    // [E] each entry's row
     const uint32_t* entries;  // [E] k | bf16 bits << 16, by row, then k
@@ -93,9 +82,9 @@ __device__ __forceinline__ void fold_sync() {
     asm volatile("bar.sync 5, %0;" ::"n"(WG * kTmaConsumers) : "memory");
 }
 
-// Phase stage, the stager warp: the tile's overflow entries (its `rows` rows from row0) and the x values each meets.
-__device__ __forceinline__ void stage_overflow(const ZRingArgs& a, ZRingStaged& st, int row0, int rows, int lane) {
-    const int s0 = __ldg(a.row_starts + row0), count = __ldg(a.row_starts + row0 + rows) - s0;
+// Phase stage, the stager warp: the tile's overflow entries and the x values each meets.
+__device__ __forceinline__ void stage_overflow(const ZRingArgs& a, ZRingStaged& st, int row0, int lane) {
+    const int s0 = __ldg(a.row_starts + row0), count = __ldg(a.row_starts + row0 + kTmaTileRows) - s0;
     if (lane == 0) st.count = count;
     if (count > kZRingStagedEntries) return;
     for (int j = lane; j < count; j += 32) {
@@ -112,8 +101,8 @@ __device__ __forceinline__ float entry_weight(uint32_t entry) {
     return __bfloat162float(__ushort_as_bfloat16((unsigned short)(entry >> 16)));
 }
 
-// Phase add_overflow, warpgroup 0 (HALF: its warps 0-1): thread t's accumulators are rows rA = 16 warp + lane / 4
-// and rA + 8 of the tile (tma_element); each adds the products of its rows' entries, in the list's order.
+// Phase add_overflow, warpgroup 0: thread t's accumulators are rows rA = 16 warp + lane / 4 and rA + 8 of the tile
+// (tma_element); each adds the products of its rows' entries, in the list's order.
 template <int NB>
 __device__ __forceinline__ void add_overflow(const ZRingArgs& a, const ZRingStaged& st, float (&acc)[4 * NB], int row0,
                                              int t) {
@@ -163,39 +152,35 @@ __device__ __forceinline__ void patch_registers(uint32_t (&a)[4][4], uint32_t p,
 // Threads of a CTA: the consumer warpgroups, the producer warp, the stager warp.
 __host__ __device__ constexpr int zring_threads(int wg) { return tma_threads(wg) + 32; }
 
-template <int NB, int STAGES, int WG, int G, bool HALF>
+template <int NB, int STAGES, int WG, int G>
 __global__ void __launch_bounds__(zring_threads(WG), 1)
     zring_kernel(const __grid_constant__ CUtensorMap x_map, const ZRingArgs a) {
     static_assert(STAGES % WG == 0, "every stage belongs to one warpgroup");
-    static_assert(NB == 1 || NB == 2 || NB == 4, "wgmma_bf16_rs: N = 8, 16 or 32 (HALF: 16, 32 or 64)");
-    constexpr int kAcc = 4 * NB;                    // one x box's accumulators per thread: what is written
-    constexpr int kAccAll = (HALF ? 2 : 1) * kAcc;  // HALF: both boxes of a pair (half of them discarded)
-    constexpr int kBoxes = zring_boxes(G, HALF);
-    constexpr int kStage = zring_stage_bytes(NB, G, HALF), kWBytes = zring_w_bytes(G), kWPad = zring_w_pad(G);
-    constexpr int kSlotK = 64 * kBoxes;
-    constexpr int kTileRows = HALF ? kTmaHalfRows : kTmaTileRows;
+    static_assert(NB == 1 || NB == 2 || NB == 4, "wgmma_bf16_rs: N = 8, 16 or 32");
+    constexpr int kAcc = 4 * NB;
+    constexpr int kStage = zring_stage_bytes(NB, G), kWBytes = zring_w_bytes(G), kWPad = zring_w_pad(G);
+    constexpr int kSlotK = 64 * G;
     constexpr int kXBytes = tma_x_bytes(NB);
     constexpr int kConsumers = WG * kTmaConsumers;
-    constexpr int kFoldFloats = (WG - 1) * kAccAll * kTmaConsumers;  // warpgroups 1.. partials, then HALF's hand-over
-    static_assert((kFoldFloats + (HALF ? kAcc * 64 : 0)) * 4 <= STAGES * kStage, "the fold fits the ring");
+    static_assert(WG * kAcc * kTmaConsumers * 4 <= STAGES * kStage, "the fold fits the ring");
     extern __shared__ uint8_t smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     ZRingStaged& staged = *reinterpret_cast<ZRingStaged*>(ring + STAGES * kStage);
-    const int tile = blockIdx.x, row0 = tile * kTileRows, n_k = a.K / kSlotK;
+    const int tile = blockIdx.x, row0 = tile * kTmaTileRows, n_k = a.K / kSlotK;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint8_t* src = a.slots + (size_t)tile * n_k * kWBytes;
 
-    // Slot i's copies into stage i % STAGES: its weights (one bulk copy) and x's boxes (one tensor copy).
+    // Slot i's copies into stage i % STAGES: its weights (one bulk copy) and x's G boxes (one tensor copy).
     auto issue = [&](int i) {
         const int s = i % STAGES;
         uint8_t* slot = ring + s * kStage;
-        mbar_arrive_expect_tx(&full[s], kWBytes + kBoxes * kXBytes);  // x rows past M count too (as zeros)
+        mbar_arrive_expect_tx(&full[s], kWBytes + G * kXBytes);  // x rows past M count too (as zeros)
         bulk_load_1d(slot, src + (size_t)i * kWBytes, kWBytes, &full[s]);
-        if constexpr (kBoxes == 1)
+        if constexpr (G == 1)
             tma_load_2d(slot + kWPad, &x_map, i * kSlotK, 0, &full[s]);
         else
-            tma_load_3d(slot + kWPad, &x_map, 0, 0, i * kBoxes, &full[s]);
+            tma_load_3d(slot + kWPad, &x_map, 0, 0, i * G, &full[s]);
     };
 
     // Phase start (the producer's lane, before the CTA barrier): full barriers, the first round, empty barriers.
@@ -220,19 +205,18 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
     }
     if (warp == kConsumers / 32 + 1) {  // phase stage: the stager warp
         if (a.n_overflow) {
-            stage_overflow(a, staged, row0, kTileRows, lane);
+            stage_overflow(a, staged, row0, lane);
             __syncwarp();
             staged_arrive();
         }
         return;
     }
 
-    // Phase consume: warpgroup g, slots g, g + WG, ...; warp q decodes piece q (row block q, or HALF: row block
-    // q & 1 at the pair's K group q >> 1).
+    // Phase consume: warpgroup g, slots g, g + WG, ...; warp q decodes row block q.
     const int g = warp >> 2, q = warp & 3;
-    float acc[kAccAll];
+    float acc[kAcc];
 #pragma unroll
-    for (int e = 0; e < kAccAll; ++e) acc[e] = 0.f;
+    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
     const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kWPad);
     for (int i = g; i < n_k; i += WG) {
         const int s = i % STAGES;
@@ -266,13 +250,8 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
 #pragma unroll
         for (int u = 0; u < G; ++u)
 #pragma unroll
-            for (int f = 0; f < 4; ++f) {  // fragment f: K [16 f, 16 f + 16) of its group = 32 bytes along x's row
-                if constexpr (HALF)        // B = boxes 2u and 2u + 1, back to back: 16 NB tokens
-                    wgmma_bf16_rs<2 * NB>(acc, av[u][f],
-                                          desc_plus(x_desc0, (s * kStage + 2 * u * kXBytes + f * 32) / 16));
-                else
-                    wgmma_bf16_rs<NB>(acc, av[u][f], desc_plus(x_desc0, (s * kStage + u * kXBytes + f * 32) / 16));
-            }
+            for (int f = 0; f < 4; ++f)  // fragment f: K [16 f, 16 f + 16) of group u = 32 bytes along x's row
+                wgmma_bf16_rs<NB>(acc, av[u][f], desc_plus(x_desc0, (s * kStage + u * kXBytes + f * 32) / 16));
         wgmma_commit();
         fence_regs(acc);
         wgmma_wait<0>();  // before av changes and before the slot is handed back
@@ -284,54 +263,40 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
     // Phase fold: warpgroups 1.. hand their partials to warpgroup 0 through the idle ring (every copy has landed,
     // every wgmma retired), which adds them in warpgroup order.
     const int t = threadIdx.x % kTmaConsumers;
-    float* fold = reinterpret_cast<float*>(ring);
     if constexpr (WG > 1) {
         fold_sync<WG>();
+        float* fold = reinterpret_cast<float*>(ring);
         if (g > 0) {
 #pragma unroll
-            for (int e = 0; e < kAccAll; ++e) fold[((g - 1) * kAccAll + e) * kTmaConsumers + t] = acc[e];
+            for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * kTmaConsumers + t] = acc[e];
         }
         fold_sync<WG>();
         if (g != 0) return;
         for (int h = 1; h < WG; ++h)
 #pragma unroll
-            for (int e = 0; e < kAccAll; ++e) acc[e] += fold[((h - 1) * kAccAll + e) * kTmaConsumers + t];
+            for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * kTmaConsumers + t];
     }
-    // HALF: row r of the 32 is box 2u's set of warp r / 16 plus box 2u + 1's set of warp 2 + r / 16; warps 2-3 hand
-    // theirs over past the fold's floats (warps 0-1 may still be reading those).
-    float* hand = fold + kFoldFloats;
-    if constexpr (HALF) {
-        if (warp >= 2) {
-#pragma unroll
-            for (int e = 0; e < kAcc; ++e) hand[e * 64 + (t - 64)] = acc[kAcc + e];
-        }
-        consumers_sync();
+    if (a.n_overflow) {  // phase add_overflow
+        staged_wait();
+        add_overflow<NB>(a, staged, acc, row0, t);
     }
-    if (a.n_overflow) staged_wait();  // every thread of warpgroup 0 and the stager warp meet here
-    if (HALF && warp >= 2) return;
-    float sum[kAcc];
-#pragma unroll
-    for (int e = 0; e < kAcc; ++e) sum[e] = HALF ? acc[e] + hand[e * 64 + t] : acc[e];
-    if (a.n_overflow) add_overflow<NB>(a, staged, sum, row0, t);  // phase add_overflow
     // Phase write.
     const TmaGemvArgs w{nullptr, nullptr, a.out, nullptr, nullptr, nullptr, a.M, a.N, a.K, 1, TmaReduce::kSemaphore};
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) tma_write<__nv_bfloat16>(w, row0, t, e, sum[e]);
+    for (int e = 0; e < kAcc; ++e) tma_write<__nv_bfloat16>(w, row0, t, e, acc[e]);
 }
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
 // call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its entries;
 // call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
-template <int NB, int STAGES, int WG, int G, bool HALF>
+template <int NB, int STAGES, int WG, int G>
 const char* launch_compressed_ring(const Call& c) {
     static_assert(tma_ring_depth(STAGES) && STAGES % WG == 0, "compressed_ring.py's rule admits only these rings");
-    static_assert(zring_smem_bytes(NB, STAGES, G, HALF) <= (int)kSmemOptInLimit, "the rule admits only rings that fit");
-    constexpr int kTileRows = HALF ? kTmaHalfRows : kTmaTileRows;
+    static_assert(zring_smem_bytes(NB, STAGES, G) <= (int)kSmemOptInLimit, "the rule admits only rings that fit");
     if (c.M < 1 || c.M > 8 * NB) return "compressed_ring: M does not fit this kernel's column blocks";
-    if (c.N % kTileRows || c.K % (64 * zring_boxes(G, HALF)))
-        return "compressed_ring: N or K does not fit the tile and slot";
+    if (c.N % kTmaTileRows || c.K % (64 * G)) return "compressed_ring: N or K does not fit the tile and slot";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, zring_boxes(G, HALF));
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, G);
     if (err != nullptr) return err;
     ZRingArgs a{};
     a.slots = static_cast<const uint8_t*>(c.operand[0]);
@@ -343,10 +308,9 @@ const char* launch_compressed_ring(const Call& c) {
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.n_overflow = (int)c.scalar[2];
-    auto kernel = zring_kernel<NB, STAGES, WG, G, HALF>;
-    return launch_splits(kernel, dim3(c.N / kTileRows), dim3(zring_threads(WG)),
-                         (size_t)zring_smem_bytes(NB, STAGES, G, HALF), static_cast<cudaStream_t>(c.stream), false,
-                         x_map, a);
+    auto kernel = zring_kernel<NB, STAGES, WG, G>;
+    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(zring_threads(WG)),
+                         (size_t)zring_smem_bytes(NB, STAGES, G), static_cast<cudaStream_t>(c.stream), false, x_map, a);
 }
 
 }  // namespace okc

@@ -16,7 +16,7 @@ from kernels_src.engine import (
     column_blocks,
     config_type,
 )
-from kernels_src.tma_gemv import TILE_ROWS, TMA_STAGES, TMA_TILES
+from kernels_src.tma_gemv import TILE_ROWS, TMA_STAGES
 
 STAGED_ENTRIES = (
     64  # overflow entries a CTA stages in shared memory (more: read from global memory at the end)
@@ -28,20 +28,12 @@ COMPRESSED_RING_FIELDS = (
         "stages",
         int,
         TMA_STAGES,
-        "shared-memory ring slots per CTA, each four 16-row pieces x `groups` K groups (pairs) and x's boxes",
+        "shared-memory ring slots per CTA, each the tile's four row blocks x `groups` K groups and x's boxes",
     ),
     Field(
         "warpgroups", int, RING_WARPGROUPS, "consumer warpgroups, taking alternate slots (stages a multiple)"
     ),
-    Field("groups", int, RING_GROUPS, "64-wide K groups per slot (half tiles: pairs of them)"),
-    Field(
-        "tile",
-        str,
-        TMA_TILES,
-        "full: 64 rows x the whole K per CTA; half: 32 rows, a slot's K groups stacked in pairs as wgmma's 64 rows"
-        " (twice the CTAs: pooler's 4096 rows fill 128 SMs)",
-        "full",
-    ),
+    Field("groups", int, RING_GROUPS, "64-wide K groups per slot"),
 )
 CompressedRingConfig = config_type("CompressedRingConfig", COMPRESSED_RING_FIELDS)
 
@@ -57,41 +49,23 @@ def slot_bytes(groups: int) -> int:
     return 4 * groups * (group_bytes() + HEADER_BYTES)
 
 
-def tile_rows(tile: str) -> int:
-    """Weight rows a CTA owns: 64 (full), or 32 (half)."""
-    return TILE_ROWS if tile == "full" else TILE_ROWS // 2
-
-
-def x_boxes(groups: int, tile: str) -> int:
-    """x's 64-wide boxes a slot meets (compressed_ring.cuh, zring_boxes): one per K group; half tiles stack two
-    K groups per piece pair, so 2 x groups."""
-    return groups * (1 if tile == "full" else 2)
-
-
 def ring_smem(cfg, nb: int) -> int:
     """Dynamic shared memory of a CTA (compressed_ring.cuh, zring_smem_bytes): stages slots (weights padded to
     1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow (ZRingStaged), 1 KB to align."""
     weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
     staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
-    return cfg.stages * (weights + x_boxes(cfg.groups, cfg.tile) * nb * 8 * 128) + staged + 1024
+    return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
 
 
-def ring_slots(z: dict, groups: int, tile: str = "full") -> torch.Tensor:
-    """compress()'s stream and headers as ring slots: uint8 [tiles, slots, 4 pieces x groups x 1536 bytes, then
-    their 4 x groups 16-byte headers], piece q of pair u at (q groups + u). Full tiles: piece q = row block q of
-    the 64-row tile at the slot's K group u. Half tiles (32 rows, 2 x groups K groups a slot): piece q = row block
-    q % 2 at the slot's K group 2u + q // 2, so pieces 0-1 are wgmma's rows 0-31 and pieces 2-3 its rows 32-63
-    (compressed_ring.cuh). Tiles outermost, so the first n rows (the unpooler's slice) are a prefix."""
+def ring_slots(z: dict, groups: int) -> torch.Tensor:
+    """compress()'s stream and headers as ring slots: uint8 [N/64, K/(64 groups), 4 row blocks x groups x 1536
+    bytes, then their 4 x groups 16-byte headers]. Tiles outermost, so the first n rows (the unpooler's slice)
+    are a prefix."""
     rb, g = z["stream"].shape[:2]
-    headers = z["patches"].contiguous().view(torch.uint8)
-    if tile == "full":
-        tiles, slots = rb // 4, g // groups
-        stream = z["stream"].reshape(tiles, 4, slots, groups, group_bytes()).permute(0, 2, 1, 3, 4)
-        headers = headers.reshape(tiles, 4, slots, groups, HEADER_BYTES).permute(0, 2, 1, 3, 4)
-    else:  # [tile, row block, slot, pair u, K group of the pair h] -> [tile, slot, piece q = 2 h + row block, u]
-        tiles, slots = rb // 2, g // (2 * groups)
-        stream = z["stream"].reshape(tiles, 2, slots, groups, 2, group_bytes()).permute(0, 2, 4, 1, 3, 5)
-        headers = headers.reshape(tiles, 2, slots, groups, 2, HEADER_BYTES).permute(0, 2, 4, 1, 3, 5)
+    tiles, slots = rb // 4, g // groups
+    stream = z["stream"].reshape(tiles, 4, slots, groups, group_bytes()).permute(0, 2, 1, 3, 4)
+    headers = z["patches"].contiguous().view(torch.uint8).reshape(tiles, 4, slots, groups, HEADER_BYTES)
+    headers = headers.permute(0, 2, 1, 3, 4)
     parts = (stream.reshape(tiles, slots, -1), headers.reshape(tiles, slots, -1))
     return torch.cat(parts, dim=-1).contiguous().reshape(-1)
 
@@ -109,28 +83,27 @@ def wgmma_columns(device=None) -> torch.Tensor:
     return 16 * f + 2 * (lane & 3) + 8 * (e >> 2) + (e & 1)
 
 
-def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True, tile: str = "full") -> dict:
+def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) -> dict:
     """What compressed_ring reads for a bf16 [N, K] weight: compress() of W with each K group's columns in
-    wgmma_columns order, as ring slots (full or half tiles), and its overflow as a per-row list in natural K.
-    CompressionError (one line) as compress() raises it, or when a tile (a CTA's 64 or 32 rows) has more overflow
-    entries than a CTA stages; refuse=False lifts both limits (the format's exactness alone, for tests)."""
+    wgmma_columns order, as ring slots, and its overflow as a per-row list in natural K. CompressionError (one
+    line) as compress() raises it, or when a 64-row tile has more overflow entries than a CTA stages; refuse=False
+    lifts both limits (the format's exactness alone, for tests)."""
     n, k = w.shape
     columns = wgmma_columns(w.device)
     z = compress(
         w.reshape(n, k // 64, 64)[:, :, columns].reshape(n, k), name, max_bits_per_weight=None if refuse else 1e9
     )
     row_starts, rows, entries = ring_overflow(z, n, k, columns)
-    cta_rows = tile_rows(tile)
-    per_tile = row_starts[cta_rows::cta_rows].to(torch.int64) - row_starts[:-1:cta_rows].to(torch.int64)
+    per_tile = row_starts[TILE_ROWS::TILE_ROWS].to(torch.int64) - row_starts[:-1:TILE_ROWS].to(torch.int64)
     worst = int(per_tile.max()) if per_tile.numel() else 0
     if refuse and worst > STAGED_ENTRIES:
         raise CompressionError(
-            f"{name}: {worst} overflow entries in one {cta_rows}-row tile, over the {STAGED_ENTRIES} compressed_ring"
+            f"{name}: {worst} overflow entries in one 64-row tile, over the {STAGED_ENTRIES} compressed_ring"
             f" stages ({int((per_tile > STAGED_ENTRIES).sum())} of {per_tile.numel()} tiles): serve this layer"
             " with the other engines"
         )
     return {
-        "slots": ring_slots(z, groups, tile),
+        "slots": ring_slots(z, groups),
         "row_starts": row_starts,
         "rows": rows,
         "entries": entries,
@@ -169,7 +142,7 @@ class CompressedRing(DecodeGemv):
     FIELDS = COMPRESSED_RING_FIELDS
     Config = CompressedRingConfig
     launcher = "okc::launch_compressed_ring"
-    template_fields = ("NB", "stages", "warpgroups", "groups", "half")
+    template_fields = ("NB", "stages", "warpgroups", "groups")
 
     @property
     def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
@@ -187,7 +160,7 @@ class CompressedRing(DecodeGemv):
         " 64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's"
         " boxes (one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A"
         " registers, OR the headers' patches in, and multiply by x from shared memory: x crosses into each SM once"
-        " per 64 rows. Half tiles give a CTA 32 rows, a slot's K groups stacked in pairs as wgmma's 64 rows. The overflow is a per-row list a stager warp puts in shared memory while the stream runs; it"
+        " per 64 rows. The overflow is a per-row list a stager warp puts in shared memory while the stream runs; it"
         " is added after the warpgroups' partials are folded. A layer with more overflow in one tile than a CTA"
         " stages keeps its other engines (prepare() says so in one line)."
     )
@@ -196,9 +169,8 @@ class CompressedRing(DecodeGemv):
         if layer.dual:
             return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
         n, k = layer.n_for(m), layer.k
-        rows, slot_k = tile_rows(cfg.tile), 64 * x_boxes(cfg.groups, cfg.tile)
-        if n % rows or k % slot_k:
-            return f"the compressed_ring engine needs N % {rows} == 0 and K % {slot_k} == 0 (tile={cfg.tile}), got N={n} K={k}"
+        if n % TILE_ROWS or k % (64 * cfg.groups):
+            return f"the compressed_ring engine needs N % {TILE_ROWS} == 0 and K % {64 * cfg.groups} == 0, got N={n} K={k}"
         if k > 1 << 16:
             return f"the compressed_ring engine's overflow entries hold k in 16 bits: K <= 65536, got K={k}"
         if cfg.stages % cfg.warpgroups:
@@ -209,16 +181,14 @@ class CompressedRing(DecodeGemv):
         return None
 
     def operands(self, cfg, layer):
-        return (Operand("ring_slots", (cfg.groups, cfg.tile)),)
+        return (Operand("ring_slots", (cfg.groups,)),)
 
     def build_operand(self, operand, parts, layer):
         # CompressionError: prepare() keeps the layer on its bf16 engines
-        groups, tile = operand.shape
-        return ring_operands(parts[0], layer.name, groups, tile=tile)
+        return ring_operands(parts[0], layer.name, operand.shape[0])
 
     def variant(self, cfg, layer, m):
-        template = (column_blocks(m), cfg.stages, cfg.warpgroups, cfg.groups, cfg.tile == "half")
-        return Variant(self.name, template, ())
+        return Variant(self.name, (column_blocks(m), cfg.stages, cfg.warpgroups, cfg.groups), ())
 
     def plan(self, cfg, layer, m, ctx):
         r = ctx.operands[self.operands(cfg, layer)[0]]
@@ -233,10 +203,9 @@ class CompressedRing(DecodeGemv):
         for stages in TMA_STAGES:
             for warpgroups in RING_WARPGROUPS:
                 for groups in RING_GROUPS:
-                    for tile in TMA_TILES:
-                        cfg = CompressedRingConfig(stages=stages, warpgroups=warpgroups, groups=groups, tile=tile)
-                        if self.config_error(cfg, layer, m) is None:
-                            out.append(cfg)
+                    cfg = CompressedRingConfig(stages=stages, warpgroups=warpgroups, groups=groups)
+                    if self.config_error(cfg, layer, m) is None:
+                        out.append(cfg)
         return out
 
 

@@ -184,8 +184,7 @@ __device__ __forceinline__ void wgmma_bf16<32>(float (&d)[128], uint64_t a, uint
 // D[64 x 8NB] += A[64 x 16] . B[16 x 8NB] with A from registers: each warp w of the warpgroup holds rows
 // 16w..16w+15 in mma.sync's m16n8k16 A layout (4 registers), B from shared memory as in wgmma_bf16. The registers
 // are read asynchronously: they must not change until the wgmma's group has been waited for
-// (compressed_ring.cuh decodes 12-bit weights straight into them). N = 64 (NB = 8) is its half tiles' at m = 32:
-// two x boxes of 32 tokens side by side.
+// (compressed_ring.cuh decodes 12-bit weights straight into them).
 template <int NB>
 __device__ __forceinline__ void wgmma_bf16_rs(float (&d)[4 * NB], const uint32_t (&a)[4], uint64_t b);
 
@@ -216,20 +215,6 @@ __device__ __forceinline__ void wgmma_bf16_rs<4>(float (&d)[16], const uint32_t 
         "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
           "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_bf16_rs<8>(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-        "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-        "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 

@@ -1,7 +1,6 @@
 """compressed_ring's operands (kernels_src/compressed_ring.py) are the 12-bit format, losslessly: reading the ring
 slots at the kernel's own offsets (compressed_ring.cuh: piece q, group u of a slot at (q G + u) x 1536, part p at
-+ 512 p, lane at + 16 lane; the headers after the 4 G pieces; a full tile's piece q is row block q at the slot's
-K group u, a half tile's row block q % 2 at K group 2u + q // 2) and decoding them with the kernel's recipe
++ 512 p, lane at + 16 lane; the headers after the 4 G pieces) and decoding them with the kernel's recipe
 (tests/zdecode_model.py), then adding the per-row overflow list as the kernel's add_overflow does, gives back every
 weight's 16 bits, on adversarial matrices; a model of the kernel's arithmetic matches a float64 product."""
 
@@ -25,28 +24,24 @@ from kernels_src.engine import Layer
 from zdecode_model import apply_patches, decode_stream
 from test_compress import SPECIAL_BITS, bf16_of, bits_of, scattered
 
-def read_slots(slots: torch.Tensor, n: int, k: int, groups: int, tile: str = "full"):
+def read_slots(slots: torch.Tensor, n: int, k: int, groups: int):
     """The stream [N/16, K/64, 3, 32, 16] and headers [N/16, K/64, 4] the kernel reads out of the ring slots, at
-    its own offsets: piece q of pair u of slot i is row block (tile, q) at K group G i + u (full tiles), or row block
-    (tile, q % 2) at K group 2 G i + 2 u + q // 2 (half tiles: the rows wgmma's A stacks)."""
-    blocks = 4 if tile == "full" else 2  # row blocks a CTA owns
-    per_pair = 1 if tile == "full" else 2  # K groups a pair covers
-    tiles, n_k = n // (16 * blocks), k // (64 * groups * per_pair)
-    s = slots.reshape(tiles, n_k, slot_bytes(groups))
+    its own offsets."""
+    tiles, n_k = n // 64, k // (64 * groups)
+    per_slot = slot_bytes(groups)
+    s = slots.reshape(tiles, n_k, per_slot)
     stream = torch.empty(n // 16, k // 64, 3, 32, 16, dtype=torch.uint8)
     headers = torch.empty(n // 16, k // 64, 4, dtype=torch.int32)
     for q in range(4):
         for u in range(groups):
-            block, group = (q, u) if tile == "full" else (q % 2, 2 * u + q // 2)
-            rows_at, groups_at = slice(block, None, blocks), slice(group, None, groups * per_pair)
             piece = s[:, :, (q * groups + u) * 1536 : (q * groups + u + 1) * 1536]
             at = 4 * groups * 1536 + (q * groups + u) * 16
             header = s[:, :, at : at + 16].contiguous().view(torch.int32)  # [tiles, n_k, 4]
             for p in range(3):
                 for lane in range(0, 32, 8):  # lane l's 16 bytes at p * 512 + 16 l
                     chunk = piece[:, :, p * 512 + 16 * lane : p * 512 + 16 * (lane + 8)]
-                    stream[rows_at, groups_at, p, lane : lane + 8] = chunk.reshape(tiles, n_k, 8, 16)
-            headers[rows_at, groups_at] = header
+                    stream[q::4, u::groups, p, lane : lane + 8] = chunk.reshape(tiles, n_k, 8, 16)
+            headers[q::4, u::groups] = header
     return stream, headers
 
 
@@ -67,13 +62,13 @@ def wgmma_positions(regs: torch.Tensor, n: int, k: int) -> torch.Tensor:
     return out
 
 
-def ring_decompress(w: torch.Tensor, groups: int, tile: str = "full") -> torch.Tensor:
+def ring_decompress(w: torch.Tensor, groups: int) -> torch.Tensor:
     """The bf16 bits the ring engine's operands stand for, as the kernel meets them: slots read at its offsets,
     decoded and patched, each register put where wgmma takes it; then each overflow entry (row, k | bits << 16)
     put into its place, which must have decoded to 0x0000."""
     n, k = w.shape
-    r = ring_operands(w, "w", groups, refuse=False, tile=tile)
-    stream, headers = read_slots(r["slots"], n, k, groups, tile)
+    r = ring_operands(w, "w", groups, refuse=False)
+    stream, headers = read_slots(r["slots"], n, k, groups)
     bits = wgmma_positions(apply_patches(decode_stream(stream, r["table_words"]), headers), n, k)
     row_starts, rows, entries = r["row_starts"], r["rows"], r["entries"]
     assert int(row_starts[0]) == 0 and int(row_starts[-1]) == entries.numel() == rows.numel()
@@ -88,9 +83,8 @@ def ring_decompress(w: torch.Tensor, groups: int, tile: str = "full") -> torch.T
     return bits.to(torch.int32).to(torch.int16).view(torch.bfloat16)
 
 
-@pytest.mark.parametrize("tile", ["full", "half"])
 @pytest.mark.parametrize("groups", [1, 2])
-def test_ring_slots_and_overflow_are_lossless_on_adversarial_weights(groups, tile):
+def test_ring_slots_and_overflow_are_lossless_on_adversarial_weights(groups):
     gen = torch.Generator().manual_seed(31)
     w = (torch.randn(128, 512, generator=gen) * 0.03).to(torch.bfloat16)
     w[16:32, :256] = scattered(16, 256, gen)  # a block of exceptions: patches and a long overflow
@@ -101,7 +95,7 @@ def test_ring_slots_and_overflow_are_lossless_on_adversarial_weights(groups, til
     w[120, :512] = bf16_of(
         ((hi << 8) | torch.randint(0, 256, (512,), generator=gen)).tolist()
     )  # every hi byte
-    assert torch.equal(bits_of(ring_decompress(w, groups, tile)), bits_of(w))
+    assert torch.equal(bits_of(ring_decompress(w, groups)), bits_of(w))
 
 
 def test_heavy_weights_round_trip_through_the_ring_operands():
@@ -109,18 +103,14 @@ def test_heavy_weights_round_trip_through_the_ring_operands():
     overflow entries in a tile) and the layer keeps its other engines."""
     w = make_weight(256, 2048, "bfloat16", "heavy", torch.Generator().manual_seed(9), "cpu")
     for groups in (1, 2):
-        for tile in ("full", "half"):
-            assert torch.equal(bits_of(ring_decompress(w, groups, tile)), bits_of(w))
+        assert torch.equal(bits_of(ring_decompress(w, groups)), bits_of(w))
     with pytest.raises(CompressionError, match="overflow entries in one 64-row tile"):
         ring_operands(w, "pooler", 2)
-    with pytest.raises(CompressionError, match="overflow entries in one 32-row tile"):
-        ring_operands(w, "pooler", 2, tile="half")
 
 
 def test_every_bf16_bit_pattern_round_trips_through_the_ring():
     w = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).reshape(128, 512)
     assert torch.equal(bits_of(ring_decompress(w, 2)), bits_of(w))
-    assert torch.equal(bits_of(ring_decompress(w, 2, "half")), bits_of(w))
 
 
 def test_the_first_rows_are_a_prefix_of_the_operands():
@@ -135,21 +125,20 @@ def test_the_first_rows_are_a_prefix_of_the_operands():
     cut = int(z["overflow_starts"][4 * groups])
     first = dict(z, stream=z["stream"][:4], patches=z["patches"][:4])
     first.update(overflow_starts=z["overflow_starts"][: 4 * groups + 1], overflow=z["overflow"][:cut])
-    for tile in ("full", "half"):
-        slots = ring_slots(first, 1, tile)
-        assert torch.equal(ring_slots(z, 1, tile)[: slots.numel()], slots)
+    slots = ring_slots(first, 2)
+    assert torch.equal(ring_slots(z, 2)[: slots.numel()], slots)
     starts, rows, entries = ring_overflow(z, 256, 256, wgmma_columns())
     starts64, _, entries64 = ring_overflow(first, 64, 256, wgmma_columns())
     assert entries64.numel() > 3 and torch.equal(starts[:65], starts64)
     assert torch.equal(entries[: entries64.numel()], entries64)
 
 
-def model_output(w: torch.Tensor, x: torch.Tensor, groups: int, tile: str) -> torch.Tensor:
+def model_output(w: torch.Tensor, x: torch.Tensor, groups: int) -> torch.Tensor:
     """The kernel's sum in float64: the slots' decoded and patched registers where wgmma takes them, times x, then
     each row's overflow entries in list order (add_overflow)."""
     n, k = w.shape
-    r = ring_operands(w, "w", groups, refuse=False, tile=tile)
-    stream, headers = read_slots(r["slots"], n, k, groups, tile)
+    r = ring_operands(w, "w", groups, refuse=False)
+    stream, headers = read_slots(r["slots"], n, k, groups)
     bits = wgmma_positions(apply_patches(decode_stream(stream, r["table_words"]), headers), n, k)
     streamed = bits.to(torch.int32).to(torch.int16).view(torch.bfloat16).double()
     out = x.double() @ streamed.T
@@ -165,8 +154,8 @@ def test_the_kernel_arithmetic_matches_float64_on_heavy_weights():
     w = make_weight(128, 1024, "bfloat16", "heavy", gen, "cpu")
     x = torch.randn(17, 1024, generator=gen).to(torch.bfloat16)
     ref = x.double() @ w.double().T
-    for groups, tile in ((1, "full"), (2, "full"), (1, "half"), (2, "half")):
-        out = model_output(w, x, groups, tile)
+    for groups in (1, 2):
+        out = model_output(w, x, groups)
         assert torch.allclose(out, ref, rtol=1e-12, atol=1e-9 * float(ref.abs().max()))
 
 
@@ -184,23 +173,10 @@ def test_the_rule_counts_the_ring_and_refuses_in_one_line():
     assert "K <= 65536" in COMPRESSED_RING.config_error(ok, wide, 16)  # an entry's k is 16 bits
     # the ring and ZRingStaged (4 + 69 bytes an entry: compressed_ring.cuh asserts the same size)
     assert ring_smem(ok, 4) == 8 * (13312 + 2 * 4096) + 4 + 69 * STAGED_ENTRIES + 1024
-    # what sweep times at m = 32: every depth that fits, 1 / 2 / 4 warpgroups, 1 or 2 groups a slot, both tiles
+    # what sweep times at m = 32: every depth that fits, 1 / 2 / 4 warpgroups, 1 or 2 groups a slot
     got = {tuple(c) for c in COMPRESSED_RING.candidates(unpooler, 32)}
-    assert (8, 4, 2, "full") in got and (16, 4, 1, "full") in got
-    assert (12, 4, 2, "full") not in got and (6, 4, 1, "full") not in got
-    # half tiles meet twice x's boxes a slot: 8 stages of 2 groups at m = 32 no longer fit, 8 of 1 group do
-    half = CompressedRingConfig(stages=8, warpgroups=4, groups=2, tile="half")
-    assert ring_smem(half, 4) == 8 * (13312 + 4 * 4096) + 4 + 69 * STAGED_ENTRIES + 1024
-    assert "bytes of shared memory" in COMPRESSED_RING.config_error(half, unpooler, 32)
-    assert COMPRESSED_RING.config_error(half, unpooler, 16) is None
-    assert (8, 4, 1, "half") in got and (8, 4, 2, "half") not in got
-    assert len(got) == 28 + 22
-    # a half tile owns 32 rows and a slot 128 x groups of K
-    odd = Layer("odd", 96, 4096, "bfloat16")
-    assert COMPRESSED_RING.config_error(half._replace(stages=4), odd, 16) is None
-    assert "N % 64 == 0" in COMPRESSED_RING.config_error(half._replace(stages=4, tile="full"), odd, 16)
-    short = Layer("short", 256, 192, "bfloat16")
-    assert "K % 256 == 0 (tile=half)" in COMPRESSED_RING.config_error(half._replace(stages=4), short, 16)
+    assert (8, 4, 2) in got and (16, 4, 1) in got and (12, 4, 2) not in got and (6, 4, 1) not in got
+    assert len(got) == 28
 
 
 def test_a_tile_past_the_staging_is_refused_and_the_layer_keeps_its_other_engines(capsys):

@@ -34,9 +34,8 @@ COMPRESSED += [
     (8, 2, 2, "batch", 1, "semaphore"),
     (4, 8, 1, "batch", 4, "cluster"),
 ]
-# compressed_ring: every warpgroup count and slot width, shallow and deep rings, full and half tiles
-RING = [(8, 4, 2, "full"), (4, 4, 1, "full"), (16, 4, 1, "full"), (2, 1, 1, "full"), (4, 2, 2, "full")]
-RING += [(12, 2, 1, "full"), (8, 4, 2, "half"), (12, 4, 1, "half"), (2, 1, 1, "half"), (6, 2, 2, "half")]
+# compressed_ring: every warpgroup count and slot width, shallow and deep rings
+RING = [(8, 4, 2), (4, 4, 1), (16, 4, 1), (2, 1, 1), (4, 2, 2), (12, 2, 1)]
 ATOMIC = [(16, s, 1, "double", r, "atomic_out") for s in (2, 4, 8, 16) for r in (1, 2)]
 ATOMIC += [
     (8, 8, 4, "batch", 1, "atomic_out"),
@@ -191,12 +190,12 @@ def test_planted_overflow_reaches_the_compressed_engines(submission):
     for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
         state = submission.prepare({**weights, "o": w.clone()})
         state.operands["o"][submission.COMPRESSED] = submission.compress(w, "o", patches_per_group=patches)
-        for groups, tile in {cfg[2:] for cfg in RING}:  # past the staging too: prepare() would refuse the outlier
-            # row and the cluster (case 2, 3), so build them without the limit, for the kernel's global-memory path
-            ring = submission.ring_operands(w, "o", groups, refuse=False, tile=tile)
-            state.operands["o"][submission.Operand("ring_slots", (groups, tile))] = ring
-            staged, rows = submission.STAGED_ENTRIES, 64 if tile == "full" else 32
-            tile_max = int((ring["row_starts"][rows::rows] - ring["row_starts"][:-1:rows]).max())
+        for groups in {cfg[2] for cfg in RING}:  # past the staging too: prepare() would refuse the outlier row and
+            # the cluster (case 2, 3), so build them without the limit, for the kernel's global-memory path
+            ring = submission.ring_operands(w, "o", groups, refuse=False)
+            state.operands["o"][submission.Operand("ring_slots", (groups,))] = ring
+            staged = submission.STAGED_ENTRIES
+            tile_max = int((ring["row_starts"][64::64] - ring["row_starts"][:-1:64]).max())
             assert (tile_max > staged) == (case >= 2) and ring["entries"].numel() > 0, (case, tile_max)
         assert (
             state.operands["o"][submission.COMPRESSED]["overflow"].numel() > 0
