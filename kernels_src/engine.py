@@ -15,8 +15,9 @@ from typing import NamedTuple
 
 # Dynamic shared memory a block may take: Hopper's 227 KB less 1 KB for the kernels' static variables.
 SMEM_LIMIT = 226 * 1024
-# The split-K workspace every engine shares (one launch at a time), in floats: 32 MB.
-WORKSPACE_FLOATS = 8 * 1024 * 1024
+# The split-K workspace every engine shares (one launch at a time), in floats: 36 MB (persistent_gemm's 128 x 256
+# partials of 132 CTAs take 33 MB).
+WORKSPACE_FLOATS = 9 * 1024 * 1024
 # The zeroed fp32 accumulator of the accumulator split-K reductions (tma_gemm, splitk_gemm), in floats: every
 # launch leaves it zero (8 MB: a 256-token tile of 8192 rows).
 ACCUMULATOR_FLOATS = 256 * 8192

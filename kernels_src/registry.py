@@ -13,15 +13,16 @@ from kernels_src.compressed_ring import COMPRESSED_RING
 from kernels_src.cublas import CUBLAS
 from kernels_src.engine import PLAN_MAX_M, SHARED_CUDA_CONSTANTS
 from kernels_src.mma_gemv import MMA_GEMV
+from kernels_src.persistent_gemm import PERSISTENT_GEMM
 from kernels_src.splitk_gemm import SPLITK_GEMM
 from kernels_src.tma_gemm import TMA_GEMM
 from kernels_src.tma_gemv import TMA_GEMV
 
 # Precedence: the compressed engines stream the fewest bytes (the register GEMV, then the ring, where each table
 # says so); the TMA GEMV leads where its table says so; the
-# mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the TMA GEMM leads where its table
-# says so, then the Triton split-K GEMM.
-ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, TMA_GEMM, SPLITK_GEMM)
+# mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the persistent GEMM, then the TMA
+# GEMM, then the Triton split-K GEMM, each where its table says so.
+ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, PERSISTENT_GEMM, TMA_GEMM, SPLITK_GEMM)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
 # the engines prepare() may find a layer's weights unfit for (each passed over alone)
 SKIPPABLE = (COMPRESSED_GEMV.name, COMPRESSED_RING.name)

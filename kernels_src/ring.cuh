@@ -36,9 +36,11 @@ struct RingBarriers {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], consumer_arrivals);
         fence_mbarrier_init();
     }
-    // Producer: wait until the slot's previous round has been handed back, then announce `bytes` to land on it.
+    // Producer: wait until the slot's previous round has been handed back (wait_free); acquire also announces
+    // `bytes` to land on it (the one producer arrival).
+    __device__ __forceinline__ void wait_free(int slot, uint32_t phase) { mbar_wait(&empty[slot], phase ^ 1); }
     __device__ __forceinline__ uint64_t* acquire(int slot, uint32_t phase, uint32_t bytes) {
-        mbar_wait(&empty[slot], phase ^ 1);
+        wait_free(slot, phase);
         mbar_arrive_expect_tx(&full[slot], bytes);
         return &full[slot];
     }

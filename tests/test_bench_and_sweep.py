@@ -192,7 +192,7 @@ def test_wrong_sweep_calls_are_refused_in_one_line_on_any_machine():
         ),
         (
             ["--engine", "gemv"],
-            "--engine gemv: one of compressed_gemv, compressed_ring, tma_gemv, mma_gemv, tma_gemm, splitk_gemm",
+            "--engine gemv: one of " + ", ".join(engine.name for engine in registry.ENGINES),
         ),
         (["--engine", "splitk_gemm", "--m", "8"], "the splitk_gemm engine does not serve m=8"),
     ]:

@@ -287,8 +287,8 @@ BREAKAGES = {
     ),
     "missing source file": (
         "kernels_src/sources.yaml",
-        "compressed_ring.cuh]",
-        "compressed_ring.cuh, missing.cuh]",
+        "persistent_gemm.cuh]",
+        "persistent_gemm.cuh, missing.cuh]",
         r"kernels_src/sources\.yaml:\d+: missing\.cuh: no such file in kernels_src/",
     ),
     "undefined template variable": (

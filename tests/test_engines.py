@@ -32,8 +32,11 @@ def mma(**fields):
     return MmaGemvConfig(**fields)
 
 
-def tables(mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None, gemm=None, ring=None):
+def tables(
+    mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None, gemm=None, ring=None, persistent=None
+):
     return {
+        "persistent_gemm": Table(persistent or {}, {}),
         "compressed_gemv": Table(compressed or {}, {}),
         "compressed_ring": Table(ring or {}, {}),
         "tma_gemv": Table(tma or {}, {}),
@@ -101,7 +104,15 @@ def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
 
 def test_the_registry_is_the_only_list_of_engines():
     names = [engine.name for engine in registry.ENGINES]
-    assert names == ["compressed_gemv", "compressed_ring", "tma_gemv", "mma_gemv", "tma_gemm", "splitk_gemm"]
+    assert names == [
+        "compressed_gemv",
+        "compressed_ring",
+        "tma_gemv",
+        "mma_gemv",
+        "persistent_gemm",
+        "tma_gemm",
+        "splitk_gemm",
+    ]
     assert set(registry.BY_NAME) == set(names) | {"cublas"}
     for engine in registry.ENGINES:
         assert (REPO_ROOT / "tables" / engine.table_file).is_file(), engine.table_file

@@ -1,5 +1,5 @@
-"""Probes on the H200 (generator/probes/): `probe-intake` (one hardware limit) and `probe-slots` (one kernel, slot
-by slot)."""
+"""Probes on the H200 (generator/probes/): `probe-intake` (one hardware limit), `probe-slots` (one kernel, slot
+by slot) and `probe-gemm` (persistent_gemm on a plain large GEMM against cuBLAS)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from generator.cli.app import FILE_ARGUMENT, fail, main, require_gpu
+from generator.cli.app import DIST, FILE_ARGUMENT, fail, main, require_gpu
+from generator.judge.loader import SubmissionLoadError, load_submission
 
 
 @main.command("probe-intake")
@@ -61,5 +62,47 @@ def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
     except slot_stamps.ProbeError as exc:
         fail(str(exc))
     click.echo(slot_stamps.table(rows))
+    if json_path is not None:
+        json_path.write_text(json.dumps([row._asdict() for row in rows], indent=1) + "\n")
+
+
+@main.command("probe-gemm")
+@click.argument("sizes", nargs=3, type=click.IntRange(min=1))
+@click.option(
+    "--file",
+    "file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DIST,
+    show_default=True,
+    help="The submission file whose build is timed.",
+)
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    help="rows,tokens,stages,ctas of persistent_gemm (repeatable) [default: four for large GEMMs].",
+)
+@click.option(
+    "--reps", type=click.IntRange(min=1), default=30, show_default=True, help="Timed replays of each."
+)
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows."
+)
+def probe_gemm(sizes, file: Path, configs, reps: int, json_path: Path | None) -> None:
+    """persistent_gemm on a plain GEMM of SIZES = M N K (bf16 in and out) against cuBLAS in the same run, cold
+    and warm, each config checked against an fp32 reference first (a markdown table)."""
+    from generator.probes import gemm
+
+    try:
+        parsed = [gemm.parse_config(text) for text in configs] or list(gemm.DEFAULT_CONFIGS)
+    except gemm.ProbeError as exc:
+        fail(str(exc))
+    require_gpu("probe-gemm")
+    try:
+        module = load_submission(file)
+        rows = gemm.run(module, *sizes, parsed, reps)
+    except (SubmissionLoadError, gemm.ProbeError) as exc:
+        fail(str(exc))
+    click.echo(gemm.table(rows))
     if json_path is not None:
         json_path.write_text(json.dumps([row._asdict() for row in rows], indent=1) + "\n")

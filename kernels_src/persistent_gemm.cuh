@@ -1,0 +1,396 @@
+// Persistent warp-specialized GEMM (engine persistent_gemm): out[M, N] = x[M, K] . W[N, K]^T, weights as wgmma's A
+// (ROWS a tile, packed 8 KB tiles by bulk copy), x as its B (TOKENS a tile, by TMA). A CTA per SM walks its share of
+// the (tile, k-block) space: whole tiles first, then an even slice of the rest (stream-K). Two producer lanes feed
+// the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or store a partial one;
+// the CTAs of a stream-K tile then each sum a share of its partials. Design and figures: docs/persistent-gemm.md.
+#pragma once
+#include "ring.cuh"
+#include "tma_gemv.cuh"  // bf16_rows_map
+
+namespace okc {
+
+constexpr int kGemmConsumers = 2;  // consumer warpgroups; the producer is warpgroup 0
+constexpr int kGemmThreads = 128 * (1 + kGemmConsumers);
+constexpr int kGemmSlotK = 64;        // K per ring slot: one 128-byte swizzle row of bf16
+constexpr int kGemmTileBytes = 8192;  // a packed 64 x 64 weight tile
+constexpr int kGemmBothBarrier = kWarpgroupBarrier + kGemmConsumers;  // both consumer warpgroups
+
+struct GemmArgs {
+    const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] pre-swizzled 8 KB blocks
+    const uint8_t* w2;  // the router's lo tiles (DUAL), else w
+    void* out;          // [M, N]: bf16, or fp32 (DUAL)
+    float* ws;          // stream-K partials: [CTA][its first, last unit][warpgroup][ROWS / 2 x TOKENS] fp32
+    int* sem;           // arrivals and departures per stream-K tile and warpgroup; 0 between launches
+    int M, N, K, ctas;
+};
+
+template <int ROWS, int TOKENS, int STAGES, bool DUAL>
+struct GemmShape {
+    static constexpr int kRows = ROWS, kTokens = TOKENS, kStages = STAGES;
+    static constexpr bool kDual = DUAL;
+    using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
+    static constexpr int kRowsPerGroup = ROWS / kGemmConsumers;  // a consumer warpgroup's rows: 64 or 128
+    static constexpr int kBlocks = kRowsPerGroup / 64;           // its m64 wgmmas per k16 step
+    static constexpr int kNB = TOKENS / 8;                       // 8-token blocks: wgmma N = TOKENS
+    static constexpr int kAcc = 4 * kNB;                         // fp32 accumulators a thread per m64 block
+    static constexpr int kWBytes = ROWS * kGemmSlotK * 2;
+    static constexpr int kXOffset = kWBytes * (DUAL ? 2 : 1);
+    static constexpr int kXBytes = TOKENS * kGemmSlotK * 2;
+    static constexpr int kStage = kXOffset + kXBytes;
+    static constexpr int kOutBytes = DUAL ? 4 : 2;
+    static constexpr int kChunk = 8192 / (kRowsPerGroup * kOutBytes);   // tokens staged at a time: 8 KB of output
+    static constexpr int kStagePitch = kRowsPerGroup + 16 / kOutBytes;  // a staged token row (+16 bytes: banks)
+    static constexpr int kStageOut = kChunk * kStagePitch * kOutBytes;  // a warpgroup's staging bytes
+    static constexpr int kPartial = kBlocks * kNB * 128;                // float4s of a warpgroup's partial tile
+    static constexpr int kShareBlocks = kNB / 2;  // token blocks of a stream-K share at most (>= 2 participants)
+    static constexpr int kSmem = STAGES * kStage + kGemmConsumers * kStageOut + 1024;  // +1 KB: swizzle alignment
+    static_assert(kBlocks * kAcc <= 128, "a consumer thread holds at most 128 accumulators");
+    static_assert(kSmem <= (int)kSmemOptInLimit, "the ring and the staging fit shared memory");
+};
+
+// A CTA's work, unit by unit: k-blocks [k_begin, k_end) of one tile. CTA c takes whole tiles c, c + ctas, ... for
+// as many full waves as there are, then its even share of the remaining tiles' k-blocks, cut at tile edges.
+struct GemmUnit {
+    int tile, k_begin, k_end;
+};
+
+struct GemmSchedule {
+    int k_blocks, ctas, cta, whole_waves, whole_tiles, next_wave;
+    long long rest, at, end;  // the stream-K k-blocks past the whole tiles; this CTA's range of them
+
+    __device__ __forceinline__ GemmSchedule(int tiles, int k_blocks_, int ctas_, int cta_)
+        : k_blocks(k_blocks_), ctas(ctas_), cta(cta_), whole_waves(tiles / ctas_), next_wave(0) {
+        whole_tiles = whole_waves * ctas;
+        rest = (long long)(tiles - whole_tiles) * k_blocks;
+        at = begin_of(cta), end = begin_of(cta + 1);
+    }
+    // Where CTA c's stream-K range begins, and which CTA's range holds k-block p (each holds >= 1: the rule).
+    __device__ __forceinline__ long long begin_of(int c) const { return rest * c / ctas; }
+    __device__ __forceinline__ int owner(long long p) const { return (int)(((p + 1) * ctas + rest - 1) / rest) - 1; }
+    __device__ __forceinline__ bool next(GemmUnit& u) {
+        if (next_wave < whole_waves) {
+            u = GemmUnit{cta + ctas * next_wave++, 0, k_blocks};
+            return true;
+        }
+        if (at >= end) return false;
+        const int in_tile = (int)(at % k_blocks);
+        const int len = (int)min((long long)(k_blocks - in_tile), end - at);
+        u = GemmUnit{whole_tiles + (int)(at / k_blocks), in_tile, in_tile + len};
+        at += len;
+        return true;
+    }
+};
+
+// Phase 1, two producer lanes in two warps (one issuer took in ~60 GB/s a SM, docs/persistent-gemm.md): lane 0 of
+// warp 0 announces each slot's bytes and copies its weight tiles, lane 0 of warp 1 copies its x box (the
+// barrier's pending arrival keeps the slot from completing before the announcement, whichever lands first).
+template <class S, bool WEIGHTS>
+__device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uint8_t* slots, const CUtensorMap* x_map,
+                                             const GemmArgs& a, int row_tiles) {
+    const int k_blocks = a.K / kGemmSlotK;
+    const uint64_t x_policy = l2_evict_last();  // x is read by every row tile
+    GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
+    RingCursor<S::kStages> cursor;
+    GemmUnit u;
+    while (schedule.next(u)) {
+        const int row64 = (u.tile % row_tiles) * S::kRows / 64, token0 = (u.tile / row_tiles) * S::kTokens;
+        for (int kb = u.k_begin; kb < u.k_end; ++kb, cursor.advance()) {
+            uint8_t* slot = slots + cursor.slot * S::kStage;
+            if constexpr (WEIGHTS) {
+                uint64_t* full = ring.acquire(cursor.slot, cursor.phase, S::kStage);  // x rows past M land as zeros
+#pragma unroll
+                for (int r = 0; r < S::kRows / 64; ++r) {
+                    const size_t tile = ((size_t)(row64 + r) * k_blocks + kb) * kGemmTileBytes;
+                    bulk_load_1d(slot + r * kGemmTileBytes, a.w + tile, kGemmTileBytes, full);
+                    if constexpr (S::kDual)
+                        bulk_load_1d(slot + S::kWBytes + r * kGemmTileBytes, a.w2 + tile, kGemmTileBytes, full);
+                }
+            } else {
+                ring.wait_free(cursor.slot, cursor.phase);
+                tma_load_2d_hint(slot + S::kXOffset, x_map, kb * kGemmSlotK, token0, &ring.full[cursor.slot], x_policy);
+            }
+        }
+    }
+}
+
+// Phase 2 (a consumer warpgroup): one unit's k-blocks into acc, one slot's wgmmas in flight while the next lands.
+template <class S, int G>
+__device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, RingCursor<S::kStages>& cursor,
+                                              uint8_t* slots, const GemmUnit& u, float (&acc)[S::kBlocks][S::kAcc],
+                                              int lane) {
+#pragma unroll
+    for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+        for (int e = 0; e < S::kAcc; ++e) acc[b][e] = 0.f;
+    const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * S::kRowsPerGroup * 128);
+    const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + S::kXOffset);
+    int held = -1;  // the slot whose wgmmas are in flight
+    for (int kb = u.k_begin; kb < u.k_end; ++kb, cursor.advance()) {
+        ring.wait_full(cursor.slot, cursor.phase);
+        const uint32_t slot = cursor.slot * (S::kStage / 16);
+#pragma unroll
+        for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kGemmSlotK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled row
+            const uint64_t x = desc_plus(x_desc0, slot + kk * 2);
+#pragma unroll
+            for (int b = 0; b < S::kBlocks; ++b) {
+                const uint32_t w = slot + b * kGemmTileBytes / 16 + kk * 2;
+                wgmma_bf16<S::kNB>(acc[b], desc_plus(w_desc0, w), x);
+                if constexpr (S::kDual) wgmma_bf16<S::kNB>(acc[b], desc_plus(w_desc0, w + S::kWBytes / 16), x);
+            }
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (held >= 0 && lane == 0) ring.release(held);
+        held = cursor.slot;
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
+    if (held >= 0 && lane == 0) ring.release(held);
+}
+
+// Accumulator e of m64 block b of consumer thread t (0..127) in the wgmma D layout: its row of the warpgroup's
+// rows and its token among the 8-token blocks the accumulators cover.
+__device__ __forceinline__ int gemm_row(int t, int b, int e) {
+    return b * 64 + (t >> 5) * 16 + ((t & 31) >> 2) + ((e & 2) ? 8 : 0);
+}
+__device__ __forceinline__ int gemm_token(int t, int e) { return (e >> 2) * 8 + (t & 3) * 2 + (e & 1); }
+
+// Phase 3a: the warpgroup's rows x the first `blocks` 8-token blocks of v (tokens token0 ..), S::kChunk tokens at a
+// time through its staging buffer, out in whole 16-byte pieces of token rows.
+template <class S, int G, int NB>
+__device__ __forceinline__ void gemm_write(const GemmArgs& a, uint8_t* staging, int row0, int token0,
+                                           const float (&v)[S::kBlocks][4 * NB], int blocks, int t) {
+    using OutT = typename S::OutT;
+    constexpr int kPieces = S::kRowsPerGroup * S::kOutBytes / 16;  // 16-byte pieces a staged token row
+    constexpr int kChunks = (8 * NB + S::kChunk - 1) / S::kChunk;
+    OutT* stage = reinterpret_cast<OutT*>(staging);
+    OutT* out = static_cast<OutT*>(a.out);
+    const int tokens = min(8 * blocks, a.M - token0);
+#pragma unroll
+    for (int chunk = 0; chunk < kChunks; ++chunk) {
+        if (chunk * S::kChunk >= tokens) break;  // uniform: every thread skips the chunk's barriers
+#pragma unroll
+        for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+            for (int i = 0; i < S::kChunk / 2 && chunk * S::kChunk / 2 + i < 4 * NB; ++i) {
+                const int e = chunk * S::kChunk / 2 + i;  // a chunk's accumulators: S::kChunk / 8 blocks of 4
+                store_out(stage + (gemm_token(t, e) - chunk * S::kChunk) * S::kStagePitch + gemm_row(t, b, e), v[b][e]);
+            }
+        named_barrier_sync<kWarpgroupBarrier + G, 128>();
+        for (int c = t; c < S::kChunk * kPieces; c += 128) {
+            const int token = chunk * S::kChunk + c / kPieces, piece = c % kPieces * 16 / S::kOutBytes;
+            if (token < tokens)
+                *reinterpret_cast<uint4*>(out + (size_t)(token0 + token) * a.N + row0 + piece) =
+                    *reinterpret_cast<const uint4*>(stage + (c / kPieces) * S::kStagePitch + piece);
+        }
+        named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the staging is free again
+    }
+}
+
+// Phase 3b, a stream-K unit: its partial into the workspace slot of (this CTA, first or last unit, warpgroup),
+// thread-major so a warp stores 512 contiguous bytes, then counted in on the tile's arrivals.
+template <class S, int G>
+__device__ __forceinline__ void gemm_store_partial(const GemmArgs& a, int slot, int* arrivals,
+                                                   const float (&acc)[S::kBlocks][S::kAcc], int t) {
+    float4* mine = reinterpret_cast<float4*>(a.ws) + (size_t)slot * S::kPartial + t;
+#pragma unroll
+    for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+        for (int j = 0; j < S::kNB; ++j)
+            __stcg(mine + (b * S::kNB + j) * 128,
+                   make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
+    __threadfence();  // the partial is visible device-wide before this warpgroup counts itself in
+    asm volatile("fence.proxy.async.global;" ::: "memory");  // and to the bulk copies that will read it
+    named_barrier_sync<kWarpgroupBarrier + G, 128>();
+    if (t == 0) atomicAdd(arrivals, 1);
+}
+
+__device__ __forceinline__ int load_acquire(const int* p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// What a participant of a stream-K tile reduces: its token blocks, and where the participants' partials lie.
+struct GemmShare {
+    int first, count;     // the participating CTAs: first .. first + count - 1
+    int block0, blocks;   // this CTA's token blocks of the tile
+    const float4* parts;  // the first participant's slot; the others' follow a CTA apart
+    int lead;             // float4s from parts to the first participant's slot (its last unit's: + 1 slot)
+};
+
+template <class S, int G>
+__device__ __forceinline__ GemmShare gemm_share(const GemmArgs& a, const GemmSchedule& schedule, int tile_sk) {
+    GemmShare s;
+    const long long k0 = (long long)tile_sk * schedule.k_blocks;
+    s.first = schedule.owner(k0), s.count = schedule.owner(k0 + schedule.k_blocks - 1) - s.first + 1;
+    const int share = schedule.cta - s.first;
+    s.block0 = S::kNB * share / s.count, s.blocks = S::kNB * (share + 1) / s.count - s.block0;
+    s.parts = reinterpret_cast<const float4*>(a.ws) + (size_t)(s.first * 2 * kGemmConsumers + G) * S::kPartial;
+    s.lead = schedule.begin_of(s.first) < k0 ? kGemmConsumers * S::kPartial : 0;
+    return s;
+}
+
+// Phase 4, after every unit of the CTA: the participants' partials of this CTA's token blocks come into the idle
+// ring by bulk copies, as many participants a round as fit (one L2 round trip each; loads one by one took o m = 128
+// from 13 to 26 us), summed in CTA order (deterministic) and written out once all have arrived (a cooperative
+// launch: they are all resident). The last to leave resets the tile's counters for the next launch.
+template <class S, int G>
+__device__ __forceinline__ void gemm_reduce_share(const GemmArgs& a, const GemmSchedule& schedule, int tile_sk,
+                                                  int row_tiles, uint8_t* buffer, uint64_t* bar, uint32_t& phase,
+                                                  uint8_t* staging, int t) {
+    constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;  // this warpgroup's half of the ring
+    constexpr int kStride = 2 * kGemmConsumers * S::kPartial;         // float4s from one CTA's slots to the next's
+    const GemmShare s = gemm_share<S, G>(a, schedule, tile_sk);
+    int* arrivals = a.sem + (tile_sk * kGemmConsumers + G) * 2;
+    if (t == 0) {
+        while (load_acquire(arrivals) < s.count) __nanosleep(64);
+        asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk copies read what was acquired
+    }
+    named_barrier_sync<kWarpgroupBarrier + G, 128>();
+    float sum[S::kBlocks][4 * S::kShareBlocks];
+#pragma unroll
+    for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+        for (int e = 0; e < 4 * S::kShareBlocks; ++e) sum[b][e] = 0.f;
+    const int slice = s.blocks * 128 * 16;  // bytes of one participant's m64 block of the share
+    const int batch = s.blocks ? max(1, kBuffer / (slice * S::kBlocks)) : s.count;
+    for (int c0 = 0; c0 < s.count && s.blocks; c0 += batch) {
+        const int n = min(batch, s.count - c0);
+        if (t == 0) {
+            mbar_arrive_expect_tx(bar, n * S::kBlocks * slice);
+            for (int c = c0; c < c0 + n; ++c)
+                for (int b = 0; b < S::kBlocks; ++b)
+                    bulk_load_1d(buffer + ((c - c0) * S::kBlocks + b) * slice,
+                                 s.parts + (c ? (size_t)c * kStride : s.lead) + (b * S::kNB + s.block0) * 128, slice,
+                                 bar);
+        }
+        mbar_wait(bar, phase);
+        phase ^= 1;
+        const float4* got = reinterpret_cast<const float4*>(buffer) + t;
+        for (int c = 0; c < n; ++c)
+#pragma unroll
+            for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+                for (int j = 0; j < S::kShareBlocks; ++j)
+                    if (j < s.blocks) {
+                        const float4 v = got[((c * S::kBlocks + b) * s.blocks + j) * 128];
+                        sum[b][4 * j] += v.x, sum[b][4 * j + 1] += v.y, sum[b][4 * j + 2] += v.z,
+                            sum[b][4 * j + 3] += v.w;
+                    }
+        named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the buffer is free for the next participants
+    }
+    const int tile = schedule.whole_tiles + tile_sk;
+    gemm_write<S, G, S::kShareBlocks>(a, staging, (tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
+                                      (tile / row_tiles) * S::kTokens + 8 * s.block0, sum, s.blocks, t);
+    if (t == 0 && atomicAdd(arrivals + 1, 1) == s.count - 1) arrivals[0] = 0, arrivals[1] = 0;
+}
+
+// A consumer warpgroup's whole run: each unit's mainloop, then its write (a whole tile) or its partial's store;
+// then, the ring idle, its share of each stream-K tile it took part in, the last unit's first (its other
+// participants stored theirs at their start).
+template <class S, int G>
+__device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uint8_t* slots, uint8_t* staging,
+                                             uint64_t* reduce_bar, const GemmArgs& a, int row_tiles) {
+    const int t = threadIdx.x % 128, lane = threadIdx.x % 32;
+    const int k_blocks = a.K / kGemmSlotK;
+    GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
+    RingCursor<S::kStages> cursor;
+    float acc[S::kBlocks][S::kAcc];
+    int first_tile = -1, last_tile = -1;  // the stream-K tiles of this CTA's first and last units, if partial
+    GemmUnit u;
+    while (schedule.next(u)) {
+        gemm_mainloop<S, G>(ring, cursor, slots, u, acc, lane);
+        if (u.k_begin == 0 && u.k_end == k_blocks) {
+            gemm_write<S, G, S::kNB>(a, staging, (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
+                                     (u.tile / row_tiles) * S::kTokens, acc, S::kNB, t);
+            continue;
+        }
+        const int tile_sk = u.tile - schedule.whole_tiles;
+        const int which = (long long)tile_sk * k_blocks + u.k_begin == schedule.begin_of(schedule.cta) ? 0 : 1;
+        (which ? last_tile : first_tile) = tile_sk;
+        gemm_store_partial<S, G>(a, (schedule.cta * 2 + which) * kGemmConsumers + G,
+                                 a.sem + (tile_sk * kGemmConsumers + G) * 2, acc, t);
+    }
+    if (first_tile < 0 && last_tile < 0) return;
+    named_barrier_sync<kGemmBothBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
+    uint8_t* buffer = slots + G * (S::kStages * S::kStage / kGemmConsumers);
+    uint32_t phase = 0;
+    if (last_tile >= 0)
+        gemm_reduce_share<S, G>(a, schedule, last_tile, row_tiles, buffer, reduce_bar, phase, staging, t);
+    if (first_tile >= 0)
+        gemm_reduce_share<S, G>(a, schedule, first_tile, row_tiles, buffer, reduce_bar, phase, staging, t);
+}
+
+template <int ROWS, int TOKENS, int STAGES, bool DUAL>
+__global__ void __launch_bounds__(kGemmThreads, 1)
+    persistent_gemm_kernel(const __grid_constant__ CUtensorMap x_map, const GemmArgs a) {
+    using S = GemmShape<ROWS, TOKENS, STAGES, DUAL>;
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ RingBarriers<STAGES> ring;
+    __shared__ __align__(8) uint64_t reduce_bar[kGemmConsumers];
+    uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    uint8_t* staging = slots + STAGES * S::kStage;
+    const int row_tiles = a.N / ROWS, warpgroup = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        prefetch_tensor_map(&x_map);
+        mbar_init(&reduce_bar[0], 1), mbar_init(&reduce_bar[1], 1);
+        ring.init(4 * kGemmConsumers);  // one arrival per consumer warp
+    }
+    __syncthreads();
+    if (warpgroup == 0) {
+        warpgroup_registers_dec<56>();
+        if (threadIdx.x == 0) gemm_produce<S, true>(ring, slots, &x_map, a, row_tiles);
+        if (threadIdx.x == 32) gemm_produce<S, false>(ring, slots, &x_map, a, row_tiles);
+    } else {
+        warpgroup_registers_inc<224>();
+        if (warpgroup == 1)
+            gemm_consume<S, 0>(ring, slots, staging, &reduce_bar[0], a, row_tiles);
+        else
+            gemm_consume<S, 1>(ring, slots, staging + S::kStageOut, &reduce_bar[1], a, row_tiles);
+    }
+}
+
+// ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
+// tiles (DUAL) or the tiles again; call.scalar[0] = the workspace's floats. ctas: the persistent grid, cooperative
+// when stream-K tiles wait on each other.
+template <int ROWS, int TOKENS, int STAGES, bool DUAL>
+const char* launch_persistent_gemm(const Call& c, int ctas) {
+    using S = GemmShape<ROWS, TOKENS, STAGES, DUAL>;
+    if (c.M < 1 || c.N % ROWS || c.K % kGemmSlotK || ctas < 1) return "persistent_gemm: N or K does not fit the tile";
+    const int tiles = c.N / ROWS * ((c.M + TOKENS - 1) / TOKENS);
+    const long long stream_k_tiles = tiles % ctas;  // tiles past the full waves
+    if (stream_k_tiles * (c.K / kGemmSlotK) < (stream_k_tiles ? ctas : 0) ||
+        (long long)ctas * 2 * kGemmConsumers * S::kPartial * 4 > c.scalar[0] ||
+        stream_k_tiles * kGemmConsumers * 2 > kTicketAt)
+        return "persistent_gemm: the stream-K tiles leave a CTA no k-block, or exceed the workspace or counters";
+    CUtensorMap x_map;
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, TOKENS, 1);
+    if (err != nullptr) return err;
+    const GemmArgs a{static_cast<const uint8_t*>(c.operand[0]),
+                     static_cast<const uint8_t*>(c.operand[1]),
+                     c.out,
+                     c.ws,
+                     c.sem,
+                     c.M,
+                     c.N,
+                     c.K,
+                     ctas};
+    auto kernel = persistent_gemm_kernel<ROWS, TOKENS, STAGES, DUAL>;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(ctas), config.blockDim = dim3(kGemmThreads), config.dynamicSmemBytes = S::kSmem;
+    config.stream = static_cast<cudaStream_t>(c.stream);
+    cudaLaunchAttribute cooperative;
+    cooperative.id = cudaLaunchAttributeCooperative, cooperative.val.cooperative = 1;
+    config.attrs = &cooperative, config.numAttrs = stream_k_tiles ? 1 : 0;
+    if (e == cudaSuccess) e = cudaLaunchKernelEx(&config, kernel, x_map, a);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
+}
+
+}  // namespace okc

@@ -1,0 +1,143 @@
+"""The persistent warp-specialized GEMM for m > 32 (kernels_src/persistent_gemm.cuh): its config, rule and launch.
+Design and the measurements behind each field: docs/persistent-gemm.md."""
+
+from kernels_src.tma_gemv import TILES, TMA_GEMV
+from kernels_src.engine import (
+    SEMAPHORE_GROUPS,
+    SMEM_LIMIT,
+    WORKSPACE_FLOATS,
+    Engine,
+    Field,
+    Variant,
+    config_type,
+)
+
+GEMM_ROWS = (128, 256)  # weight rows a tile: two consumer warpgroups of rows / 2 (one or two m64 wgmmas)
+GEMM_TOKENS = (64, 128, 256)  # tokens a tile: the wgmma N
+GEMM_STAGES = (3, 4, 5, 6, 7, 8)
+GEMM_SLOT_K = 64  # K per ring slot: one 128-byte swizzle row of bf16
+GEMM_STAGED_BYTES = 8192  # output bytes a consumer warpgroup stages at a time in the epilogue
+GEMM_MAX_ACCUMULATORS = 128  # fp32 accumulators a consumer thread holds: (rows / 2) x tokens / 128
+SMS = 132  # the H200's SMs: a grid of at most this many CTAs is one wave
+
+GEMM_FIELDS = (
+    Field("rows", int, GEMM_ROWS, "weight rows a tile, split over the two consumer warpgroups"),
+    Field("tokens", int, GEMM_TOKENS, "tokens a tile (wgmma N); m past it takes more tiles"),
+    Field("stages", int, GEMM_STAGES, "shared-memory ring slots, each the tile's 64-wide K slice of W and x"),
+    Field(
+        "ctas",
+        int,
+        None,
+        "the persistent grid: each CTA takes whole tiles for the full waves, then an even share of the rest's"
+        " k-blocks (stream-K: the tile's CTAs sum their shares of its partials once all have stored theirs)",
+        bounds=f"1 .. {SMS}",
+    ),
+)
+GemmConfig = config_type("GemmConfig", GEMM_FIELDS)
+
+
+def gemm_class_tokens(m: int) -> int:
+    """The table row class of m: 33..64, 65..128, 129..256 (m's of one class borrow each other's entries)."""
+    return 64 if m <= 64 else 128 if m <= 128 else 256
+
+
+def persistent_smem_bytes(rows: int, tokens: int, stages: int, dual: bool) -> int:
+    """One CTA's dynamic shared memory: the ring, each consumer warpgroup's epilogue staging, 1 KB of alignment."""
+    slot = (rows * (2 if dual else 1) + tokens) * GEMM_SLOT_K * 2
+    out_bytes = 4 if dual else 2
+    chunk = GEMM_STAGED_BYTES // (rows // 2 * out_bytes)  # tokens a staging round
+    staging = chunk * (rows // 2 + 16 // out_bytes) * out_bytes
+    return stages * slot + 2 * staging + 1024
+
+
+def persistent_tiles(cfg, n: int, m: int) -> int:
+    """Tiles of an [m, n] output: row tiles x token tiles."""
+    return n // cfg.rows * -(-m // cfg.tokens)
+
+
+def persistent_stream_k_tiles(cfg, n: int, m: int) -> int:
+    """The tiles past the full waves, whose k-blocks the CTAs share (stream-K)."""
+    return persistent_tiles(cfg, n, m) % cfg.ctas
+
+
+def persistent_workspace_floats(cfg) -> int:
+    """The stream-K partials: a slot per CTA, its first and last unit, and consumer warpgroup."""
+    return cfg.ctas * 2 * cfg.rows * cfg.tokens
+
+
+class PersistentGemm(Engine):
+    name = "persistent_gemm"
+    FIELDS = GEMM_FIELDS
+    Config = GemmConfig
+    m_min, m_max = 33, 256
+    sweep_m = (64, 128, 256)
+    launcher = "okc::launch_persistent_gemm"
+    template_fields = ("rows", "tokens", "stages", "dual")
+    summary = (
+        "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
+        " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
+        " full waves, the rest stream-K: a tile's CTAs store their partials, then each sums and writes its share."
+    )
+
+    def m_class(self, m):
+        return gemm_class_tokens(m)
+
+    def class_maxima(self):
+        return (64, 128, 256)
+
+    def rule(self, cfg, layer, m):
+        n, k = layer.n_for(m), layer.k
+        if n % cfg.rows or k % GEMM_SLOT_K:
+            return f"rows={cfg.rows} needs N divisible by {cfg.rows} and K by {GEMM_SLOT_K}, got N={n} K={k}"
+        if cfg.rows // 2 * cfg.tokens // 128 > GEMM_MAX_ACCUMULATORS:
+            return (
+                f"rows={cfg.rows} x tokens={cfg.tokens}: over {GEMM_MAX_ACCUMULATORS} accumulators a thread"
+            )
+        smem = persistent_smem_bytes(cfg.rows, cfg.tokens, cfg.stages, layer.dual)
+        if smem > SMEM_LIMIT:
+            return f"stages={cfg.stages} at rows={cfg.rows}, tokens={cfg.tokens} need {smem} bytes, over {SMEM_LIMIT}"
+        if not 1 <= cfg.ctas <= SMS:
+            return f"ctas={cfg.ctas} must be 1..{SMS} (one wave)"
+        partial = persistent_stream_k_tiles(cfg, n, m)
+        if partial and partial * (k // GEMM_SLOT_K) < cfg.ctas:
+            return f"ctas={cfg.ctas} over the {partial * (k // GEMM_SLOT_K)} k-blocks of the stream-K tiles"
+        if partial and persistent_workspace_floats(cfg) > WORKSPACE_FLOATS:
+            return f"ctas={cfg.ctas} at {cfg.rows} x {cfg.tokens} needs over the workspace's {WORKSPACE_FLOATS} floats"
+        if 4 * partial > SEMAPHORE_GROUPS:
+            return f"{partial} stream-K tiles need {4 * partial} counters, over {SEMAPHORE_GROUPS}"
+        return None
+
+    def operands(self, cfg, layer):
+        return (TILES,)  # tma_gemv's packed 64 x 64 tiles: one copy serves the three engines
+
+    def build_operand(self, operand, parts, layer):
+        return TMA_GEMV.build_operand(operand, parts, layer)
+
+    def variant(self, cfg, layer, m):
+        return Variant(self.name, (cfg.rows, cfg.tokens, cfg.stages, layer.dual), (cfg.ctas,))
+
+    def plan(self, cfg, layer, m, ctx):
+        tiles, workspace = ctx.operands[TILES], ctx.buffers["workspace"]
+        return ctx.cuda_plan(
+            self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1]), (workspace.numel(),)
+        )
+
+    def candidates(self, layer, m):
+        out = []
+        for rows in GEMM_ROWS:
+            for tokens in (t for t in GEMM_TOKENS if t <= gemm_class_tokens(m)):  # no tile past m's class
+                fitting = [
+                    s for s in GEMM_STAGES if persistent_smem_bytes(rows, tokens, s, layer.dual) <= SMEM_LIMIT
+                ]
+                for stages in fitting[-2:]:
+                    probe = GemmConfig(rows, tokens, stages, 1)
+                    tiles = persistent_tiles(probe, layer.n_for(m), m)
+                    grids = {SMS, SMS // tiles * tiles} | {tiles * s for s in (1, 2, 3, 4, 6, 8)}
+                    for ctas in sorted(grids):
+                        cfg = GemmConfig(rows, tokens, stages, ctas)
+                        if self.config_error(cfg, layer, m) is None:
+                            out.append(cfg)
+        return out
+
+
+PERSISTENT_GEMM = PersistentGemm()
