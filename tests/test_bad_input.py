@@ -331,7 +331,7 @@ def test_a_stale_check_is_one_line_exit_1_at_the_first_changed_line(repo_copy):
     with_diff = CliRunner().invoke(
         main, ["build", "--check", "--diff", "--root", str(repo_copy), "--no-compilers"]
     )
-    assert with_diff.exit_code == 1 and "+WORKSPACE_FLOATS = 8" in with_diff.output
+    assert with_diff.exit_code == 1 and "+WORKSPACE_FLOATS = 9" in with_diff.output
 
 
 def test_the_tests_leave_no_cache_folder_behind(tmp_path):

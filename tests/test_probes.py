@@ -78,7 +78,7 @@ def test_the_probe_takes_only_launches_it_can_stamp():
         ("o:128:cublas", "not cublas"),
         ("o:128:splitk_gemm:64,64,128,1,4,4,tma,none", "not splitk_gemm"),
         ("o:x:tma_gemm:1,1,6,none", "m must be an integer"),
-        ("o:128:tma_gemm:1,16,4,atomic", "2048 CTAs, over the 1024"),
+        ("o:128:tma_gemm:1,16,4,atomic", f"2048 CTAs, over the {slot_stamps.MAX_CTAS}"),
         ("pooler:128:tma_gemm:1,1,6,none", "128 slots a CTA, over the 126"),
     ):
         with pytest.raises(slot_stamps.ProbeError, match=why):
