@@ -24,9 +24,9 @@ struct GemmArgs {
     int M, N, K, ctas;
 };
 
-template <int ROWS, int TOKENS, int STAGES, bool DUAL, int CLUSTER>
+template <int ROWS, int TOKENS, int STAGES, bool DUAL>
 struct GemmShape {
-    static constexpr int kRows = ROWS, kTokens = TOKENS, kStages = STAGES, kCluster = CLUSTER;
+    static constexpr int kRows = ROWS, kTokens = TOKENS, kStages = STAGES;
     static constexpr bool kDual = DUAL;
     using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
     static constexpr int kRowsPerGroup = ROWS / kGemmConsumers;  // a consumer warpgroup's rows: 64 or 128
@@ -45,7 +45,6 @@ struct GemmShape {
     static constexpr int kShareBlocks = kNB / 2;  // token blocks of a stream-K share at most (>= 2 participants)
     static constexpr int kSmem = STAGES * kStage + kGemmConsumers * kStageOut + 1024;  // +1 KB: swizzle alignment
     static_assert(kBlocks * kAcc <= 128, "a consumer thread holds at most 128 accumulators");
-    static_assert(CLUSTER == 1 || CLUSTER == 2, "x shared by a pair of row tiles at most");
     static_assert(kSmem <= (int)kSmemOptInLimit, "the ring and the staging fit shared memory");
 };
 
@@ -82,32 +81,19 @@ struct GemmSchedule {
     }
 };
 
-// Where a unit's tile lies. A CTA pair (CLUSTER = 2) shares x: it walks the schedule as one CTA over tiles of
-// 2 ROWS rows, each rank taking its ROWS of them.
-struct GemmTiles {
-    int row_tiles, rank, cluster, rows, tokens;  // row_tiles: of the pair's 2 ROWS rows when CLUSTER = 2
-
-    __device__ __forceinline__ GemmSchedule schedule(const GemmArgs& a, int k_blocks) const {
-        const int tiles = row_tiles * ((a.M + tokens - 1) / tokens);
-        return GemmSchedule(tiles, k_blocks, a.ctas / cluster, blockIdx.x / cluster);
-    }
-    __device__ __forceinline__ int row0(int tile) const { return ((tile % row_tiles) * cluster + rank) * rows; }
-    __device__ __forceinline__ int token0(int tile) const { return tile / row_tiles * tokens; }
-};
-
 // Phase 1, two producer lanes in two warps (one issuer took in ~60 GB/s a SM, docs/persistent-gemm.md): lane 0 of
 // warp 0 announces each slot's bytes and copies its weight tiles, lane 0 of warp 1 copies its x box (the
 // barrier's pending arrival keeps the slot from completing before the announcement, whichever lands first).
 template <class S, bool WEIGHTS>
 __device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uint8_t* slots, const CUtensorMap* x_map,
-                                             const GemmArgs& a, const GemmTiles& tiles) {
+                                             const GemmArgs& a, int row_tiles) {
     const int k_blocks = a.K / kGemmSlotK;
     const uint64_t x_policy = l2_evict_last();  // x is read by every row tile
-    GemmSchedule schedule = tiles.schedule(a, k_blocks);
+    GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
     RingCursor<S::kStages> cursor;
     GemmUnit u;
     while (schedule.next(u)) {
-        const int row64 = tiles.row0(u.tile) / 64, token0 = tiles.token0(u.tile);
+        const int row64 = (u.tile % row_tiles) * S::kRows / 64, token0 = (u.tile / row_tiles) * S::kTokens;
         for (int kb = u.k_begin; kb < u.k_end; ++kb, cursor.advance()) {
             uint8_t* slot = slots + cursor.slot * S::kStage;
             if constexpr (WEIGHTS) {
@@ -119,32 +105,19 @@ __device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uin
                     if constexpr (S::kDual)
                         bulk_load_1d(slot + S::kWBytes + r * kGemmTileBytes, a.w2 + tile, kGemmTileBytes, full);
                 }
-            } else if constexpr (S::kCluster == 1) {
+            } else {
                 ring.wait_free(cursor.slot, cursor.phase);
                 tma_load_2d_hint(slot + S::kXOffset, x_map, kb * kGemmSlotK, token0, &ring.full[cursor.slot], x_policy);
-            } else {  // this rank's half of the box, into both CTAs of the pair (freed by both: the empty count)
-                constexpr int kHalf = S::kTokens / 2;
-                ring.wait_free(cursor.slot, cursor.phase);
-                tma_load_2d_multicast(slot + S::kXOffset + tiles.rank * kHalf * 128, x_map, kb * kGemmSlotK,
-                                      token0 + tiles.rank * kHalf, &ring.full[cursor.slot], 3, x_policy);
             }
         }
     }
-}
-
-// A consumer warp hands a slot back: to its CTA's producer, and to the pair's other one (whose x copy lands in
-// both CTAs' slots).
-template <class S>
-__device__ __forceinline__ void gemm_release(RingBarriers<S::kStages>& ring, int slot, int rank) {
-    ring.release(slot);
-    if constexpr (S::kCluster == 2) mbar_arrive_remote(&ring.empty[slot], rank ^ 1);
 }
 
 // Phase 2 (a consumer warpgroup): one unit's k-blocks into acc, one slot's wgmmas in flight while the next lands.
 template <class S, int G>
 __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, RingCursor<S::kStages>& cursor,
                                               uint8_t* slots, const GemmUnit& u, float (&acc)[S::kBlocks][S::kAcc],
-                                              int lane, int rank) {
+                                              int lane) {
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
@@ -170,13 +143,13 @@ __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, Ri
         }
         wgmma_commit();
         wgmma_wait<1>();
-        if (held >= 0 && lane == 0) gemm_release<S>(ring, held, rank);
+        if (held >= 0 && lane == 0) ring.release(held);
         held = cursor.slot;
     }
     wgmma_wait<0>();
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
-    if (held >= 0 && lane == 0) gemm_release<S>(ring, held, rank);
+    if (held >= 0 && lane == 0) ring.release(held);
 }
 
 // Accumulator e of m64 block b of consumer thread t (0..127) in the wgmma D layout: its row of the warpgroup's
@@ -268,8 +241,8 @@ __device__ __forceinline__ GemmShare gemm_share(const GemmArgs& a, const GemmSch
 // launch: they are all resident). The last to leave resets the tile's counters for the next launch.
 template <class S, int G>
 __device__ __forceinline__ void gemm_reduce_share(const GemmArgs& a, const GemmSchedule& schedule, int tile_sk,
-                                                  const GemmTiles& tiles, uint8_t* buffer, uint64_t* bar,
-                                                  uint32_t& phase, uint8_t* staging, int t) {
+                                                  int row_tiles, uint8_t* buffer, uint64_t* bar, uint32_t& phase,
+                                                  uint8_t* staging, int t) {
     constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;  // this warpgroup's half of the ring
     constexpr int kStride = 2 * kGemmConsumers * S::kPartial;         // float4s from one CTA's slots to the next's
     const GemmShare s = gemm_share<S, G>(a, schedule, tile_sk);
@@ -312,8 +285,8 @@ __device__ __forceinline__ void gemm_reduce_share(const GemmArgs& a, const GemmS
         named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the buffer is free for the next participants
     }
     const int tile = schedule.whole_tiles + tile_sk;
-    gemm_write<S, G, S::kShareBlocks>(a, staging, tiles.row0(tile) + G * S::kRowsPerGroup,
-                                      tiles.token0(tile) + 8 * s.block0, sum, s.blocks, t);
+    gemm_write<S, G, S::kShareBlocks>(a, staging, (tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
+                                      (tile / row_tiles) * S::kTokens + 8 * s.block0, sum, s.blocks, t);
     if (t == 0 && atomicAdd(arrivals + 1, 1) == s.count - 1) arrivals[0] = 0, arrivals[1] = 0;
 }
 
@@ -322,19 +295,19 @@ __device__ __forceinline__ void gemm_reduce_share(const GemmArgs& a, const GemmS
 // participants stored theirs at their start).
 template <class S, int G>
 __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uint8_t* slots, uint8_t* staging,
-                                             uint64_t* reduce_bar, const GemmArgs& a, const GemmTiles& tiles) {
+                                             uint64_t* reduce_bar, const GemmArgs& a, int row_tiles) {
     const int t = threadIdx.x % 128, lane = threadIdx.x % 32;
     const int k_blocks = a.K / kGemmSlotK;
-    GemmSchedule schedule = tiles.schedule(a, k_blocks);
+    GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
     RingCursor<S::kStages> cursor;
     float acc[S::kBlocks][S::kAcc];
     int first_tile = -1, last_tile = -1;  // the stream-K tiles of this CTA's first and last units, if partial
     GemmUnit u;
     while (schedule.next(u)) {
-        gemm_mainloop<S, G>(ring, cursor, slots, u, acc, lane, tiles.rank);
+        gemm_mainloop<S, G>(ring, cursor, slots, u, acc, lane);
         if (u.k_begin == 0 && u.k_end == k_blocks) {
-            gemm_write<S, G, S::kNB>(a, staging, tiles.row0(u.tile) + G * S::kRowsPerGroup, tiles.token0(u.tile), acc,
-                                     S::kNB, t);
+            gemm_write<S, G, S::kNB>(a, staging, (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
+                                     (u.tile / row_tiles) * S::kTokens, acc, S::kNB, t);
             continue;
         }
         const int tile_sk = u.tile - schedule.whole_tiles;
@@ -347,61 +320,56 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
     named_barrier_sync<kGemmBothBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
     uint8_t* buffer = slots + G * (S::kStages * S::kStage / kGemmConsumers);
     uint32_t phase = 0;
-    if (last_tile >= 0) gemm_reduce_share<S, G>(a, schedule, last_tile, tiles, buffer, reduce_bar, phase, staging, t);
-    if (first_tile >= 0) gemm_reduce_share<S, G>(a, schedule, first_tile, tiles, buffer, reduce_bar, phase, staging, t);
+    if (last_tile >= 0)
+        gemm_reduce_share<S, G>(a, schedule, last_tile, row_tiles, buffer, reduce_bar, phase, staging, t);
+    if (first_tile >= 0)
+        gemm_reduce_share<S, G>(a, schedule, first_tile, row_tiles, buffer, reduce_bar, phase, staging, t);
 }
 
-template <int ROWS, int TOKENS, int STAGES, bool DUAL, int CLUSTER>
+template <int ROWS, int TOKENS, int STAGES, bool DUAL>
 __global__ void __launch_bounds__(kGemmThreads, 1)
     persistent_gemm_kernel(const __grid_constant__ CUtensorMap x_map, const GemmArgs a) {
-    using S = GemmShape<ROWS, TOKENS, STAGES, DUAL, CLUSTER>;
+    using S = GemmShape<ROWS, TOKENS, STAGES, DUAL>;
     extern __shared__ uint8_t smem_raw[];
     __shared__ RingBarriers<STAGES> ring;
     __shared__ __align__(8) uint64_t reduce_bar[kGemmConsumers];
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     uint8_t* staging = slots + STAGES * S::kStage;
-    const int warpgroup = threadIdx.x / 128;
-    const GemmTiles tiles{a.N / ROWS / CLUSTER, CLUSTER == 2 ? (int)cluster_rank() : 0, CLUSTER, ROWS, TOKENS};
+    const int row_tiles = a.N / ROWS, warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         prefetch_tensor_map(&x_map);
         mbar_init(&reduce_bar[0], 1), mbar_init(&reduce_bar[1], 1);
-        ring.init(4 * kGemmConsumers * CLUSTER);  // one arrival per consumer warp of the pair
+        ring.init(4 * kGemmConsumers);  // one arrival per consumer warp
     }
-    if constexpr (CLUSTER == 2)
-        cluster_sync();  // the pair's barriers are initialised before either copies into or arrives on them
-    else
-        __syncthreads();
+    __syncthreads();
     if (warpgroup == 0) {
         warpgroup_registers_dec<56>();
-        if (threadIdx.x == 0) gemm_produce<S, true>(ring, slots, &x_map, a, tiles);
-        if (threadIdx.x == 32) gemm_produce<S, false>(ring, slots, &x_map, a, tiles);
+        if (threadIdx.x == 0) gemm_produce<S, true>(ring, slots, &x_map, a, row_tiles);
+        if (threadIdx.x == 32) gemm_produce<S, false>(ring, slots, &x_map, a, row_tiles);
     } else {
         warpgroup_registers_inc<224>();
         if (warpgroup == 1)
-            gemm_consume<S, 0>(ring, slots, staging, &reduce_bar[0], a, tiles);
+            gemm_consume<S, 0>(ring, slots, staging, &reduce_bar[0], a, row_tiles);
         else
-            gemm_consume<S, 1>(ring, slots, staging + S::kStageOut, &reduce_bar[1], a, tiles);
+            gemm_consume<S, 1>(ring, slots, staging + S::kStageOut, &reduce_bar[1], a, row_tiles);
     }
-    if constexpr (CLUSTER == 2) cluster_sync();  // neither leaves while the other may still arrive on its barriers
 }
 
 // ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
 // tiles (DUAL) or the tiles again; call.scalar[0] = the workspace's floats. ctas: the persistent grid, cooperative
-// when stream-K tiles wait on each other; CLUSTER = 2: pairs of CTAs, whole tiles only.
-template <int ROWS, int TOKENS, int STAGES, bool DUAL, int CLUSTER>
+// when stream-K tiles wait on each other.
+template <int ROWS, int TOKENS, int STAGES, bool DUAL>
 const char* launch_persistent_gemm(const Call& c, int ctas) {
-    using S = GemmShape<ROWS, TOKENS, STAGES, DUAL, CLUSTER>;
-    if (c.M < 1 || c.N % (ROWS * CLUSTER) || c.K % kGemmSlotK || ctas < 1 || ctas % CLUSTER)
-        return "persistent_gemm: N, K or the grid does not fit the tile";
+    using S = GemmShape<ROWS, TOKENS, STAGES, DUAL>;
+    if (c.M < 1 || c.N % ROWS || c.K % kGemmSlotK || ctas < 1) return "persistent_gemm: N or K does not fit the tile";
     const int tiles = c.N / ROWS * ((c.M + TOKENS - 1) / TOKENS);
     const long long stream_k_tiles = tiles % ctas;  // tiles past the full waves
     if (stream_k_tiles * (c.K / kGemmSlotK) < (stream_k_tiles ? ctas : 0) ||
         (long long)ctas * 2 * kGemmConsumers * S::kPartial * 4 > c.scalar[0] ||
-        stream_k_tiles * kGemmConsumers * 2 > kTicketAt || (CLUSTER > 1 && stream_k_tiles))
-        return "persistent_gemm: the stream-K tiles leave a CTA no k-block, exceed the workspace or counters, or "
-               "meet a cluster";
+        stream_k_tiles * kGemmConsumers * 2 > kTicketAt)
+        return "persistent_gemm: the stream-K tiles leave a CTA no k-block, or exceed the workspace or counters";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, TOKENS / CLUSTER, 1);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, TOKENS, 1);
     if (err != nullptr) return err;
     const GemmArgs a{static_cast<const uint8_t*>(c.operand[0]),
                      static_cast<const uint8_t*>(c.operand[1]),
@@ -412,19 +380,14 @@ const char* launch_persistent_gemm(const Call& c, int ctas) {
                      c.N,
                      c.K,
                      ctas};
-    auto kernel = persistent_gemm_kernel<ROWS, TOKENS, STAGES, DUAL, CLUSTER>;
+    auto kernel = persistent_gemm_kernel<ROWS, TOKENS, STAGES, DUAL>;
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(ctas), config.blockDim = dim3(kGemmThreads), config.dynamicSmemBytes = S::kSmem;
     config.stream = static_cast<cudaStream_t>(c.stream);
-    cudaLaunchAttribute attribute;
-    if (CLUSTER > 1) {
-        attribute.id = cudaLaunchAttributeClusterDimension;
-        attribute.val.clusterDim.x = CLUSTER, attribute.val.clusterDim.y = 1, attribute.val.clusterDim.z = 1;
-    } else {
-        attribute.id = cudaLaunchAttributeCooperative, attribute.val.cooperative = 1;
-    }
-    config.attrs = &attribute, config.numAttrs = CLUSTER > 1 || stream_k_tiles ? 1 : 0;
+    cudaLaunchAttribute cooperative;
+    cooperative.id = cudaLaunchAttributeCooperative, cooperative.val.cooperative = 1;
+    config.attrs = &cooperative, config.numAttrs = stream_k_tiles ? 1 : 0;
     if (e == cudaSuccess) e = cudaLaunchKernelEx(&config, kernel, x_map, a);
     if (e == cudaSuccess) e = cudaGetLastError();
     return e == cudaSuccess ? nullptr : cudaGetErrorString(e);

@@ -15,7 +15,6 @@ from kernels_src.engine import (
 GEMM_ROWS = (128, 256)  # weight rows a tile: two consumer warpgroups of rows / 2 (one or two m64 wgmmas)
 GEMM_TOKENS = (64, 128, 256)  # tokens a tile: the wgmma N
 GEMM_STAGES = (3, 4, 5, 6, 7, 8)
-GEMM_CLUSTERS = (1, 2)  # CTAs sharing x's copies: a pair of row tiles takes each half of the box, multicast
 GEMM_SLOT_K = 64  # K per ring slot: one 128-byte swizzle row of bf16
 GEMM_STAGED_BYTES = 8192  # output bytes a consumer warpgroup stages at a time in the epilogue
 GEMM_MAX_ACCUMULATORS = 128  # fp32 accumulators a consumer thread holds: (rows / 2) x tokens / 128
@@ -32,13 +31,6 @@ GEMM_FIELDS = (
         "the persistent grid: each CTA takes whole tiles for the full waves, then an even share of the rest's"
         " k-blocks (stream-K: the tile's CTAs sum their shares of its partials once all have stored theirs)",
         bounds=f"1 .. {SMS}",
-    ),
-    Field(
-        "cluster",
-        int,
-        GEMM_CLUSTERS,
-        "CTAs a cluster: 2 pairs neighbouring row tiles, each copying half of x's box into both (whole tiles only)",
-        default=1,
     ),
 )
 GemmConfig = config_type("GemmConfig", GEMM_FIELDS)
@@ -80,7 +72,7 @@ class PersistentGemm(Engine):
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)
     launcher = "okc::launch_persistent_gemm"
-    template_fields = ("rows", "tokens", "stages", "dual", "cluster")
+    template_fields = ("rows", "tokens", "stages", "dual")
     summary = (
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
@@ -107,8 +99,6 @@ class PersistentGemm(Engine):
         if not 1 <= cfg.ctas <= SMS:
             return f"ctas={cfg.ctas} must be 1..{SMS} (one wave)"
         partial = persistent_stream_k_tiles(cfg, n, m)
-        if cfg.cluster == 2 and (n % (2 * cfg.rows) or cfg.ctas % 2 or partial):
-            return f"cluster=2 pairs whole tiles: N divisible by {2 * cfg.rows}, ctas even and dividing the tiles"
         if partial and partial * (k // GEMM_SLOT_K) < cfg.ctas:
             return f"ctas={cfg.ctas} over the {partial * (k // GEMM_SLOT_K)} k-blocks of the stream-K tiles"
         if partial and persistent_workspace_floats(cfg) > WORKSPACE_FLOATS:
@@ -124,7 +114,7 @@ class PersistentGemm(Engine):
         return TMA_GEMV.build_operand(operand, parts, layer)
 
     def variant(self, cfg, layer, m):
-        return Variant(self.name, (cfg.rows, cfg.tokens, cfg.stages, layer.dual, cfg.cluster), (cfg.ctas,))
+        return Variant(self.name, (cfg.rows, cfg.tokens, cfg.stages, layer.dual), (cfg.ctas,))
 
     def plan(self, cfg, layer, m, ctx):
         tiles, workspace = ctx.operands[TILES], ctx.buffers["workspace"]
@@ -144,10 +134,9 @@ class PersistentGemm(Engine):
                     tiles = persistent_tiles(probe, layer.n_for(m), m)
                     grids = {SMS, SMS // tiles * tiles} | {tiles * s for s in (1, 2, 3, 4, 6, 8)}
                     for ctas in sorted(grids):
-                        for cluster in GEMM_CLUSTERS:
-                            cfg = GemmConfig(rows, tokens, stages, ctas, cluster)
-                            if self.config_error(cfg, layer, m) is None:
-                                out.append(cfg)
+                        cfg = GemmConfig(rows, tokens, stages, ctas)
+                        if self.config_error(cfg, layer, m) is None:
+                            out.append(cfg)
         return out
 
 

@@ -24,7 +24,7 @@ from kernels_src.persistent_gemm import (
 PROBLEM = load_problem()
 EDGES = (33, 64, 65, 100, 128, 129, 200, 255, 256)
 # rows, tokens, stages, ctas: whole tiles only (ctas dividing the tiles), stream-K only (ctas above the tiles),
-# whole waves then stream-K (few ctas), every tile shape and the deepest rings, CTA pairs sharing x
+# whole waves then stream-K (few ctas), every tile shape and the deepest rings
 CONFIGS = [
     GemmConfig(128, 128, 6, 132),
     GemmConfig(128, 64, 8, 132),
@@ -33,8 +33,6 @@ CONFIGS = [
     GemmConfig(128, 128, 4, 7),
     GemmConfig(256, 64, 5, 100),
     GemmConfig(128, 128, 5, 2),
-    GemmConfig(128, 128, 6, 64, 2),  # pairs sharing x's box: one wave, and (128 tiles) two
-    GemmConfig(128, 64, 8, 36, 2),
 ]
 
 
@@ -94,8 +92,6 @@ def test_the_rule_bounds_accumulators_shared_memory_and_the_grid():
     assert "accumulators" in PERSISTENT_GEMM.config_error(GemmConfig(256, 256, 3, 132), qkv, 256)
     assert "bytes" in PERSISTENT_GEMM.config_error(GemmConfig(128, 256, 5, 132), qkv, 256)
     assert "1..132" in PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 4, 133), qkv, 128)
-    assert "cluster=2" in PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 6, 132, 2), qkv, 128)  # stream-K
-    assert PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 6, 18, 2), qkv, 128) is None
     assert "divisible" in PERSISTENT_GEMM.config_error(
         GemmConfig(256, 128, 4, 132), Layer("x", 2432, 8192, "bfloat16"), 64
     )
