@@ -222,8 +222,11 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     check_black_version(black)
     build_tool("pyflakes")
     root = Path(root)
-    if not (root / "templates" / TEMPLATE).is_file():
-        raise BuildError(display_path(root / "templates" / TEMPLATE, root), None, "template not found")
+    template = root / "templates" / TEMPLATE
+    try:  # its bytes first: a link loop, a byte that is not UTF-8 or a NUL is the template's own line
+        read_text(template, display_path(template, root))
+    except FileNotFoundError:
+        raise BuildError(display_path(template, root), None, "template not found") from None
     sources = load_sources(root)
     foreign = foreign_engines(root)
     try:
@@ -263,9 +266,6 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     }
     try:
         raw = _environment(root).get_template(TEMPLATE).render(**context)
-    except UnicodeDecodeError:
-        read_text(root / "templates" / TEMPLATE, display_path(root / "templates" / TEMPLATE, root))
-        raise
     except jinja2.TemplateNotFound:
         raise BuildError(
             display_path(root / "templates" / TEMPLATE, root), None, "template not found"

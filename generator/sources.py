@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +52,6 @@ def _read(path: Path, shown: str) -> str:
         return read_text(path, shown)
     except FileNotFoundError:
         raise BuildError(shown, None, "source file not found (listed in kernels_src/sources.yaml)") from None
-    except OSError as exc:
-        raise BuildError(shown, None, f"cannot read: {exc.strerror or exc}") from None
 
 
 def raw_string_problem(text: str) -> tuple[int, str] | None:
@@ -268,7 +267,10 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
                 raise BuildError(
                     display_path(manifest_path, root), line, f"{name}: python: lists .py modules"
                 )
-            if not (src_dir / name).is_file():
+            path = src_dir / name
+            if not path.is_file():
+                if os.path.lexists(path):  # there, but not a file (a link loop, a folder): its own fault
+                    read_text(path, display_path(path, root))
                 raise BuildError(
                     display_path(manifest_path, root), line, f"{name}: no such file in kernels_src/"
                 )
@@ -314,7 +316,8 @@ def check_launchers(sources: Sources, engines, root: Path) -> None:
         defining = sorted(
             path.name
             for path in (root / "kernels_src").glob("*.cuh")
-            if re.search(rf"\b{re.escape(name)}\s*\(", _without_comments(path.read_text(errors="replace")))
+            if path.is_file()
+            and re.search(rf"\b{re.escape(name)}\s*\(", _without_comments(path.read_text(errors="replace")))
         )
         hint = f" ({', '.join(defining)} defines it)" if defining else ""
         raise BuildError(

@@ -61,8 +61,6 @@ def load_located(path: Path, shown_as: str) -> Located:
         text = read_text(Path(path), shown_as)
     except FileNotFoundError:
         raise BuildError(shown_as, None, "file not found") from None
-    except OSError as exc:
-        raise BuildError(shown_as, None, f"cannot read: {exc.strerror or exc}") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         if node is None:

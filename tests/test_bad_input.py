@@ -410,6 +410,41 @@ def test_a_nul_byte_is_one_line_at_its_line(repo_copy, file, needle):
     assert re.match(rf"error: {re.escape(file)}:{line}: ", _build(repo_copy))
 
 
+@pytest.mark.parametrize(
+    "file",
+    ["tables/mma_gemv.yaml", "templates/submission.py.j2", "kernels_src/mma_gemv.cuh", "kernels_src/call.h"],
+)
+def test_a_symbolic_link_loop_is_named_as_one(repo_copy, file):
+    path = repo_copy / file
+    path.unlink()
+    path.symlink_to(path.name)  # itself
+    for args in ((), ("--check",)):
+        assert _build(repo_copy, *args) == (
+            f"error: {file}: cannot read: a symbolic link loop (following it never reaches a file)"
+        )
+
+
+def test_a_symbolic_link_to_nothing_is_named_as_one(repo_copy):
+    path = repo_copy / "kernels_src" / "mma_gemv.cuh"
+    path.unlink()
+    path.symlink_to("gone.cuh")
+    assert _build(repo_copy) == (
+        "error: kernels_src/mma_gemv.cuh: cannot read: a symbolic link to gone.cuh, which does not exist"
+    )
+
+
+@pytest.mark.parametrize("file", ["kernels_src/mma_gemv.cuh", "kernels_src/binding.cpp"])
+def test_a_nul_byte_in_a_cpp_source_is_refused_by_build_and_compile(repo_copy, file):
+    """nvcc and the host compiler take a NUL with a warning at most: the file must not reach them."""
+    path = repo_copy / file
+    line = path.read_text()[: path.read_text().index("namespace")].count("\n") + 1
+    _insert_bytes(path, "namespace", b"\0")
+    expected = f"error: {file}:{line}: a NUL byte at column 10 (not text)"
+    assert _build(repo_copy) == expected
+    result = CliRunner().invoke(main, ["compile", "--root", str(repo_copy)])
+    assert result.exit_code == 2 and result.output.strip() == expected, result.output
+
+
 def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):
     file = tmp_path / "sub.py"
     file.write_bytes(b"# okc: problem=muse_bf16_proj\nx = '\xff'\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -36,14 +37,12 @@ def stale_build_lock() -> Path | None:
 
 def load_submission(path: str | Path, module_name: str = "okc_submission_under_test") -> ModuleType:
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise SubmissionLoadError(f"{path}: no such file")
     try:
         text = read_text(path, str(path))
-    except BuildError as exc:  # a byte that is not UTF-8
+    except BuildError as exc:  # a byte that is not UTF-8, a NUL, a file that cannot be read
         raise SubmissionLoadError(str(exc)) from None
-    except OSError as exc:
-        raise SubmissionLoadError(f"{path}: cannot read: {exc.strerror or exc}") from None
     # The judge's machine has none of this project: the file must stand alone (tag line, import whitelist).
     problems = contract_violations(text)
     if problems:
