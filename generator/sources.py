@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator import REPO_ROOT
+from generator.brackets import bracket_problem, empty_source
 from generator.errors import BuildError, display_path, read_text
 from generator.yamlio import load_located, require_keys
 
@@ -70,14 +71,18 @@ def raw_string_problem(text: str) -> tuple[int, str] | None:
 
 
 def assemble_c_sources(files: list[str], src_dir: Path, root: Path) -> str:
-    """Concatenate C/CUDA files in order, each behind a #line marker; inline local includes of earlier files."""
+    """Concatenate C/CUDA files in order, each behind a #line marker; inline local includes of earlier files. Each
+    file is checked on its own first (generator/brackets.py): an emptied file or an unclosed `{` is its own line,
+    not an error nvcc finds in a later file."""
     seen: set[str] = set()
     parts = []
     for name in files:
         path = src_dir / name
         shown = display_path(path, root)
         text = _read(path, shown)
-        problem = raw_string_problem(text)
+        if empty_source(text):
+            raise BuildError(shown, 1, "no code in it: restore it, or drop it from kernels_src/sources.yaml")
+        problem = raw_string_problem(text) or bracket_problem(text)
         if problem:
             raise BuildError(shown, problem[0], problem[1])
         lines = []

@@ -445,6 +445,67 @@ def test_a_nul_byte_in_a_cpp_source_is_refused_by_build_and_compile(repo_copy, f
     assert result.exit_code == 2 and result.output.strip() == expected, result.output
 
 
+def test_an_emptied_cuda_source_is_named_not_its_first_user(repo_copy):
+    (repo_copy / "kernels_src" / "common.cuh").write_text("#pragma once\n// emptied\n")
+    for args in ((), ("--check",)):
+        assert _build(repo_copy, *args) == (
+            "error: kernels_src/common.cuh:1: no code in it: restore it, or drop it from kernels_src/sources.yaml"
+        )
+
+
+@pytest.mark.parametrize(
+    "old, new, line, says",
+    [
+        ("\n};\n", "\n;\n", "struct Call {", "is not closed before line {end} closes the namespace"),
+        ("\n}  // namespace okc", "\n", "namespace okc {", "is never closed in this file"),
+    ],
+)
+def test_a_closing_brace_deleted_in_call_h_is_call_hs_line(repo_copy, old, new, line, says):
+    """Not an error in the first file that uses Call: call.h's own line, also for compile, also without nvcc."""
+    header = repo_copy / "kernels_src" / "call.h"
+    _edit(header, old, new)
+    lines = header.read_text().splitlines()
+    end = next((i for i, text in enumerate(lines, 1) if text.startswith("}  // namespace okc")), None)
+    at = lines.index(line) + 1
+    expected = f"error: kernels_src/call.h:{at}: the `{{` opened here {says.format(end=end)}"
+    assert _build(repo_copy, "--no-compilers") == expected
+    result = CliRunner().invoke(main, ["compile", "--root", str(repo_copy)])
+    assert result.exit_code == 2 and result.output.strip() == expected, result.output
+
+
+def test_every_cpp_source_closes_what_it_opens_and_a_deleted_brace_is_found_in_its_file():
+    """The check passes every source as it is, and finds each `}` that starts a line deleted, in that file: at
+    the `{` it closed (the layout says which) in all but a few `} else {` cases, where it is a few lines off.
+    """
+    from generator.brackets import bracket_problem
+
+    sources = [p for p in sorted((REPO_ROOT / "kernels_src").iterdir()) if p.suffix in (".cuh", ".h", ".cpp")]
+    deleted = exact = 0
+    for path in sources:
+        lines = path.read_text().splitlines()
+        assert bracket_problem("\n".join(lines)) is None, path
+        stack, opened = [], {}
+        for number, text in enumerate(
+            lines, 1
+        ):  # the `{` each line-leading `}` closes (the file is formatted)
+            code = re.sub(r"//.*|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'", "", text)
+            for char in code:
+                if char == "{":
+                    stack.append(number)
+                elif char == "}":
+                    closed = stack.pop()
+                    if code.lstrip().startswith("}") and number not in opened:
+                        opened[number] = closed
+        for number, closed in opened.items():
+            broken = lines.copy()
+            broken[number - 1] = broken[number - 1].replace("}", "", 1)
+            found = bracket_problem("\n".join(broken))
+            assert found is not None, (path.name, number)
+            deleted += 1
+            exact += found[0] == closed
+    assert deleted > 200 and exact >= 0.9 * deleted, (deleted, exact)
+
+
 def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):
     file = tmp_path / "sub.py"
     file.write_bytes(b"# okc: problem=muse_bf16_proj\nx = '\xff'\n")
