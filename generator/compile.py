@@ -137,7 +137,7 @@ def syntax_check(
     cuda_src: str, binding_src: str, nvcc: str | None = "nvcc", cxx: str | None = "c++"
 ) -> str | None:
     """The first error, as one line, of CUDA_SRC on its own through nvcc (no launch table, so no kernel is
-    instantiated: ~2 s) and of BINDING_SRC through the host compiler (-fsyntax-only, with torch's pybind11), both
+    instantiated) and of BINDING_SRC through the host compiler (-fsyntax-only, with torch's pybind11), both
     at once; None when both compile. A compiler given as None is skipped. What instantiation finds (a template
     argument a kernel refuses) is `compile`'s job."""
     from torch.utils.cpp_extension import include_paths

@@ -96,8 +96,8 @@ def test_a_kernel_source_another_includes_cannot_be_dropped(repo_copy, dropped):
 @needs_nvcc
 def test_a_cuda_syntax_error_fails_the_build_at_its_line(repo_copy):
     cuh = repo_copy / "kernels_src" / "mma_gemv.cuh"
-    _edit(cuh, "namespace okc {", "namespace okc {\nint broken(;")
-    line = cuh.read_text().splitlines().index("int broken(;") + 1
+    _edit(cuh, "namespace okc {", "namespace okc {\nint broken = ;")
+    line = cuh.read_text().splitlines().index("int broken = ;") + 1
     for args in ((), ("--check",)):
         assert _build(repo_copy, *args).startswith(f"error: kernels_src/mma_gemv.cuh:{line}: ")
     out = repo_copy / "dist" / "submission.py"
@@ -105,10 +105,33 @@ def test_a_cuda_syntax_error_fails_the_build_at_its_line(repo_copy):
     assert out.read_text() != PREVIOUS  # the check, not the render, refused it
 
 
+@pytest.mark.parametrize(
+    "hidden, says",
+    [
+        (("nvcc",), "syntax checked: BINDING_SRC by c++; skipped for CUDA_SRC: no nvcc on PATH"),
+        (("nvcc", "c++"), "syntax check skipped: no nvcc on PATH, no c++ on PATH"),
+    ],
+)
+def test_a_build_without_nvcc_says_its_summary_skipped_the_check(repo_copy, monkeypatch, hidden, says):
+    """Without nvcc a CUDA syntax error cannot be found before the GPU: the build passes, and says so."""
+    _edit(repo_copy / "kernels_src" / "mma_gemv.cuh", "namespace okc {", "namespace okc {\nint broken = ;")
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *args, **kw: None if name in hidden else which(name))
+    if "c++" not in hidden and CXX is None:
+        pytest.skip("needs a host C++ compiler")
+    out = repo_copy / "dist" / "submission.py"
+    for args, summary in (([], f"wrote {out} ("), (["--check"], f"{out} is up to date; ")):
+        result = CliRunner().invoke(main, ["build", "--root", str(repo_copy), *args])
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith(summary) and result.output.strip().endswith(says), result.output
+    result = CliRunner().invoke(main, ["build", "--root", str(repo_copy), "--no-compilers"])
+    assert result.output.strip().endswith("lines); syntax check skipped (--no-compilers)"), result.output
+
+
 @needs_cxx
 def test_a_binding_syntax_error_fails_the_build_at_its_line(repo_copy):
     cpp = repo_copy / "kernels_src" / "binding.cpp"
-    cpp.write_text(cpp.read_text() + "int broken(;\n")
+    cpp.write_text(cpp.read_text() + "int broken = ;\n")
     line = len(cpp.read_text().splitlines())
     assert _build(repo_copy).startswith(f"error: kernels_src/binding.cpp:{line}: ")
 
@@ -129,8 +152,8 @@ def test_an_error_in_the_launch_table_points_at_it_not_past_the_last_cuh():
 @needs_nvcc
 def test_compile_names_the_first_cuda_error_in_one_line(repo_copy):
     cuh = repo_copy / "kernels_src" / "tma_gemv.cuh"
-    _edit(cuh, "namespace okc {", "namespace okc {\nint broken(;")
-    line = cuh.read_text().splitlines().index("int broken(;") + 1
+    _edit(cuh, "namespace okc {", "namespace okc {\nint broken = ;")
+    line = cuh.read_text().splitlines().index("int broken = ;") + 1
     result = CliRunner().invoke(main, ["compile", "--root", str(repo_copy)])
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.strip().splitlines() if not line.startswith("compiling ")]

@@ -53,8 +53,9 @@ ROOT_OPTION = click.option(
 @click.option(
     "--no-compilers",
     is_flag=True,
-    help="Skip the syntax check (about 1 s) of CUDA_SRC by nvcc and of BINDING_SRC by the host compiler (c++, with"
-    " Python's headers), which runs with whichever of the two is on PATH.",
+    help="Skip the syntax check (about 1.5 s) of CUDA_SRC by nvcc and of BINDING_SRC by the host compiler (c++,"
+    " with Python's headers), which runs with whichever of the two is on PATH; the summary line says what it"
+    " checked, and what it skipped and why.",
 )
 def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: bool) -> None:
     """Render the template with the kernel sources and tables into one submission file; where nvcc or c++ is on
@@ -85,19 +86,40 @@ def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: b
         error = syntax_check(sources.cuda, sources.binding, *compilers)
         if error:
             fail(f"{error} (the syntax check of CUDA_SRC and BINDING_SRC; --no-compilers skips it)")
+    checked = syntax_checked(compilers, no_compilers)
     if check:
         if old != text:
             click.echo("error: " + stale_line(old, text, str(out)), err=True)
             if diff:
                 click.echo(diff_summary(old, text, str(out)), err=True)
             sys.exit(1)
-        click.echo(f"{out} is up to date")
+        click.echo(f"{out} is up to date; {checked}")
         return
     try:
         write_atomic(out, text)
     except OSError as exc:
         fail(f"{out}: cannot write: {exc.strerror or exc}")
-    click.echo(f"wrote {out} ({len(text.splitlines())} lines)")
+    click.echo(f"wrote {out} ({len(text.splitlines())} lines); {checked}")
+
+
+def syntax_checked(compilers: tuple, no_compilers: bool) -> str:
+    """What the syntax check covered, for build's summary line: a part skipped says so and why, so that a build
+    on a machine without nvcc does not read as a checked one."""
+    if no_compilers:
+        return "syntax check skipped (--no-compilers)"
+    nvcc, cxx = compilers
+    cuda = "CUDA_SRC by nvcc" if nvcc else "no nvcc on PATH"
+    binding = (
+        "BINDING_SRC by c++"
+        if cxx
+        else "no Python.h (python3-dev)" if shutil.which("c++") else "no c++ on PATH"
+    )
+    if nvcc and cxx:
+        return f"syntax checked: {cuda}, {binding}"
+    if not nvcc and not cxx:
+        return f"syntax check skipped: {cuda}, {binding}"
+    done, skipped, why = (cuda, "BINDING_SRC", binding) if nvcc else (binding, "CUDA_SRC", cuda)
+    return f"syntax checked: {done}; skipped for {skipped}: {why}"
 
 
 @main.command()
