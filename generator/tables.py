@@ -45,15 +45,34 @@ class Table:
 
 def with_field_header(engine, text: str) -> str:
     """A table's text with its header's field block (the `#   layer -> m -> {...}` line and the field lines under
-    it) rendered from the engine's Field declarations (Engine.header_lines): the block is derived, never edited."""
+    it) rendered from the engine's Field declarations (Engine.header_lines): the block is derived, never edited.
+    A table whose block is gone gets it back where it stands in every table: in the leading comment block, after
+    the engine's description (the lines `# ...`), before the notes indented under it (`#   ...`)."""
     lines = text.split("\n")
     start = next((i for i, line in enumerate(lines) if line.startswith("#   layer -> m -> {")), None)
     if start is None:
-        return text
+        comments = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+        start = next((i for i in range(comments) if lines[i].startswith("#   ")), comments)
+        return "\n".join(lines[:start] + engine.header_lines() + lines[start:])
     end = start + 1
     while end < len(lines) and lines[end].startswith("#    "):
         end += 1
     return "\n".join(lines[:start] + engine.header_lines() + lines[end:])
+
+
+def stale_field_header(engine, text: str, shown: str) -> str | None:
+    """`file:line: ...` at the first line of the table's field block that its engine's Field declarations do not
+    render (a block edited by hand, out of date, or deleted), else None."""
+    fresh = with_field_header(engine, text)
+    if fresh == text:
+        return None
+    old, new = text.split("\n"), fresh.split("\n")
+    line = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new))) + 1
+    what = "stale field lines" if "#   layer -> m -> {" in text else "no field lines"
+    return (
+        f"{shown}:{line}: {what} (they are rendered from {engine.name}'s Field declarations,"
+        f" kernels_src/{engine.name}.py): `python -m generator headers` rewrites them"
+    )
 
 
 def shape_error(engine, layer, m: int, problem: Problem, error: str) -> BuildError | None:

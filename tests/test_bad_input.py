@@ -16,6 +16,7 @@ from generator import REPO_ROOT
 from generator.cli import main
 from generator.render import BLACK_VERSION, formatted_by, render_submission
 from generator.sources import LAUNCH_TABLE_FILE, load_sources
+from kernels_src import registry
 
 NVCC = shutil.which("nvcc")
 CXX = shutil.which("c++")
@@ -527,6 +528,37 @@ def test_every_cpp_source_closes_what_it_opens_and_a_deleted_brace_is_found_in_i
             deleted += 1
             exact += found[0] == closed
     assert deleted > 200 and exact >= 0.9 * deleted, (deleted, exact)
+
+
+@pytest.mark.parametrize("engine", [engine.name for engine in registry.ENGINES])
+def test_a_deleted_field_block_is_named_by_headers_check_and_restored_by_headers(repo_copy, engine):
+    path = repo_copy / "tables" / f"{engine}.yaml"
+    original = path.read_text()
+    block = "\n".join(registry.BY_NAME[engine].header_lines()) + "\n"
+    assert block in original
+    path.write_text(original.replace(block, "", 1))
+    line = original[: original.index(block)].count("\n") + 1
+    result = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+    assert result.output.startswith(
+        f"error: tables/{engine}.yaml:{line}: no field lines (they are rendered from"
+    )
+    assert (
+        CliRunner().invoke(main, ["headers", "--root", str(repo_copy)]).output
+        == f"rewrote: tables/{engine}.yaml\n"
+    )
+    assert path.read_text() == original
+
+
+def test_headers_on_a_table_it_cannot_read_is_one_line(repo_copy):
+    path = repo_copy / "tables" / "tma_gemv.yaml"
+    path.unlink()
+    path.symlink_to(path.name)
+    for args in ([], ["--check"]):
+        result = CliRunner().invoke(main, ["headers", "--root", str(repo_copy), *args])
+        assert result.exit_code == 2 and result.output == (
+            "error: tables/tma_gemv.yaml: cannot read: a symbolic link loop (following it never reaches a file)\n"
+        ), result.output
 
 
 def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):

@@ -140,21 +140,30 @@ def dispatch(file: Path) -> None:
 @click.option("--check", is_flag=True, help="Exit 1 naming the tables whose header is stale; write nothing.")
 def headers(root: Path, check: bool) -> None:
     """Render each table's field lines (tables/<engine>.yaml's header) from its engine's Field declarations."""
-    from generator.tables import with_field_header
+    from generator.errors import display_path, read_text
+    from generator.tables import stale_field_header, with_field_header
     from kernels_src import registry
 
     stale = []
     for engine in registry.ENGINES:
         path = Path(root) / "tables" / engine.table_file
-        text = path.read_text()
-        fresh = with_field_header(engine, text)
-        if fresh != text:
-            stale.append(f"tables/{engine.table_file}")
+        shown = display_path(path, Path(root))
+        try:
+            text = read_text(path, shown)
+        except FileNotFoundError:
+            fail(f"{shown}: file not found (the {engine.name} engine's table)")
+        except BuildError as exc:
+            fail(str(exc))
+        problem = stale_field_header(engine, text, shown)
+        if problem:
+            stale.append(problem)
             if not check:
-                path.write_text(fresh)
+                path.write_text(with_field_header(engine, text))
     if check and stale:
-        fail(f"stale field lines in {', '.join(stale)} (python -m generator headers)", 1)
-    click.echo(f"{'stale' if check else 'rewrote'}: {', '.join(stale) or 'none'}")
+        more = f" (and {len(stale) - 1} more table{'s' if len(stale) > 2 else ''})" if len(stale) > 1 else ""
+        fail(stale[0] + more, 1)
+    names = [problem.split(":", 1)[0] for problem in stale]
+    click.echo(f"{'stale' if check else 'rewrote'}: {', '.join(names) or 'none'}")
 
 
 @main.command("compile")
