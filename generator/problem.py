@@ -9,9 +9,13 @@ from generator import REPO_ROOT
 from generator.contract import TAG_LINE
 from generator.errors import display_path
 from generator.yamlio import Located, load_located, require_keys
-from kernels_src.engine import DTYPE_BYTES, Layer
+from kernels_src.engine import DTYPE_BYTES, PLAN_MAX_M, Layer
 
 PROBLEM_NAME = TAG_LINE.rsplit("=", 1)[1]  # muse_bf16_proj
+# Why no m past PLAN_MAX_M is checked, timed or tabled: the judge sends none, and prepare() plans none.
+PLAN_MAX_M_IS = (
+    "the largest m the judge sends and the last prepare() plans (kernels_src/engine.py PLAN_MAX_M)"
+)
 
 # Layer is the submission's own (kernels_src/engine.py): name, n, k, dtype, narrow_n, narrow_max_m, and n_for(m),
 # dual, weight_bytes(m).
@@ -53,6 +57,9 @@ def _m_list(v: Located, what: str) -> tuple[int, ...]:
     if not isinstance(v.value, list) or not v.value:
         raise v.fail(f"{what} must be a non-empty list of token counts")
     ms = tuple(_positive_int(item, f"each of {what}") for item in v.value)
+    for item in v.value:
+        if item.value > PLAN_MAX_M:
+            raise item.fail(f"{what}: {item.value} is over {PLAN_MAX_M}, {PLAN_MAX_M_IS}")
     if list(ms) != sorted(set(ms)):
         raise v.fail(f"{what} must be strictly increasing")
     return ms

@@ -13,9 +13,10 @@ from pathlib import Path
 
 from generator import REPO_ROOT
 from generator.errors import BuildError, display_path
-from generator.problem import Problem
+from generator.problem import PLAN_MAX_M_IS, Problem
 from generator.yamlio import Located, load_located, plain, require_keys
 from kernels_src import registry
+from kernels_src.engine import PLAN_MAX_M
 
 KINDS = ("plain", "dual")  # the weight kinds a default is given for: bf16 weights, fp32 (hi + lo) weights
 
@@ -147,9 +148,12 @@ def parse_table(engine, doc: Located, problem: Problem) -> Table:
         if not isinstance(per_m.value, dict):
             raise per_m.fail(f"{layer_name}: expected a mapping m -> entry")
         for m, (m_loc, value) in per_m.value.items():
-            if type(m) is not int or not engine.serves(m):
-                top_m = "" if engine.m_max is None else f" <= {engine.m_max}"
-                raise m_loc.fail(f"{layer_name}: m must be an integer {engine.m_min} <= m{top_m}, got {m!r}")
+            if type(m) is not int or not engine.serves(m) or m > PLAN_MAX_M:
+                top_m = min(PLAN_MAX_M, engine.m_max or PLAN_MAX_M)
+                why = f"; {PLAN_MAX_M} is {PLAN_MAX_M_IS}" if top_m == PLAN_MAX_M else ""
+                raise m_loc.fail(
+                    f"{layer_name}: m must be an integer {engine.m_min} <= m <= {top_m}, got {m!r}{why}"
+                )
             what = f"{engine.name}[{layer_name}, {m}]"
             cfg = _config(engine, value, what)
             if cfg is not None:

@@ -561,6 +561,38 @@ def test_headers_on_a_table_it_cannot_read_is_one_line(repo_copy):
         ), result.output
 
 
+@pytest.mark.parametrize(
+    "file, old, new, says",
+    [
+        (
+            "tables/splitk_gemm.yaml",
+            "    256: {block_n: 64, block_m: 64, block_k: 128, splits: 8,",
+            "    300: {block_n: 64, block_m: 64, block_k: 128, splits: 8,",
+            "router: m must be an integer 33 <= m <= 256, got 300; 256 is the largest m the judge sends",
+        ),
+        (
+            "tables/problem.yaml",
+            "32, 128, 256]\n",
+            "32, 128, 256, 300]\n",
+            "bench_m: 300 is over 256, the largest m the",
+        ),
+        (
+            "tables/problem.yaml",
+            "64, 128, 256]\n",
+            "64, 128, 256,\n  300]\n",
+            "verify_m: 300 is over 256, the largest m",
+        ),
+    ],
+)
+def test_an_m_past_the_largest_the_judge_sends_is_refused_at_its_line(repo_copy, file, old, new, says):
+    path = repo_copy / file
+    _edit(path, old, new)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "300" in text)
+    message = _build(repo_copy)
+    assert message.startswith(f"error: {file}:{line}: {says}"), message
+    assert message.endswith("(kernels_src/engine.py PLAN_MAX_M)"), message
+
+
 def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):
     file = tmp_path / "sub.py"
     file.write_bytes(b"# okc: problem=muse_bf16_proj\nx = '\xff'\n")
