@@ -11,6 +11,13 @@ TAG_LINE = "# okc: problem=muse_bf16_proj"
 # Calls that would read files, the environment or the network, or run code from strings, at run time.
 FORBIDDEN_CALLS = {"open", "exec", "eval", "compile", "__import__", "input", "breakpoint"}
 FORBIDDEN_ATTRIBUTES = {("torch", "load"), ("torch", "hub"), ("torch", "save")}
+# Output: the file says one thing at run time, the line prepare() prints when a compressed engine refuses a
+# layer's weights, and only from the one function of this name (kernels_src/runtime.py). Any other print, written
+# to debug, would run in the judge's timed loop or at every build (the generator calls the engines' rules).
+SAYS_ONE_LINE = "say_refusal"
+OUTPUT_NAMES = {"print", "pprint", "help", "reveal_type"}  # by name; also as an attribute (pprint.pprint, ...)
+OUTPUT_ATTRIBUTES = OUTPUT_NAMES | {"stdout", "stderr", "__stdout__", "__stderr__", "logging", "_logging"}
+OUTPUT_ATTRIBUTES |= {"warnings", "device_print", "static_print"}  # warnings.warn, torch._logging, Triton's prints
 
 
 def contract_violations(text: str) -> list[tuple[int, str]]:
@@ -38,24 +45,51 @@ def contract_violations(text: str) -> list[tuple[int, str]]:
                 problems.append(
                     (node.lineno, f"from {node.module} import {sorted(names)} is not in the whitelist")
                 )
-        else:
-            problems.extend(_forbidden_use(node))
-    return problems
+    may_say = _may_say(tree)
+    problems.extend(
+        problem
+        for node in ast.walk(tree)
+        if not isinstance(node, (ast.Import, ast.ImportFrom))
+        for problem in _forbidden_use(node, may_say)
+    )
+    return sorted(problems)
 
 
-def _forbidden_use(node: ast.AST) -> list[tuple[int, str]]:
+def _may_say(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside the top-level function SAYS_ONE_LINE, the one place output is allowed."""
+    return {
+        id(node)
+        for function in getattr(tree, "body", ())
+        if isinstance(function, ast.FunctionDef) and function.name == SAYS_ONE_LINE
+        for node in ast.walk(function)
+    }
+
+
+def _forbidden_use(node: ast.AST, may_say: set[int]) -> list[tuple[int, str]]:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
         return [(node.lineno, f"call to {node.func.id}() is not allowed at run time")]
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         if (node.value.id, node.attr) in FORBIDDEN_ATTRIBUTES:
             return [(node.lineno, f"{node.value.id}.{node.attr} is not allowed")]
+    output = (isinstance(node, ast.Name) and node.id in OUTPUT_NAMES) or (
+        isinstance(node, ast.Attribute) and node.attr in OUTPUT_ATTRIBUTES
+    )
+    if output and id(node) not in may_say:
+        name = node.id if isinstance(node, ast.Name) else node.attr
+        return [
+            (
+                node.lineno,
+                f"{name}: no output at run time but the one line {SAYS_ONE_LINE}() prints (kernels_src/runtime.py)",
+            )
+        ]
     return []
 
 
 def forbidden_uses(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, problem) for each call or attribute the contract forbids in a parsed module (its imports are checked
-    where they are hoisted): lets the build name a kernels_src module's own line."""
-    return sorted(problem for node in ast.walk(tree) for problem in _forbidden_use(node))
+    """(line, problem) for each call, name or attribute the contract forbids in a parsed module (its imports are
+    checked where they are hoisted): lets the build name a kernels_src module's own line."""
+    may_say = _may_say(tree)
+    return sorted(problem for node in ast.walk(tree) for problem in _forbidden_use(node, may_say))
 
 
 def undefined_names(text: str) -> list[tuple[int, str]]:

@@ -122,12 +122,18 @@ def layer_routes(state, layer, tables) -> list:
             try:
                 add_operands(state, engine, cfg, layer)
             except CompressionError as refused:  # the layer keeps its other engines; the run goes on
-                print(f"prepare: {refused}", flush=True)  # the submission may import only torch, triton, typing
+                say_refusal(refused)
                 state.refused[layer.name] = str(refused)
                 skip += (engine.name,)
                 break
         else:
             return out
+
+
+def say_refusal(refused) -> None:
+    """The file's one output (generator/contract.py lets only this function print): the line saying which layer
+    a compressed engine refused, and why. print, as the submission may import only torch, triton and typing."""
+    print(f"prepare: {refused}", flush=True)
 
 
 def add_operands(state, engine, cfg, layer) -> None:

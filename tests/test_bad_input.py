@@ -2,6 +2,7 @@
 (the tools, the template, the bytes of a file, the names of problem.yaml and tables/, --root, a wrong call) is one
 line `file:line: what`, exit 2 (1 for a stale --check), with dist/ untouched."""
 
+import ast
 import re
 import shutil
 import subprocess
@@ -233,6 +234,64 @@ def test_open_in_a_module_is_reported_at_the_module_line(repo_copy):
     line = module.read_text().splitlines().index('    return open("config").read()') + 1
     message = _build(repo_copy)
     assert message.startswith(f"error: kernels_src/packing.py:{line}: call to open() is not allowed"), message
+
+
+@pytest.mark.parametrize(
+    "module, after, debug, name",
+    [
+        (
+            "kernels_src/tma_gemv.py",
+            "    def rule(self, cfg, layer, m):",
+            '        print("rule", cfg, m)',
+            "print",
+        ),
+        (
+            "kernels_src/packing.py",
+            "\ndef ",
+            "def trace(x):\n    torch.sys.stdout.write(str(x))\n\n",
+            "stdout",
+        ),
+        (
+            "kernels_src/registry.py",
+            "\ndef ",
+            "def trace(x):\n    torch._logging.trace_structured(x)\n\n",
+            "_logging",
+        ),
+        ("kernels_src/cublas.py", "\ndef ", "show = print\n\n", "print"),
+        (
+            "kernels_src/splitk_gemm.py",
+            "UPCAST: tl.constexpr):",
+            '    tl.device_print("acc", acc)',
+            "device_print",
+        ),
+    ],
+)
+def test_output_in_a_submission_module_is_refused_at_its_line(repo_copy, module, after, debug, name):
+    """A debug print would run at every build (the generator calls the engines' rules) and in the judge's timed
+    loop: the contract refuses any output but the one line runtime.py's say_refusal() prints."""
+    path = repo_copy / module
+    text = path.read_text()
+    if after.startswith("\n"):  # before the module's first function
+        text = text.replace(after, "\n" + debug + after[1:], 1)
+    else:  # the first line of the body after `after`
+        text = text.replace(after, after + "\n" + debug, 1)
+    path.write_text(text)
+    line = text[: text.index(debug.strip().splitlines()[-1])].count("\n") + 1
+    message = _build(repo_copy)
+    assert message == (
+        f"error: {module}:{line}: {name}: no output at run time but the one line say_refusal() prints"
+        " (kernels_src/runtime.py) (the submission contract: generator/contract.py)"
+    ), message
+
+
+def test_the_one_line_prepare_may_print_is_say_refusals_alone():
+    from generator.contract import SAYS_ONE_LINE, contract_violations
+
+    built = (REPO_ROOT / "dist" / "submission.py").read_text()
+    names = [node.id for node in ast.walk(ast.parse(built)) if isinstance(node, ast.Name)]
+    assert f"\ndef {SAYS_ONE_LINE}(" in built and names.count("print") == 1
+    elsewhere = built.replace(f"def {SAYS_ONE_LINE}(", "def say_more(", 1)
+    assert [message.split(":")[0] for _, message in contract_violations(elsewhere)] == ["print"]
 
 
 def test_a_layer_misspelt_in_problem_yaml_is_blamed_on_problem_yaml(repo_copy):
