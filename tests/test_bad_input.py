@@ -652,6 +652,31 @@ def test_an_m_past_the_largest_the_judge_sends_is_refused_at_its_line(repo_copy,
     assert message.endswith("(kernels_src/engine.py PLAN_MAX_M)"), message
 
 
+def test_compression_of_the_router_alone_says_why_it_has_nothing_to_show():
+    line = next(
+        i
+        for i, text in enumerate((REPO_ROOT / "tables" / "problem.yaml").read_text().splitlines(), 1)
+        if text.startswith("  router:")
+    )
+    result = CliRunner().invoke(main, ["compression", "--layers", "router", "--layers", "o"])
+    assert result.exit_code == 2 and result.output == (
+        f"error: --layers router: tables/problem.yaml:{line} gives it float32 weights, which the 12-bit format"
+        " never takes (their bf16 hi + lo split is already 32 bits); it serves the bf16 layers: qkv_gate, o,"
+        " pooler, unpooler\n"
+    ), result.output
+
+
+def test_compression_prints_a_legend_of_exactly_its_columns():
+    from generator.cli.build import compression_legend
+    from kernels_src.compress import format_report
+
+    legend = compression_legend().splitlines()
+    keys = [line[:10].strip() for line in legend if not line.startswith(" ")]
+    assert " ".join(format_report([]).split()) == "matrix shape " + " ".join(keys)
+    result = CliRunner().invoke(main, ["compression", "--layers", "o", "--dist", "normal"])
+    assert result.exit_code == 0 and result.output.endswith("\n".join(legend) + "\n"), result.output
+
+
 def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):
     file = tmp_path / "sub.py"
     file.write_bytes(b"# okc: problem=muse_bf16_proj\nx = '\xff'\n")

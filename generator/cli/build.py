@@ -365,6 +365,15 @@ def compression(distributions, seed: int, layers) -> None:
 
     problem = load_problem_or_fail()
     names = [name for name, _ in shape_filter(problem, layers, [0], [0]) if not problem.layers[name].dual]
+    for name in dict.fromkeys(layers):
+        layer = problem.layers[name]
+        if layer.dual:  # asked for by name: say why there is nothing to show
+            bf16 = ", ".join(other for other, spec in problem.layers.items() if not spec.dual)
+            fail(
+                f"--layers {name}: {problem.file}:{problem.lines[name]} gives it {layer.dtype} weights, which the"
+                f" 12-bit format never takes (their bf16 hi + lo split is already 32 bits); it serves the bf16"
+                f" layers: {bf16}"
+            )
     for distribution in distributions or ("normal", "heavy"):
         weights = make_weights(problem, distribution, seed, "cpu")
         rows = [
@@ -372,3 +381,29 @@ def compression(distributions, seed: int, layers) -> None:
         ]
         click.echo(f"{distribution} weights (seed {seed}):")
         click.echo(format_report(rows))
+    click.echo("\n" + compression_legend())
+
+
+def compression_legend() -> str:
+    """What compression's columns are, with the format's figures from kernels_src/compress.py (which describes the
+    format; tests/test_bad_input.py checks that every column format_report() prints is here)."""
+    from kernels_src.compress import (
+        ENTRY_BYTES,
+        MAX_BITS_PER_WEIGHT,
+        OFFSET_BYTES,
+        PATCHES_PER_GROUP,
+        TABLE_SIZE,
+    )
+
+    return f"""\
+bits/w    bits per weight in all (bf16: 16): payload + headers + exc+off; at {MAX_BITS_PER_WEIGHT:g} or more compress()
+          refuses the layer ("refused"), which then keeps its plain bf16 engines
+payload   the 12-bit stream: each weight's lo byte and a 4-bit code into the matrix's table of {TABLE_SIZE} hi bytes
+headers   each bucket's 16-byte header (a bucket: one 16-row block x one 64-wide K group), which patches its first
+          {PATCHES_PER_GROUP} exceptions, and the {TABLE_SIZE}-byte table
+exc+off   overflow entries ({ENTRY_BYTES} bytes each: the exceptions past a bucket's {PATCHES_PER_GROUP}) and one\
+ {OFFSET_BYTES}-byte offset per bucket
+exc rate  exceptions: weights whose hi byte is not in the table, of all weights
+overflow  overflow entries in the matrix
+max/blk   exceptions in the 16-row block that has the most (all its K groups)
+ovf/blk   overflow entries in the 16-row block that has the most"""
