@@ -109,12 +109,12 @@ class TmaGemm(Engine):
     def rule(self, cfg, layer, m):
         n, k, dual, wg = layer.n_for(m), layer.k, layer.dual, cfg.warpgroups
         nb = gemm_column_blocks(m)
+        if not 1 <= cfg.splits <= k // TILE_K:  # the range before the pairing with reduce: splits=-1 is out of it
+            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
         if split_rule(cfg):
             return split_rule(cfg)
         if n % (TILE_ROWS * wg) or k % TILE_K:
             return f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
-        if not 1 <= cfg.splits <= k // TILE_K:
-            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
         if 4 * nb + _OTHER_REGISTERS > register_budget(wg):
             return (
                 f"warpgroups={wg} at m={m} holds {4 * nb} accumulators a thread (+{_OTHER_REGISTERS}), over the"

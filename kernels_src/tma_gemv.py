@@ -104,6 +104,8 @@ class TmaGemv(DecodeGemv):
 
     def rule(self, cfg, layer, m):
         n, k, dual = layer.n_for(m), layer.k, layer.dual
+        if not 1 <= cfg.splits <= k // TILE_K:  # the range before the pairing with reduce: splits=-1 is out of it
+            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
         if split_rule(cfg):
             return split_rule(cfg)
         if cfg.tile == "half" and (cfg.splits != 1 or dual):
@@ -112,8 +114,6 @@ class TmaGemv(DecodeGemv):
             return f"reduce={cfg.reduce} needs 2 <= splits <= {CLUSTER_MAX}, got splits={cfg.splits}"
         if n % TILE_ROWS or k % TILE_K:
             return f"the tma_gemv engine needs N and K divisible by {TILE_ROWS}, got N={n} K={k}"
-        if not 1 <= cfg.splits <= k // TILE_K:
-            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
         if cfg.tile == "half" and k % HALF_K:
             return f"tile=half needs K divisible by {HALF_K}, got K={k}"
         nb = column_blocks(m)

@@ -677,6 +677,38 @@ def test_compression_prints_a_legend_of_exactly_its_columns():
     assert result.exit_code == 0 and result.output.endswith("\n".join(legend) + "\n"), result.output
 
 
+@pytest.mark.parametrize("reduce", ["none", "semaphore"])
+@pytest.mark.parametrize("splits", [-1, 0])
+def test_splits_out_of_range_is_named_as_such_whatever_the_reduce(splits, reduce):
+    """The range first: with reduce none, splits=-1 was called a pairing error (none exactly when splits = 1)."""
+    from generator.problem import load_problem
+
+    problem = load_problem()
+    engines = [engine for engine in registry.ENGINES if {"splits", "reduce"} <= set(engine.fields)]
+    assert len(engines) >= 5
+    for engine in engines:
+        layer = next(layer for layer in problem.layers.values() if engine.candidates(layer, engine.m_min))
+        cfg = engine.candidates(layer, engine.m_min)[0]._replace(splits=splits, reduce=reduce)
+        error = engine.config_error(cfg, layer, engine.m_min)
+        assert error.startswith(f"splits={splits} "), (engine.name, error)
+        assert "must be 1.." in error or "is not one of" in error, (engine.name, error)
+
+
+def test_splits_minus_one_with_reduce_none_is_refused_at_its_table_line(repo_copy):
+    table = repo_copy / "tables" / "tma_gemv.yaml"
+    entry = "{splits: 1, stages: 16, tile: half, reduce: none}"
+    _edit(table, entry, "{splits: -1, stages: 16, tile: full, reduce: none}")
+    line = (
+        table.read_text()
+        .splitlines()
+        .index(next(text for text in table.read_text().splitlines() if "splits: -1" in text))
+    )
+    message = _build(repo_copy)
+    assert re.match(
+        rf"error: tables/tma_gemv\.yaml:{line + 1}: tma_gemv\[\w+, \d+\]: splits=-1 must be 1\.\.", message
+    )
+
+
 def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):
     file = tmp_path / "sub.py"
     file.write_bytes(b"# okc: problem=muse_bf16_proj\nx = '\xff'\n")
