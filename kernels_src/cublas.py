@@ -39,11 +39,21 @@ def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
     if layer.dual:
         w_t = hi_lo[:n].t()
         if w_t.device.type != "cuda":  # bf16 x bf16 -> fp32 GEMMs are CUDA's (the harness's CPU checks)
-            w_t = w_t.float()
-            return lambda x: torch.cat([x, x], dim=1).float() @ w_t
+            return cpu_dual_plan(w_t.float())
         return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=torch.float32)
     w_t = parts[0][:n].t()
     return lambda x: torch.mm(x, w_t)
+
+
+def cpu_dual_plan(w_t):
+    """The router's GEMM off the GPU, in fp32: for a bf16 x only, as on the GPU (the harness's CPU checks)."""
+
+    def call(x):
+        if x.dtype is not torch.bfloat16:  # .float() would take any x the GPU's GEMM refuses
+            raise TypeError(f"expected a bfloat16 x, got {x.dtype}")
+        return torch.cat([x, x], dim=1).float() @ w_t
+
+    return call
 
 
 CUBLAS = Cublas()

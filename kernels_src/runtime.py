@@ -132,7 +132,8 @@ def layer_routes(state, layer, tables) -> list:
 
 def say_refusal(refused) -> None:
     """The file's one output (generator/contract.py lets only this function print): the line saying which layer
-    a compressed engine refused, and why. print, as the submission may import only torch, triton and typing."""
+    a compressed engine refused, and why. print, as the submission may import only torch, triton and typing.
+    """
     print(f"prepare: {refused}", flush=True)
 
 
@@ -160,18 +161,41 @@ def use_kernels(state, extra) -> None:
 
 
 def kernel_fn(data, state):
-    """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m)."""
+    """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m). An x it cannot
+    serve (not a [m, k] bf16 tensor on the weights' device) fails in torch's fallback GEMM, which the launches
+    send such an x to: that failure becomes one ValueError saying what x must be (x_error)."""
     x = data["x"]
     config = data["config"]
-    plans = state.plans[config["layer"]]
-    m = x.shape[0]
-    if m < len(plans):
-        n, call = plans[m]
-        if n == config["n"]:
-            return call(x)
-    # an m past the plans (or a width the judge never asks for): cuBLAS
-    layer = Layer(config["layer"], **LAYERS[config["layer"]])
-    return fallback_plan(layer, config["n"], state.parts[layer.name], cublas_operand(state, layer))(x)
+    try:  # costs a right x nothing: no check runs unless a call has already failed
+        plans = state.plans[config["layer"]]
+        m = x.shape[0]
+        if m < len(plans):
+            n, call = plans[m]
+            if n == config["n"]:
+                return call(x)
+        # an m past the plans (or a width the judge never asks for): cuBLAS
+        layer = Layer(config["layer"], **LAYERS[config["layer"]])
+        return fallback_plan(layer, config["n"], state.parts[layer.name], cublas_operand(state, layer))(x)
+    except Exception:
+        wrong = x_error(x, config["layer"], state)
+        if wrong is None:  # x is right: the failure is another one
+            raise
+        raise wrong from None
+
+
+def x_error(x, layer: str, state):
+    """The ValueError for an x kernel_fn cannot serve on `layer` (its type, dtype, rank, k or device), naming the x
+    it takes; None for a right x."""
+    if layer not in LAYERS:
+        return ValueError(f"kernel_fn: no layer {layer!r} in this file (it has {', '.join(LAYERS)})")
+    k, device = LAYERS[layer]["k"], state.buffers["workspace"].device
+    if not isinstance(x, torch.Tensor):
+        got = f"a {type(x).__name__}"
+    elif x.dtype is not BF16 or x.dim() != 2 or x.shape[1] != k or x.device != device:
+        got = f"a {list(x.shape)} {x.dtype} tensor on {x.device}"
+    else:
+        return None
+    return ValueError(f"kernel_fn: {layer} takes x as a [m, {k}] {BF16} tensor on {device}, got {got}")
 
 
 def cublas_operand(state, layer):

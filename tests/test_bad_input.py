@@ -709,6 +709,64 @@ def test_splits_minus_one_with_reduce_none_is_refused_at_its_table_line(repo_cop
     )
 
 
+@pytest.fixture(scope="module")
+def prepared_on_the_cpu():
+    """dist/submission.py prepared off the GPU (every shape on its fallback GEMM), on the local judge's weights."""
+    import torch
+
+    from generator.judge.loader import load_submission
+    from generator.judge.weights import make_weights
+    from generator.problem import load_problem
+
+    module = load_submission(REPO_ROOT / "dist" / "submission.py", module_name="x_checks_submission")
+    with torch.no_grad():
+        return module, module.prepare(make_weights(load_problem(), "normal", 0, "cpu"))
+
+
+@pytest.mark.parametrize("layer, k", [("o", 1024), ("router", 8192)])
+@pytest.mark.parametrize(
+    "make, got",
+    [
+        (lambda t, k: t.randn(8, k).half(), "a [8, {k}] torch.float16 tensor on cpu"),
+        (lambda t, k: t.randn(8, k), "a [8, {k}] torch.float32 tensor on cpu"),
+        (lambda t, k: t.randn(300, k).half(), "a [300, {k}] torch.float16 tensor on cpu"),  # past the plans
+        (lambda t, k: t.randn(2, 8, k).bfloat16(), "a [2, 8, {k}] torch.bfloat16 tensor on cpu"),
+        (lambda t, k: t.randn(8, k + 64).bfloat16(), "a [8, {k_64}] torch.bfloat16 tensor on cpu"),
+        (lambda t, k: t.randn(k).bfloat16(), "a [{k}] torch.bfloat16 tensor on cpu"),
+        (lambda t, k: [[0.0] * k] * 8, "a list"),
+    ],
+)
+def test_kernel_fn_given_an_x_it_cannot_serve_says_what_it_takes(prepared_on_the_cpu, layer, k, make, got):
+    """One ValueError naming the x it takes, not torch's words from the fallback GEMM (`expected m1 and m2 to have
+    the same dtype`); the router's CPU GEMM, which upcasts, refuses what the GPU's refuses."""
+    import torch
+
+    module, state = prepared_on_the_cpu
+    x = make(torch, k)
+    data = {"x": x, "config": {"m": 8, "n": 256 if layer == "router" else 8192, "k": k, "layer": layer}}
+    with pytest.raises(ValueError) as refused:
+        module.kernel_fn(data, state)
+    expected = f"kernel_fn: {layer} takes x as a [m, {k}] torch.bfloat16 tensor on cpu, got "
+    assert str(refused.value) == expected + got.format(k=k, k_64=k + 64)
+    right = torch.randn(8, k).bfloat16()
+    assert module.kernel_fn({"x": right, "config": data["config"]}, state).shape == (8, data["config"]["n"])
+
+
+def test_an_x_on_another_device_is_named_so(prepared_on_the_cpu):
+    """(Off the GPU no GEMM fails on a device mismatch: the message for one, on a meta tensor.)"""
+    import torch
+
+    module, state = prepared_on_the_cpu
+    x = torch.empty(8, 1024, dtype=torch.bfloat16, device="meta")
+    assert str(module.x_error(x, "o", state)) == (
+        "kernel_fn: o takes x as a [m, 1024] torch.bfloat16 tensor on cpu, got a [8, 1024] torch.bfloat16 tensor on meta"
+    )
+    assert module.x_error(torch.zeros(8, 1024, dtype=torch.bfloat16), "o", state) is None
+    assert str(module.x_error(x, "gate", state)).startswith(
+        "kernel_fn: no layer 'gate' in this file (it has qkv_gate,"
+    )
+
+
 def test_a_submission_file_that_is_not_utf8_is_one_line(tmp_path):
     file = tmp_path / "sub.py"
     file.write_bytes(b"# okc: problem=muse_bf16_proj\nx = '\xff'\n")
