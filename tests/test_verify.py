@@ -181,3 +181,13 @@ def test_the_built_file_runs_on_the_cpu_through_its_cublas_fallback(small_proble
     results, _, error = verify_distribution(module, small_problem, "normal", 0, "cpu", graphs=False)
     assert not error, error
     assert results and all(r.ok for r in results), [r.problem for r in results if not r.ok]
+
+
+def test_the_report_says_what_its_numbers_are():
+    from generator.judge.reference import DENSE_RTOL, DENSE_STOL, ROUTER_STOL
+    from generator.judge.verify import LEGEND, ShapeResult, format_report
+
+    assert (DENSE_RTOL, DENSE_STOL, ROUTER_STOL) == (2.0**-7, 2.0**-14, 2.0**-15)
+    assert "bound = 2^-7 |ref| + 2^-14 S on the bf16 layers, 2^-15 S on the router" in LEGEND
+    report = format_report([ShapeResult("normal", "o", 1, 8192)], ["normal"]).splitlines()
+    assert " ".join(" ".join(report[3:-2]).split()) == LEGEND and report[-1].startswith("0 passed, 1 failed")

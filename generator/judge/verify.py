@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import textwrap
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -10,7 +12,16 @@ from types import ModuleType
 
 import torch
 
-from generator.judge.reference import Comparison, compare, reference
+from generator.judge.reference import (
+    DENSE_FROB,
+    DENSE_RTOL,
+    DENSE_STOL,
+    ROUTER_FROB,
+    ROUTER_STOL,
+    Comparison,
+    compare,
+    reference,
+)
 from generator.judge.weights import TORCH_DTYPES, make_weights, make_x
 from generator.problem import Problem
 
@@ -172,8 +183,24 @@ def verify_distribution(
     return results, prepare_s, ""
 
 
+def _power_of_two(value: float) -> str:
+    return f"2^{round(math.log2(value))}"
+
+
+# What a cell of the report is (the bounds: generator/judge/reference.py, which says why they are what they are).
+LEGEND = (
+    "Each cell: the shape's worst |out - ref| / bound over its outputs, eagerly / over its graph replays (nan:"
+    f" none ran, --no-graphs); <= 1 passes; bound = {_power_of_two(DENSE_RTOL)} |ref| +"
+    f" {_power_of_two(DENSE_STOL)} S on the bf16 layers, {_power_of_two(ROUTER_STOL)} S on the router, with"
+    " ref = x . W^T and S = |x| . |W|^T in float64. A shape also fails (FAIL) on ||out - ref|| / ||ref|| over"
+    f" {_power_of_two(DENSE_FROB)} (the router {_power_of_two(ROUTER_FROB)}), on a NaN (an output left"
+    " unwritten), on a wrong shape, dtype or device, or on an exception."
+)
+
+
 def format_report(results: list[ShapeResult], distributions: list[str]) -> str:
-    """Worst error per shape (as a fraction of the allowed bound; <= 1 passes), eager / worst graph replay."""
+    """Worst error per shape (as a fraction of the allowed bound; <= 1 passes), eager / worst graph replay, then
+    the legend."""
     by_shape: dict[tuple[str, int], dict[str, ShapeResult]] = {}
     for r in results:
         by_shape.setdefault((r.layer, r.m), {})[r.distribution] = r
@@ -192,6 +219,7 @@ def format_report(results: list[ShapeResult], distributions: list[str]) -> str:
                 graph = max((c.worst for c in r.graph), default=float("nan"))
                 cells.append(f"{f'{r.eager.worst:.3f} / {graph:.3f}':>22}")
         lines.append(f"{layer:<10} {m:>4} {n:>5}" + "".join(f" | {c}" for c in cells))
+    lines += textwrap.wrap(LEGEND, len(head) if len(head) > 80 else 110)
     failures = [r for r in results if not r.ok]
     for r in failures:
         lines.append(f"FAIL {r.distribution} {r.layer} m={r.m} n={r.n}: {r.problem}")
