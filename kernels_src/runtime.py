@@ -163,7 +163,9 @@ def use_kernels(state, extra) -> None:
 def kernel_fn(data, state):
     """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m). An x it cannot
     serve (not a [m, k] bf16 tensor on the weights' device) fails in torch's fallback GEMM, which the launches
-    send such an x to: that failure becomes one ValueError saying what x must be (x_error)."""
+    send such an x to: that failure becomes one ValueError saying what x must be (x_error). A bf16 x that is
+    contiguous and 16-byte aligned goes to a CUDA kernel's launch as it is: its rank, k and device are not checked
+    there, as that would cost every right call (the judge sends [m, k] on the GPU)."""
     x = data["x"]
     config = data["config"]
     try:  # costs a right x nothing: no check runs unless a call has already failed
