@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 
 from generator.errors import BuildError
-from generator.sources import ALLOWED_IMPORTS
 
 TAG_LINE = "# okc: problem=muse_bf16_proj"
 # Calls that would read files, the environment or the network, or run code from strings, at run time.
@@ -18,6 +17,16 @@ SAYS_ONE_LINE = "say_refusal"
 OUTPUT_NAMES = {"print", "pprint", "help", "reveal_type"}  # by name; also as an attribute (pprint.pprint, ...)
 OUTPUT_ATTRIBUTES = OUTPUT_NAMES | {"stdout", "stderr", "__stdout__", "__stderr__", "logging", "_logging"}
 OUTPUT_ATTRIBUTES |= {"warnings", "device_print", "static_print"}  # warnings.warn, torch._logging, Triton's prints
+# The only modules the submission may import, and how: checked on each kernels_src module as it is inlined
+# (generator/sources.py) and again on the rendered file.
+ALLOWED_IMPORTS = {
+    "typing": None,  # any name
+    "torch": None,
+    "triton": None,
+    "triton.language": None,
+    "torch.utils.cpp_extension": {"load_inline"},
+    "triton.tools.tensor_descriptor": {"TensorDescriptor"},
+}
 
 
 def contract_violations(text: str) -> list[tuple[int, str]]:

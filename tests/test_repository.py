@@ -178,3 +178,38 @@ def test_the_long_routines_stay_in_phases_of_at_most_60_lines():
         "gemv_kernel": _cuda_function_lines(src / "mma_gemv.cuh", "gemv_kernel(const GemvArgs a)"),
     }
     assert all(1 < lines <= 60 for lines in sizes.values()), sizes
+
+
+def _generator_imports() -> dict:
+    """generator module -> the generator modules it imports (at its top level or inside a function)."""
+    import ast
+
+    modules = {}
+    for path in sorted((REPO_ROOT / "generator").rglob("*.py")):
+        parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+        graph[name] = sorted(found & set(modules) - {name})
+    return graph
+
+
+def test_no_generator_module_imports_one_that_imports_it_back():
+    """No import circle (generator/contract.py and generator/sources.py once imported each other, one of them
+    inside a function to dodge it): each module's imports reach back to it by no path."""
+    graph = _generator_imports()
+    assert "generator.contract" in graph["generator.sources"]  # the graph holds the edges it should
+    for start in graph:
+        reached, todo = set(), list(graph[start])
+        while todo:
+            module = todo.pop()
+            if module not in reached:
+                reached.add(module)
+                todo += graph[module]
+        assert start not in reached, f"{start} imports a module that imports it back"
