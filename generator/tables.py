@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from generator import REPO_ROOT
+from generator.candidates import candidates
 from generator.errors import BuildError, display_path
 from generator.problem import PLAN_MAX_M_IS, Problem
 from generator.yamlio import Located, load_located, plain, require_keys
 from kernels_src import registry
-from kernels_src.engine import PLAN_MAX_M
+from kernels_src.engine import PLAN_MAX_M, REQUIRED
 
 KINDS = ("plain", "dual")  # the weight kinds a default is given for: bf16 weights, fp32 (hi + lo) weights
 
@@ -44,9 +45,30 @@ class Table:
         return out
 
 
+def field_header_lines(engine, width: int = 118) -> list:
+    """The field lines of an engine's table header (tables/<engine>.yaml): the `#   layer -> m -> {...}` line, then
+    one entry per Field, its meaning, allowed values (or bounds, in words) and default, wrapped at `width`."""
+    lines = [f"#   layer -> m -> {{{', '.join(engine.fields)}}}"]
+    for f in engine.FIELDS:
+        values = f.bounds if f.allowed is None else ", ".join(map(str, f.allowed))
+        named = f.type is str and all(name in f.meaning for name in f.allowed)  # the meaning lists them
+        text = f"{f.meaning} ({values})" if values and not named else f.meaning
+        if f.default is not REQUIRED:
+            text += f"; default {f.default}"
+        lead = f"#     {f.name:<11} "
+        line = lead
+        for word in text.split():
+            if len(line) + 1 + len(word) > width and line.strip() != lead.strip():
+                lines.append(line.rstrip())
+                line = "#" + " " * (len(lead) - 1)
+            line += word + " "
+        lines.append(line.rstrip())
+    return lines
+
+
 def with_field_header(engine, text: str) -> str:
     """A table's text with its header's field block (the `#   layer -> m -> {...}` line and the field lines under
-    it) rendered from the engine's Field declarations (Engine.header_lines): the block is derived, never edited.
+    it) rendered from the engine's Field declarations (field_header_lines): the block is derived, never edited.
     A table whose block is gone gets it back where it stands in every table: in the leading comment block, after
     the engine's description (the lines `# ...`), before the notes indented under it (`#   ...`)."""
     lines = text.split("\n")
@@ -54,11 +76,11 @@ def with_field_header(engine, text: str) -> str:
     if start is None:
         comments = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
         start = next((i for i in range(comments) if lines[i].startswith("#   ")), comments)
-        return "\n".join(lines[:start] + engine.header_lines() + lines[start:])
+        return "\n".join(lines[:start] + field_header_lines(engine) + lines[start:])
     end = start + 1
     while end < len(lines) and lines[end].startswith("#    "):
         end += 1
-    return "\n".join(lines[:start] + engine.header_lines() + lines[end:])
+    return "\n".join(lines[:start] + field_header_lines(engine) + lines[end:])
 
 
 def stale_field_header(engine, text: str, shown: str) -> str | None:
@@ -79,10 +101,10 @@ def stale_field_header(engine, text: str, shown: str) -> str | None:
 def shape_error(engine, layer, m: int, problem: Problem, error: str) -> BuildError | None:
     """When no config of `engine` at all can serve m tokens of `layer` but some would with n and k rounded up (its
     n or k is the trouble, not the table), the error belongs to tables/problem.yaml's line for the layer."""
-    if engine.candidates(layer, m):
+    if candidates(engine, layer, m):
         return None
     rounded = layer._replace(n=-(-layer.n_for(m) // 256) * 256, k=-(-layer.k // 1024) * 1024, narrow_n=None)
-    if not engine.candidates(rounded, m):
+    if not candidates(engine, rounded, m):
         return None  # not a question of this layer's n or k: the engine does not serve its kind at all
     return BuildError(
         problem.file,

@@ -14,7 +14,7 @@ from kernels_src.engine import (
     config_type,
     split_rule,
 )
-from kernels_src.mma_gemv import MMA_PIPELINE, split_error, split_k_candidates, tiles_smem_error
+from kernels_src.mma_gemv import MMA_PIPELINE, split_error, tiles_smem_error
 
 COMPRESSED_PIPELINES = MMA_PIPELINE.members[
     :2
@@ -123,9 +123,6 @@ class CompressedGemv(DecodeGemv):
         pointers = (z["stream"], z["patches"], z["overflow"], z["overflow_starts"])
         scalars = (*table_scalars(z["table_words"]), z["overflow"].numel())
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
-
-    def candidates(self, layer, m):
-        return split_k_candidates(self, layer, m, 64, "groups", COMPRESSED_PIPELINES, COMPRESSED_REDUCTIONS)
 
 
 COMPRESSED_GEMV = CompressedGemv()

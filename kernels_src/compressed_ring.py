@@ -198,15 +198,5 @@ class CompressedRing(DecodeGemv):
         pointers = (r["slots"], r["row_starts"], r["rows"] if r["rows"].numel() else entries, entries)
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, (*table_scalars(r["table_words"]), r["entries"].numel()))
 
-    def candidates(self, layer, m):
-        out = []
-        for stages in TMA_STAGES:
-            for warpgroups in RING_WARPGROUPS:
-                for groups in RING_GROUPS:
-                    cfg = CompressedRingConfig(stages=stages, warpgroups=warpgroups, groups=groups)
-                    if self.config_error(cfg, layer, m) is None:
-                        out.append(cfg)
-        return out
-
 
 COMPRESSED_RING = CompressedRing()

@@ -1,7 +1,7 @@
 """What an engine is: a config of named fields, the rule saying where it runs, its table, what prepare() builds
-for it, and its launch. Each engine module (mma_gemv.py, tma_gemv.py, compressed_gemv.py, tma_gemm.py,
-splitk_gemm.py, cublas.py) defines one Engine; registry.py lists them in precedence order, and nothing else lists engines or
-their fields: the table loader, route(), prepare(), the CLI and the generated docstring all read them from there.
+for it, and its launch. Each engine module (kernels_src/<engine>.py) defines one Engine; registry.py lists them in
+precedence order, and nothing else lists engines or their fields: the table loader, route(), prepare(), the CLI
+and the generated docstring all read them from there.
 
 A config field is declared once, as a Field: its name, type, allowed values, one-line meaning and default. The
 engine's Config (a NamedTuple), its `values` / `modes`, its table's header and `make_config` are derived from its
@@ -161,8 +161,8 @@ REQUIRED = None  # a Field's default when a table entry must give it
 
 
 class Field(NamedTuple):
-    """One config field, declared once: the Config, `values` / `modes`, make_config, the table header and the
-    describe() lines all read it. `allowed` None: any integer (the engine's rule bounds it; `bounds` says how).
+    """One config field, declared once: the Config, `values` / `modes`, make_config, the describe() lines and the
+    table header (generator/tables.py renders it) all read it. `allowed` None: any integer (the engine's rule bounds it; `bounds` says how).
     """
 
     name: str
@@ -171,11 +171,6 @@ class Field(NamedTuple):
     meaning: str  # one line: what the field is (the table header's line for it)
     default: object = REQUIRED  # what a table entry that leaves the field out takes
     bounds: str = ""  # for allowed None: the range the rule admits, in words
-
-    def values_text(self) -> str:
-        if self.allowed is None:
-            return self.bounds
-        return ", ".join(map(str, self.allowed))
 
 
 def config_type(name: str, fields: tuple) -> type:
@@ -205,7 +200,8 @@ def column_blocks(m: int) -> int:
 class Engine:
     """The interface every engine implements; see the module docstring. Subclasses set the class attributes and
     override what applies: `rule` (admissibility beyond the fields' values), `operands` / `build_operand` (what
-    prepare() makes once per layer), `variant` (CUDA engines), `plan` (the launch) and `candidates` (sweep).
+    prepare() makes once per layer), `variant` (CUDA engines) and `plan` (the launch). What only the tools read
+    stays in generator/: the sweep's candidates (generator/candidates.py), the table headers (generator/tables.py).
     """
 
     name = ""
@@ -217,7 +213,6 @@ class Engine:
     launcher = ""  # C++ launcher template (CUDA engines)
     template_fields: tuple = ()  # what the launcher's template arguments are, for the launch table's comments
     cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
-    jit_compiled = False  # its kernels compile at their first launch (Triton): `sweep` precompiles them in parallel
     summary = ""  # one paragraph for the submission's docstring
 
     @property
@@ -237,24 +232,6 @@ class Engine:
     def modes(self) -> dict:
         """mode field -> its allowed names"""
         return {f.name: f.allowed for f in self.FIELDS if f.type is str}
-
-    def header_lines(self, width: int = 118) -> list:
-        """The field lines of the engine's table header (tables/<engine>.yaml): one per field, from its Field."""
-        lines = [f"#   layer -> m -> {{{', '.join(self.fields)}}}"]
-        for f in self.FIELDS:
-            named = f.type is str and all(name in f.meaning for name in f.allowed)  # the meaning lists them
-            text = f"{f.meaning} ({f.values_text()})" if f.values_text() and not named else f.meaning
-            if f.default is not REQUIRED:
-                text += f"; default {f.default}"
-            lead = f"#     {f.name:<11} "
-            words, line = text.split(), lead
-            for word in words:
-                if len(line) + 1 + len(word) > width and line.strip() != lead.strip():
-                    lines.append(line.rstrip())
-                    line = "#" + " " * (len(lead) - 1)
-                line += word + " "
-            lines.append(line.rstrip())
-        return lines
 
     def serves(self, m: int) -> bool:
         return m >= self.m_min and (self.m_max is None or m <= self.m_max)
@@ -292,18 +269,6 @@ class Engine:
                 kind = "one of " + ", ".join(f.allowed) if f.type is str else "an integer"
                 raise ValueError(f"{f.name} must be {kind}, got {value!r}")
         return self.Config(**{f.name: fields.get(f.name, f.default) for f in self.FIELDS})
-
-    def parse_values(self, texts) -> object:
-        """A Config from command-line values: positional in field order, or name=value (ValueError if wrong)."""
-        fields = {}
-        for position, text in enumerate(texts):
-            name, eq, value = text.partition("=")
-            if not eq:
-                if position >= len(self.fields):
-                    raise ValueError(f"the {self.name} engine has {len(self.fields)} fields, got more values")
-                name, value = self.fields[position], text
-            fields[name] = value if name in self.modes else _integer(name, value)
-        return self.make_config(fields)
 
     def named_values(self, values) -> list:
         """[(field, value)] of a config (or its values in field order), a field left at its default left out: a
@@ -352,22 +317,6 @@ class Engine:
     def plan(self, cfg, layer: Layer, m: int, ctx):
         """A callable x -> out for m tokens of `layer` (ctx: runtime.PlanContext: operands, extension, buffers)."""
         raise NotImplementedError
-
-    def candidates(self, layer: Layer, m: int) -> list:
-        """Every config worth timing for this shape (sweep)."""
-        return []
-
-    def precompile(self, cfg, layer: Layer) -> None:
-        """Compile what cfg launches ahead of the timing (the Triton engine; the CUDA ones are built by
-        prepare()'s extension, cuBLAS needs nothing)."""
-        return None
-
-
-def _integer(name: str, text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {text!r}") from None
 
 
 class DecodeGemv(Engine):

@@ -110,37 +110,6 @@ def tiles_smem_error(
     return None
 
 
-def split_k_candidates(
-    engine, layer, m: int, k_unit: int, trip_field: str, pipelines: tuple, reductions: tuple
-):
-    """The sweep's candidates of the two mma.sync GEMVs, whose configs both read (warps, splits, per trip,
-    pipeline, row_blocks, reduce): 4-16 warps (1 and 2 never won a sweep), at most 2048 CTAs once K is split (past
-    ~15 a SM more splits only add partial-tile traffic), every warp given a trip of k_unit-wide K units, and only
-    what the engine's rule admits."""
-    out = []
-    for warps in (4, 8, 16):
-        for splits in engine.values["splits"]:
-            for trip in engine.values[trip_field]:
-                for pipeline in pipelines:
-                    for row_blocks in engine.values["row_blocks"]:
-                        if splits > 1 and layer.n_for(m) // 16 // row_blocks * splits > 2048:
-                            continue
-                        if (layer.k // k_unit) // splits < warps * trip:
-                            continue
-                        for reduce in ("none",) if splits == 1 else reductions[1:]:
-                            cfg = engine.Config(
-                                **{trip_field: trip},
-                                warps=warps,
-                                splits=splits,
-                                pipeline=pipeline,
-                                row_blocks=row_blocks,
-                                reduce=reduce,
-                            )
-                            if engine.config_error(cfg, layer, m) is None:
-                                out.append(cfg)
-    return out
-
-
 def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
     """What the two mma.sync GEMVs share about K splits: splits divide the K units; a cluster fits Hopper; the
     workspace and the counters hold what a semaphore reduction needs (engine.split_rule: reduce none exactly when
@@ -225,9 +194,6 @@ class MmaGemv(DecodeGemv):
     def plan(self, cfg, layer, m, ctx):
         packed = ctx.operands[FRAGMENTS]  # dual: hi, lo; plain: the one matrix
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (packed[0], packed[-1]))
-
-    def candidates(self, layer, m):
-        return split_k_candidates(self, layer, m, 32, "unroll", MMA_PIPELINES, MMA_REDUCTIONS)
 
 
 MMA_GEMV = MmaGemv()

@@ -122,22 +122,5 @@ class PersistentGemm(Engine):
             self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1]), (workspace.numel(),)
         )
 
-    def candidates(self, layer, m):
-        out = []
-        for rows in GEMM_ROWS:
-            for tokens in (t for t in GEMM_TOKENS if t <= gemm_class_tokens(m)):  # no tile past m's class
-                fitting = [
-                    s for s in GEMM_STAGES if persistent_smem_bytes(rows, tokens, s, layer.dual) <= SMEM_LIMIT
-                ]
-                for stages in fitting[-2:]:
-                    probe = GemmConfig(rows, tokens, stages, 1)
-                    tiles = persistent_tiles(probe, layer.n_for(m), m)
-                    grids = {SMS, SMS // tiles * tiles} | {tiles * s for s in (1, 2, 3, 4, 6, 8)}
-                    for ctas in sorted(grids):
-                        cfg = GemmConfig(rows, tokens, stages, ctas)
-                        if self.config_error(cfg, layer, m) is None:
-                            out.append(cfg)
-        return out
-
 
 PERSISTENT_GEMM = PersistentGemm()

@@ -67,7 +67,6 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
     WORKSPACE_FLOATS,
     Engine,
     Field,
-    Layer,
     Operand,
     config_type,
     split_rule,
@@ -113,19 +112,6 @@ def splitk_smem_bytes(cfg, dual):
     slot = cfg.block_k * (cfg.block_n * (2 if dual else 1) + cfg.block_m) * 2
     extra = 4096 if dual and cfg.warps == 8 and cfg.block_n == 64 else 0
     return max(cfg.stages, 1) * slot + 1024 + extra
-
-
-def splitk_gemm_config_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
-    """Why cfg cannot serve an (m, n, k) launch (dual: the router's two weights), or None: the engine's own
-    checks (SPLITK_GEMM.config_error: the fields, then splitk_shape_error), for a caller without a Layer."""
-    for name, value in (("m", m), ("n", n), ("k", k)):
-        if type(value) is not int or value < 1:
-            return f"{name}={value!r} must be a positive int"
-    if type(dual) is not bool:
-        return f"dual={dual!r} must be a bool"
-    if isinstance(cfg, tuple) and getattr(cfg, "_fields", None) == SplitKGemmConfig._fields:
-        cfg = SplitKGemmConfig(*cfg)  # a config of another copy of this module (the GPU tests compile one)
-    return SPLITK_GEMM.config_error(cfg, Layer("splitk_gemm", n, k, "float32" if dual else "bfloat16"), m)
 
 
 def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
@@ -387,8 +373,8 @@ def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator,
 
     x [M, K] bf16 and the weights [N_total, K] bf16 row-major contiguous, out [M, n] contiguous (bf16, or fp32
     for dual), workspace fp32 (WORKSPACE_FLOATS), counters int32 (COUNTERS) and accumulator fp32
-    (ACCUMULATOR_FLOATS), the last two zero. cfg must be admitted by splitk_gemm_config_error(cfg, M, n, K,
-    dual); descriptors are weight_descriptors(weights, cfg) (built here when not given)."""
+    (ACCUMULATOR_FLOATS), the last two zero. cfg must be admitted by SPLITK_GEMM.config_error at the launch's M,
+    n and K; descriptors are weight_descriptors(weights, cfg) (built here when not given)."""
     m, k = x.shape
     n = out.shape[1]
     if cfg.loads == "tma":
@@ -526,7 +512,7 @@ class BoundSplitKLaunch:
         return out
 
 
-# ---- The engine (kernels_src/engine.py): rule, operands, launch, sweep candidates.
+# ---- The engine (kernels_src/engine.py): rule, operands, launch.
 
 
 class SplitKGemm(Engine):
@@ -534,7 +520,6 @@ class SplitKGemm(Engine):
     FIELDS = SPLITK_GEMM_FIELDS
     Config = SplitKGemmConfig
     m_min, m_max = 33, None
-    jit_compiled = True
     sweep_m = (64, 128, 256)  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
     summary = (
         "splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens"
@@ -596,53 +581,6 @@ class SplitKGemm(Engine):
 
         call.bound = None
         return call
-
-    def precompile(self, cfg, layer) -> None:
-        """Compile cfg's kernel for `layer` into Triton's on-disk cache (the sweep does this in several processes
-        at once, so that the timing process finds every kernel compiled)."""
-        compile_config(cfg, layer.dual)
-
-    def candidates(self, layer, m):
-        """Tiles of 64 or 128 on each side; K steps of 128 with 3-4 stages, or of 64 with 4-6 (the same bytes in
-        flight); 8 warps only for 128 x 128 tiles (4 would hold 128 accumulators a thread); 1-32 splits."""
-        out = []
-        for block_n in (64, 128):
-            for block_m in (64, 128):
-                for block_k in (64, 128):
-                    for stages in (3, 4) if block_k == 128 else (4, 6):
-                        for warps in (4, 8) if block_n * block_m > 64 * 128 else (4,):
-                            for splits in (1, 2, 4, 8, 16, 32):
-                                for reduce in ("none",) if splits == 1 else ("semaphore", "atomic"):
-                                    cfg = SplitKGemmConfig(
-                                        block_n=block_n,
-                                        block_m=block_m,
-                                        block_k=block_k,
-                                        splits=splits,
-                                        warps=warps,
-                                        stages=stages,
-                                        loads="tma",
-                                        reduce=reduce,
-                                    )
-                                    if self.config_error(cfg, layer, m) is None:
-                                        out.append(cfg)
-        return out
-
-
-def compile_config(cfg, dual: bool, device="cuda") -> None:
-    """(SplitKGemm.precompile's work.) Compile cfg's kernel (dual or not) into Triton's cache by one launch on small tensors: what it is keyed on
-    (the constexprs, the warps and stages, the arguments' dtypes and 16-divisibility) is what a real launch has,
-    and M and splits are never specialised. The sweep runs this in several processes at once."""
-    m, k = 40, cfg.block_k * cfg.splits
-    padded = -(-m // cfg.block_m) * cfg.block_m  # the token tiles' rows
-    x = torch.randn(m, k, device=device).to(torch.bfloat16)
-    weights = tuple(
-        torch.randn(cfg.block_n, k, device=device).to(torch.bfloat16) for _ in range(2 if dual else 1)
-    )
-    out = torch.empty(m, cfg.block_n, dtype=torch.float32 if dual else torch.bfloat16, device=device)
-    counters = torch.zeros(COUNTERS, dtype=torch.int32, device=device)
-    accumulator = torch.zeros(padded * cfg.block_n, dtype=torch.float32, device=device)
-    workspace = torch.empty(padded * cfg.block_n * cfg.splits, dtype=torch.float32, device=device)
-    splitk_gemm(x, weights, out, workspace, counters, accumulator, cfg)
 
 
 SPLITK_GEMM = SplitKGemm()

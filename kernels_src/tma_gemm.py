@@ -153,23 +153,5 @@ class TmaGemm(Engine):
         accumulator = ctx.buffers["accumulator"]
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1], accumulator))
 
-    def candidates(self, layer, m):
-        out = []
-        for warpgroups in TMA_GEMM_WARPGROUPS:
-            for splits in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32):
-                for stages in (4, 6, 8):
-                    for reduce in ("none",) if splits == 1 else TMA_GEMM_REDUCTIONS[1:]:
-                        for epilogue in TMA_GEMM_EPILOGUES if reduce == "none" else ("direct",):
-                            cfg = TmaGemmConfig(
-                                warpgroups=warpgroups,
-                                splits=splits,
-                                stages=stages,
-                                reduce=reduce,
-                                epilogue=epilogue,
-                            )
-                            if self.config_error(cfg, layer, m) is None:
-                                out.append(cfg)
-        return out
-
 
 TMA_GEMM = TmaGemm()

@@ -143,18 +143,5 @@ class TmaGemv(DecodeGemv):
         tiles = ctx.operands[self.operands(cfg, layer)[0]]
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1]))
 
-    def candidates(self, layer, m):
-        # splits past 32 were slower on every shape probed (each CTA pays a start-up and a reduction that fewer
-        # of them per SM overlap); a 2-slot ring was never faster
-        out = []
-        for splits in (1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16, 22, 24, 32):
-            for stages in TMA_STAGES[1:]:
-                for tile in TMA_TILES:
-                    for reduce in ("none",) if splits == 1 else TMA_REDUCTIONS[1:]:
-                        cfg = TmaGemvConfig(splits=splits, stages=stages, tile=tile, reduce=reduce)
-                        if self.config_error(cfg, layer, m) is None:
-                            out.append(cfg)
-        return out
-
 
 TMA_GEMV = TmaGemv()

@@ -16,6 +16,9 @@ class StandInEngine:
         self.real, self.owner = real, owner
         self.name, self.Config, self.fields = real.name, real.Config, real.fields
 
+    def __getattr__(self, name):
+        return getattr(self.real, name)  # its rule, fields and describe(): the real engine's
+
     def variant(self, cfg, layer, m):
         return None
 

@@ -14,10 +14,12 @@ import yaml
 from click.testing import CliRunner
 
 from generator import REPO_ROOT
+from generator.candidates import candidates
 from generator.cli import main
 from generator.compile import python_headers
 from generator.render import BLACK_VERSION, formatted_by, render_submission
 from generator.sources import LAUNCH_TABLE_FILE, load_sources
+from generator.tables import field_header_lines
 from kernels_src import registry
 
 NVCC = shutil.which("nvcc")
@@ -598,7 +600,7 @@ def test_every_cpp_source_closes_what_it_opens_and_a_deleted_brace_is_found_in_i
 def test_a_deleted_field_block_is_named_by_headers_check_and_restored_by_headers(repo_copy, engine):
     path = repo_copy / "tables" / f"{engine}.yaml"
     original = path.read_text()
-    block = "\n".join(registry.BY_NAME[engine].header_lines()) + "\n"
+    block = "\n".join(field_header_lines(registry.BY_NAME[engine])) + "\n"
     assert block in original
     path.write_text(original.replace(block, "", 1))
     line = original[: original.index(block)].count("\n") + 1
@@ -692,8 +694,8 @@ def test_splits_out_of_range_is_named_as_such_whatever_the_reduce(splits, reduce
     engines = [engine for engine in registry.ENGINES if {"splits", "reduce"} <= set(engine.fields)]
     assert len(engines) >= 5
     for engine in engines:
-        layer = next(layer for layer in problem.layers.values() if engine.candidates(layer, engine.m_min))
-        cfg = engine.candidates(layer, engine.m_min)[0]._replace(splits=splits, reduce=reduce)
+        layer = next(layer for layer in problem.layers.values() if candidates(engine, layer, engine.m_min))
+        cfg = candidates(engine, layer, engine.m_min)[0]._replace(splits=splits, reduce=reduce)
         error = engine.config_error(cfg, layer, engine.m_min)
         assert error.startswith(f"splits={splits} "), (engine.name, error)
         assert "must be 1.." in error or "is not one of" in error, (engine.name, error)

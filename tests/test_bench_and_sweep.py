@@ -14,6 +14,7 @@ from generator.judge.bench import (
     plot,
     run_floor_us,
 )
+from generator.candidates import candidates
 from generator.judge.sweep import (
     SweepPoint,
     best_by_field,
@@ -104,11 +105,14 @@ def test_plot_writes_a_png(tmp_path):
 
 
 def test_every_engines_candidates_are_admissible_and_cover_its_modes():
+    from generator.candidates import CANDIDATES
+
     problem = load_problem()
+    assert set(CANDIDATES) == {engine.name for engine in registry.ENGINES}  # none missing, none stale
     for engine in registry.ENGINES:
         for layer in problem.layers.values():
             for m in sweep_m(engine, problem):
-                configs = engine.candidates(layer, m)
+                configs = candidates(engine, layer, m)
                 assert all(engine.config_error(c, layer, m) is None for c in configs), (
                     engine.name,
                     layer.name,
@@ -119,17 +123,17 @@ def test_every_engines_candidates_are_admissible_and_cover_its_modes():
                 assert configs, (engine.name, layer.name, m)
     router, o = problem.layers["router"], problem.layers["o"]
     # the atomic reduction is the router's alone, and the mma_gemv sweep does try it there
-    assert any(c.reduce == "atomic_out" for c in MMA_GEMV.candidates(router, 32))
-    assert not any(c.reduce == "atomic_out" for c in MMA_GEMV.candidates(o, 32))
-    assert TmaGemvConfig(splits=4, stages=12, tile="full", reduce="semaphore") not in TMA_GEMV.candidates(
-        router, 32
+    assert any(c.reduce == "atomic_out" for c in candidates(MMA_GEMV, router, 32))
+    assert not any(c.reduce == "atomic_out" for c in candidates(MMA_GEMV, o, 32))
+    assert TmaGemvConfig(splits=4, stages=12, tile="full", reduce="semaphore") not in candidates(
+        TMA_GEMV, router, 32
     )  # 12 x 20 KB
     assert sweep_m(registry.BY_NAME["splitk_gemm"], problem) == (64, 128, 256)
 
 
 def test_a_sweep_times_the_chosen_values_and_always_the_current_entry():
     problem = load_problem()
-    everything = MMA_GEMV.candidates(problem.layers["qkv_gate"], 16)
+    everything = candidates(MMA_GEMV, problem.layers["qkv_gate"], 16)
     current = MmaGemvConfig(warps=16, splits=1, unroll=1, pipeline="double", row_blocks=2, reduce="none")
     assert current in everything
     hinted = configs_to_time(everything, {"pipeline": {"batch_l2", "double_l2"}}, current)
@@ -386,9 +390,6 @@ def test_run_sweep_times_each_shape_in_its_phases_on_a_stand_in(monkeypatch):
 
     current = TmaGemvConfig(splits=1, stages=12, tile="full", reduce="none")
     module = Module(problem)
-    for engine in module.BY_NAME.values():
-        engine.candidates, engine.jit_compiled = engine.real.candidates, False
-        engine.describe = engine.real.describe
     plan = module.BY_NAME["tma_gemv"].plan
     module.BY_NAME["tma_gemv"].plan = lambda cfg, layer, m, ctx: (
         lambda call: (lambda x: (call(x), times.__setitem__("last", cfg))[0])
@@ -405,15 +406,15 @@ def test_run_sweep_times_each_shape_in_its_phases_on_a_stand_in(monkeypatch):
 
     monkeypatch.setattr(timing, "time_cold_us", timer)
     (point,) = sweep.run_sweep(module, problem, [("router", 8)], "tma_gemv", reps=3, log=print, device="cpu")
-    candidates = TMA_GEMV.candidates(problem.layers["router"], 8)
-    assert point.tried == len(candidates) and point.wrong == 0 and point.failed == 0
+    timed = candidates(TMA_GEMV, problem.layers["router"], 8)
+    assert point.tried == len(timed) and point.wrong == 0 and point.failed == 0
     assert point.best == fast and point.best_us == 9.0 and point.cublas_us == 20.0
     assert point.current == current  # timed again among the finalists
     assert point.incumbent == "mma_gemv" and point.incumbent_us == 14.0
-    assert set(point.timings) == set(candidates)
+    assert set(point.timings) == set(timed)
     module.flaw = "off by one row"
     (wrong,) = sweep.run_sweep(module, problem, [("router", 8)], "tma_gemv", reps=3, log=print, device="cpu")
-    assert wrong.best is None and wrong.wrong == len(candidates)
+    assert wrong.best is None and wrong.wrong == len(timed)
 
 
 def test_eager_samples_are_interleaved_in_rotating_order(monkeypatch):

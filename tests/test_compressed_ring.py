@@ -7,6 +7,7 @@ weight's 16 bits, on adversarial matrices; a model of the kernel's arithmetic ma
 import pytest
 import torch
 
+from generator.candidates import candidates
 from generator.judge.weights import make_weight
 from kernels_src.compress import CompressionError, compress
 from kernels_src.compressed_ring import (
@@ -174,7 +175,7 @@ def test_the_rule_counts_the_ring_and_refuses_in_one_line():
     # the ring and ZRingStaged (4 + 69 bytes an entry: compressed_ring.cuh asserts the same size)
     assert ring_smem(ok, 4) == 8 * (13312 + 2 * 4096) + 4 + 69 * STAGED_ENTRIES + 1024
     # what sweep times at m = 32: every depth that fits, 1 / 2 / 4 warpgroups, 1 or 2 groups a slot
-    got = {tuple(c) for c in COMPRESSED_RING.candidates(unpooler, 32)}
+    got = {tuple(c) for c in candidates(COMPRESSED_RING, unpooler, 32)}
     assert (8, 4, 2) in got and (16, 4, 1) in got and (12, 4, 2) not in got and (6, 4, 1) not in got
     assert len(got) == 28
 

@@ -286,11 +286,13 @@ def test_compressed_gemv_rule_names_the_field():
 
 
 def test_launch_values_parse_positionally_or_by_name():
-    cfg = TMA_GEMV.parse_values(["1", "14", "half", "none"])
+    from generator.judge.launches import parse_values
+
+    cfg = parse_values(TMA_GEMV, ["1", "14", "half", "none"])
     assert cfg == TmaGemvConfig(splits=1, stages=14, tile="half", reduce="none")
-    assert TMA_GEMV.parse_values(["stages=14", "splits=1", "tile=half", "reduce=none"]) == cfg
+    assert parse_values(TMA_GEMV, ["stages=14", "splits=1", "tile=half", "reduce=none"]) == cfg
     with pytest.raises(ValueError, match="stages must be an integer"):
-        TMA_GEMV.parse_values(["1", "many", "half", "none"])
+        parse_values(TMA_GEMV, ["1", "many", "half", "none"])
     assert TMA_GEMV.describe(cfg) == "splits=1 stages=14 tile=half reduce=none"
 
 
@@ -552,12 +554,12 @@ def test_column_blocks():
 
 def test_every_table_header_is_its_engines_field_declarations():
     """Each field's meaning and allowed values are written once, in its engine's FIELDS: the table headers are
-    rendered from them (Engine.header_lines) and must say the same."""
-    from generator.tables import with_field_header
+    rendered from them (generator/tables.py, field_header_lines) and must say the same."""
+    from generator.tables import field_header_lines, with_field_header
 
     for engine in registry.ENGINES:
         text = (REPO_ROOT / "tables" / engine.table_file).read_text()
-        assert "\n".join(engine.header_lines()) + "\n" in text, f"{engine.name}: run python -m generator headers"
+        assert "\n".join(field_header_lines(engine)) + "\n" in text, f"{engine.name}: run python -m generator headers"
         assert with_field_header(engine, text) == text
         assert engine.fields == engine.Config._fields
         assert set(engine.values) | set(engine.modes) <= set(engine.fields)
@@ -578,7 +580,9 @@ def test_a_field_with_a_default_may_be_left_out_of_a_table_entry():
     assert probe.make_config({"splits": 2, "hint": "on"}).hint == "on"
     with pytest.raises(ValueError, match="missing field 'splits'"):
         probe.make_config({"hint": "on"})
-    assert "default off" in "\n".join(probe.header_lines())
+    from generator.tables import field_header_lines
+
+    assert "default off" in "\n".join(field_header_lines(probe))
     assert probe.Config._field_defaults == {"hint": "off"}
 
 
@@ -593,12 +597,14 @@ def test_every_engine_list_comes_from_the_registry():
 
 
 def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
+    from generator.tables import field_header_lines
+
     path = repo_copy / "tables" / "tma_gemm.yaml"
     path.write_text(path.read_text().replace("consumer warpgroups per CTA", "warpgroups (an old word)"))
     stale = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
     assert stale.exit_code == 1 and "tables/tma_gemm.yaml" in stale.output
     assert CliRunner().invoke(main, ["headers", "--root", str(repo_copy)]).exit_code == 0
-    assert "\n".join(registry.BY_NAME["tma_gemm"].header_lines()) in path.read_text()
+    assert "\n".join(field_header_lines(registry.BY_NAME["tma_gemm"])) in path.read_text()
     assert CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)]).exit_code == 0
 
 

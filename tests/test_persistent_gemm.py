@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from generator import REPO_ROOT
+from generator.candidates import candidates
 from generator.judge.launches import make_plans
 from generator.judge.loader import load_submission
 from generator.judge.reference import compare, reference
@@ -103,7 +104,7 @@ def test_the_rule_bounds_accumulators_shared_memory_and_the_grid():
     assert "k-blocks" in PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 4, 132), thin, 128)
     for layer in (qkv, router):
         for m in (64, 128, 256):
-            found = PERSISTENT_GEMM.candidates(layer, m)
+            found = candidates(PERSISTENT_GEMM, layer, m)
             assert found and all(PERSISTENT_GEMM.config_error(c, layer, m) is None for c in found)
             assert any(c.ctas == 132 for c in found)
 

@@ -9,6 +9,7 @@ import pytest
 from tools import needs
 
 from generator import REPO_ROOT
+from generator.candidates import candidates
 from generator.problem import load_problem
 from kernels_src import registry
 from kernels_src.engine import ACCUMULATOR_FLOATS, SMEM_LIMIT, Layer, Variant
@@ -205,7 +206,7 @@ def test_the_sweep_reaches_every_warpgroup_count_and_reduction_it_can(m):
     found = {
         (cfg.warpgroups, cfg.reduce)
         for layer in PROBLEM.layers.values()
-        for cfg in TMA_GEMM.candidates(layer, m)
+        for cfg in candidates(TMA_GEMM, layer, m)
     }
     warpgroups = (1, 2) if m > 128 else (1, 2, 4)
     assert found >= {(wg, reduce) for wg in warpgroups for reduce in ("none", "semaphore", "atomic")}
@@ -290,10 +291,10 @@ def test_the_staged_epilogue_is_a_template_argument_of_the_same_launcher():
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
     assert "template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool STAGED = false>" in src
     o = PROBLEM.layers["o"]
-    assert any(cfg.epilogue == "staged" for cfg in TMA_GEMM.candidates(o, 128))
+    assert any(cfg.epilogue == "staged" for cfg in candidates(TMA_GEMM, o, 128))
     assert all(
         cfg.reduce == "none" and cfg.warpgroups == 1
-        for cfg in TMA_GEMM.candidates(o, 128)
+        for cfg in candidates(TMA_GEMM, o, 128)
         if cfg.epilogue == "staged"
     )
 

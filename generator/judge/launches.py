@@ -30,6 +30,25 @@ class Launch:
         return f"{self.layer}:{self.m}:{self.engine}:{values}"
 
 
+def parse_values(engine, texts):
+    """A Config of `engine` from command-line values: positional in field order, or name=value (ValueError if
+    wrong)."""
+    fields = {}
+    for position, text in enumerate(texts):
+        name, eq, value = text.partition("=")
+        if not eq:
+            if position >= len(engine.fields):
+                raise ValueError(f"the {engine.name} engine has {len(engine.fields)} fields, got more values")
+            name, value = engine.fields[position], text
+        if name not in engine.modes:
+            try:
+                value = int(value)
+            except ValueError:
+                raise ValueError(f"{name} must be an integer, got {value!r}") from None
+        fields[name] = value
+    return engine.make_config(fields)
+
+
 def parse_launch(text: str, problem: Problem) -> Launch:
     """`layer:m:engine:values` or `layer:m:cublas` -> Launch, or ValueError with one line saying what is wrong."""
     parts = text.split(":")
@@ -50,7 +69,7 @@ def parse_launch(text: str, problem: Problem) -> Launch:
     except ValueError:
         raise ValueError(f"{text!r}: m must be an integer, got {m_text!r}") from None
     try:
-        cfg = engine.parse_values(values.split(",") if values else [])
+        cfg = parse_values(engine, values.split(",") if values else [])
     except ValueError as exc:
         raise ValueError(f"{text!r}: {exc}") from None
     error = engine.config_error(cfg, problem.layers[layer_name], m)

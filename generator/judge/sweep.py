@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from generator.candidates import candidates
 from generator.problem import Problem
 
 MIN_GAIN = (
@@ -247,6 +248,7 @@ def run_sweep(
     the CPU for the stand-in tests.)"""
     import torch
 
+    from generator.judge.precompile import PRECOMPILERS
     from generator.judge.timing import L2Flusher, settle
     from generator.judge.weights import make_weights
 
@@ -256,7 +258,7 @@ def run_sweep(
     layers, run.tables = module.problem()
     run.layers = {layer.name: layer for layer in layers}
     todo = shapes_to_time(run, shapes, where)
-    if file is not None and run.engine.jit_compiled:  # fill its kernel cache in parallel
+    if file is not None and engine_name in PRECOMPILERS:  # fill its kernel cache in parallel
         precompile_candidates(run, file, todo)
     run.plans = launches_to_time(run, todo)
     run.flush = L2Flusher()
@@ -283,7 +285,7 @@ def shapes_to_time(run: SweepRun, shapes, where) -> dict:
     for layer_name, m in shapes:
         layer = run.layers[layer_name]
         current = table.entries.get((layer_name, m))
-        cfgs = configs_to_time(engine.candidates(layer, m), where, current)
+        cfgs = configs_to_time(candidates(engine, layer, m), where, current)
         try:  # every config of an engine reads the same operands (the compressed one: compress() may refuse)
             if cfgs:
                 module.add_operands(run.state, engine, cfgs[0], layer)
