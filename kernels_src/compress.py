@@ -67,14 +67,14 @@ served by the same tensors: their buckets' offsets and entries are prefixes. The
 (K/64 / S + 1) offsets (staged in shared memory while its main loop runs) and its own entries from global
 memory / L2: its shared memory does not depend on how many exceptions there are.
 
-Size: 12 bits of payload a weight; 16 bytes of header per 1024 weights (0.125 bits) and the 16-byte table;
-4 bytes per overflow entry and 4 per bucket offset (0.031 bits). compress() refuses a matrix only when the whole
-costs MAX_BITS_PER_WEIGHT or more (7/8 of bf16's 16), with a one-line CompressionError naming the layer and its
-bits per weight; report() gives the figures for any matrix without refusing it. On the local judge's weights
-(generator/judge/weights.py; CPU, report()): normal (seed 3) 12.156 bits per weight on every dense layer
-(0.018-0.034 % exceptions, 1-19 overflow entries a layer); heavy (seed 8) 12.174-12.189 (0.22-0.23 % exceptions,
-6042-33950 overflow entries a layer, up to 2882 exceptions in one 16-row block: pooler's, an outlier row's; the
-fixed per-block capacity of 512 this layout replaced refused qkv_gate, pooler and unpooler).
+Size: 12 bits of payload a weight; 16 bytes of header per 1024 weights (0.125 bits) and the 16-byte table; 4 bytes
+per overflow entry and 4 per bucket offset (0.031 bits). compress() refuses a matrix only when the whole costs
+MAX_BITS_PER_WEIGHT or more (7/8 of bf16's 16), with a one-line CompressionError naming the layer and its bits per
+weight; generator/compression.py's report() gives the figures for any matrix without refusing it. On the local
+judge's weights (generator/judge/weights.py; CPU, report()): normal (seed 3) 12.156 bits per weight on every dense
+layer (0.018-0.034 % exceptions, 1-19 overflow entries a layer); heavy (seed 8) 12.174-12.189 (0.22-0.23 %
+exceptions, 6042-33950 overflow entries a layer, up to 2882 exceptions in one 16-row block: pooler's, an outlier
+row's; the fixed per-block capacity of 512 this layout replaced refused qkv_gate, pooler and unpooler).
 """
 
 import torch
@@ -271,43 +271,3 @@ def compress(
             " serve this layer with the plain GEMV"
         )
     return z
-
-
-def report(w: torch.Tensor, name: str = "weight", patches_per_group: int = PATCHES_PER_GROUP) -> dict:
-    """What the 12-bit format makes of one matrix, without refusing it: {"name", "shape", "bits": bits per
-    weight split into "payload" / "headers" / "exceptions" (overflow entries + offsets) and their "total",
-    "exception_rate" (exceptions / weights), "exceptions" (count), "overflow" (entries past the headers),
-    "max_block_exceptions" / "max_block_overflow" (the largest 16-row block's), "refused": whether compress()
-    refuses it (bits["total"] >= MAX_BITS_PER_WEIGHT)}."""
-    _check_input(w, name, patches_per_group)
-    z = _build(w, patches_per_group)
-    bits = footprint(z)
-    return {
-        "name": name,
-        "shape": tuple(w.shape),
-        "bits": bits,
-        "exception_rate": z["count"] / w.numel(),
-        "exceptions": z["count"],
-        "overflow": z["overflow"].numel(),
-        "max_block_exceptions": z["max_block_count"],
-        "max_block_overflow": z["max_block_overflow"],
-        "refused": bits["total"] >= MAX_BITS_PER_WEIGHT,
-    }
-
-
-def format_report(rows: list[dict]) -> str:
-    """report() rows as a fixed-width text table, one line per matrix."""
-    lines = [
-        f"{'matrix':<12} {'shape':>11} {'bits/w':>7} {'payload':>7} {'headers':>7} {'exc+off':>7}"
-        f" {'exc rate':>9} {'overflow':>8} {'max/blk':>7} {'ovf/blk':>7}"
-    ]
-    for row in rows:
-        b = row["bits"]
-        shape = "x".join(str(d) for d in row["shape"])
-        lines.append(
-            f"{row['name']:<12} {shape:>11} {b['total']:7.3f} {b['payload']:7.3f} {b['headers']:7.3f}"
-            f" {b['exceptions']:7.3f} {100 * row['exception_rate']:8.4f}% {row['overflow']:8d}"
-            f" {row['max_block_exceptions']:7d} {row['max_block_overflow']:7d}"
-            + ("  refused" if row["refused"] else "")
-        )
-    return "\n".join(lines)

@@ -675,7 +675,7 @@ def test_compression_of_the_router_alone_says_why_it_has_nothing_to_show():
 
 def test_compression_prints_a_legend_of_exactly_its_columns():
     from generator.cli.build import compression_legend
-    from kernels_src.compress import format_report
+    from generator.compression import format_report
 
     legend = compression_legend().splitlines()
     keys = [line[:10].strip() for line in legend if not line.startswith(" ")]

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import kernels_src.compress as compress_mod
+from generator.compression import format_report, report
 from generator.judge.weights import make_weight
 from generator.problem import load_problem
 from kernels_src.compress import (
@@ -18,9 +19,7 @@ from kernels_src.compress import (
     _fragments,
     compress,
     footprint,
-    format_report,
     hi_byte_table,
-    report,
     unfragment,
 )
 from kernels_src.packing import pack_mma_a

@@ -360,8 +360,8 @@ def compression(distributions, seed: int, layers) -> None:
     from tqdm import tqdm
 
     from generator.cli.app import load_problem_or_fail, shape_filter
+    from generator.compression import format_report, report
     from generator.judge.weights import make_weights
-    from kernels_src.compress import format_report, report
 
     problem = load_problem_or_fail()
     names = [name for name, _ in shape_filter(problem, layers, [0], [0]) if not problem.layers[name].dual]
