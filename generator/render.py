@@ -237,18 +237,33 @@ def render_submission(root: Path = REPO_ROOT) -> str:
         if foreign:
             raise foreign from None
         raise
+    raw = _render_template(root, template_context(problem, tables, sources, root, black.__version__))
+    check_rendered(raw, sources, root)
+    try:
+        text = black.format_str(raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH))
+    except black.parsing.InvalidInput as exc:
+        raise BuildError(display_path(template, root), None, f"renders invalid Python: {exc}") from None
+    check_contract(text, "dist/submission.py (rendered)")
+    if foreign:
+        raise foreign
+    return text
+
+
+def template_context(
+    problem: Problem, tables: dict, sources: Sources, root: Path, black_version: str
+) -> dict:
+    """What templates/submission.py.j2 reads, every routed engine's launcher checked in CUDA_SRC first."""
     as_registry = {name: table.as_registry() for name, table in tables.items()}
     routed = dict.fromkeys(engine for *_, engine, _ in registry.routes(problem.layers.values(), as_registry))
     check_launchers(sources, routed, root)
-    order = list(problem.layers)
     imports: list[str] = []
     for module in sources.python:
         imports.extend(statement for statement in module.imports if statement not in imports)
     layers = list(problem.layers.values())
     warmup = tuple(sorted(set(problem.verify_m) | set(problem.bench_m)))
-    context = {
+    return {
         "problem": problem,
-        "black_version": black.__version__,
+        "black_version": black_version,
         "engine_summaries": engine_summaries(),
         "shape_lines": registry.shape_lines(layers, as_registry, warmup),
         "kernels": kernel_lines(registry.variants(layers, as_registry)),
@@ -261,17 +276,25 @@ def render_submission(root: Path = REPO_ROOT) -> str:
         "binding_src": sources.binding,
         "layers_literal": layers_literal(problem),
         "warmup_m": repr(warmup),
-        "tables_literal": tables_literal(tables, order),
+        "tables_literal": tables_literal(tables, list(problem.layers)),
         "modules": sources.python,
     }
+
+
+def _render_template(root: Path, context: dict) -> str:
     try:
-        raw = _environment(root).get_template(TEMPLATE).render(**context)
+        return _environment(root).get_template(TEMPLATE).render(**context)
     except jinja2.TemplateNotFound:
         raise BuildError(
             display_path(root / "templates" / TEMPLATE, root), None, "template not found"
         ) from None
     except jinja2.TemplateError as exc:
         raise _template_error(exc, root) from None
+
+
+def check_rendered(raw: str, sources: Sources, root: Path) -> None:
+    """The rendered text before black: valid Python, no undefined name, the template's part within the contract
+    (the modules were checked on their own, load_sources); an error names the source or template line."""
     try:
         ast.parse(raw)
     except SyntaxError as exc:
@@ -280,16 +303,5 @@ def render_submission(root: Path = REPO_ROOT) -> str:
         ) from None
     for line, message in undefined_names(raw):
         raise _rendered_error(raw, line, f"{message} in the rendered submission", sources, root)
-    # the modules were checked on their own (load_sources): what is left is the template's part
     for line, message in contract_violations(raw)[:1]:
         raise _rendered_error(raw, line, message, sources, root)
-    try:
-        text = black.format_str(raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH))
-    except black.parsing.InvalidInput as exc:
-        raise BuildError(
-            display_path(root / "templates" / TEMPLATE, root), None, f"renders invalid Python: {exc}"
-        ) from None
-    check_contract(text, "dist/submission.py (rendered)")
-    if foreign:
-        raise foreign
-    return text

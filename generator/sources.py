@@ -149,18 +149,34 @@ def inline_python(text: str, shown: str, earlier: set[str], later: set[str] = fr
         raise BuildError(shown, getattr(exc, "lineno", None) or nul, f"invalid Python: {message}") from None
     for line, message in forbidden_uses(tree)[:1]:
         raise BuildError(shown, line, f"{message} (the submission contract: generator/contract.py)")
-    lines = text.splitlines()
-    drop: set[int] = set()  # 0-based line numbers left out of the body
+    summary, drop = "", set()  # drop: 0-based line numbers left out of the body
+    first_node = tree.body[0] if tree.body else None
+    if isinstance(first_node, ast.Expr) and isinstance(first_node.value, ast.Constant):
+        if isinstance(first_node.value.value, str):  # the docstring: its first line is the module's summary
+            summary = first_node.value.value.strip().splitlines()[0] if first_node.value.value.strip() else ""
+            drop.update(range(first_node.lineno - 1, first_node.end_lineno))
+    imports, from_later = _hoisted_imports(tree, text, shown, earlier, later, drop)
+    for name in _top_level_loads(tree):
+        if name.id in from_later:
+            raise BuildError(
+                shown,
+                name.lineno,
+                f"{name.id} (from kernels_src.{from_later[name.id]}, inlined later) is used while the file is"
+                " imported: move the use into a function or list that module earlier in kernels_src/sources.yaml",
+            )
+    kept = ["" if number in drop else line for number, line in enumerate(text.splitlines())]
+    first = next((i for i, line in enumerate(kept) if line.strip()), len(kept))
+    body = "\n".join(kept[first:]).rstrip("\n") + "\n"
+    return PythonModule(shown, _top_level_names(tree), summary, tuple(imports), body, first + 1)
+
+
+def _hoisted_imports(tree: ast.Module, text: str, shown: str, earlier, later, drop: set) -> tuple[list, dict]:
+    """(the whitelisted import statements, hoisted to the file's header; name -> the later kernels_src module it
+    is imported from), each import's lines added to `drop`; an import the submission cannot hold fails at its
+    line."""
     imports: list[str] = []
-    from_later: dict[str, str] = {}  # name -> the later module it comes from
-    summary = ""
-    for index, node in enumerate(tree.body):
-        span = range(node.lineno - 1, node.end_lineno)
-        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            if isinstance(node.value.value, str):
-                summary = node.value.value.strip().splitlines()[0] if node.value.value.strip() else ""
-                drop.update(span)
-                continue
+    from_later: dict[str, str] = {}
+    for node in tree.body:
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
@@ -187,22 +203,11 @@ def inline_python(text: str, shown: str, earlier: set[str], later: set[str] = fr
                 node.lineno,
                 f"import not allowed in the submission (allowed: {sorted(ALLOWED_IMPORTS)})",
             )
-        drop.update(span)
+        drop.update(range(node.lineno - 1, node.end_lineno))
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body:
             raise BuildError(shown, node.lineno, "imports must sit at the top level of a kernels_src module")
-    for name in _top_level_loads(tree):
-        if name.id in from_later:
-            raise BuildError(
-                shown,
-                name.lineno,
-                f"{name.id} (from kernels_src.{from_later[name.id]}, inlined later) is used while the file is"
-                " imported: move the use into a function or list that module earlier in kernels_src/sources.yaml",
-            )
-    kept = ["" if number in drop else line for number, line in enumerate(lines)]
-    first = next((i for i, line in enumerate(kept) if line.strip()), len(kept))
-    body = "\n".join(kept[first:]).rstrip("\n") + "\n"
-    return PythonModule(shown, _top_level_names(tree), summary, tuple(imports), body, first + 1)
+    return imports, from_later
 
 
 def _top_level_names(tree: ast.Module) -> tuple:

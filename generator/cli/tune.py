@@ -104,10 +104,8 @@ def sweep(
     one where it wins."""
     import json
 
-    from tqdm import tqdm
-
     from generator.build import write_atomic
-    from generator.judge.sweep import format_best_by_field, run_sweep, sweep_m, updated_table
+    from generator.judge.sweep import format_best_by_field, sweep_m, updated_table
     from generator.tables import load_table
 
     from kernels_src import registry
@@ -130,25 +128,10 @@ def sweep(
         fail(str(exc))
     require_gpu("sweep")
     module = load_file(file)
-
-    def row(p):
-        best = "-" if p.best is None else chosen.describe(p.best)
-        return f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {p.best_us:>7.2f} {p.baseline_us:>8.2f}  {best}"
-
-    header = f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'us':>7} {'baseline':>8}  best {engine}"
-    # a progress bar on a terminal, nothing in a log file; each shape's line as soon as it is done
-    with tqdm(total=len(shapes), desc="sweep", unit="shape", disable=None) as bar:
-
-        def done(point):
-            bar.write(row(point))
-            bar.update()
-
-        points = run_sweep(
-            module, problem, shapes, engine, reps=reps, where=where, progress=done, log=bar.write, file=file
-        )
-    click.echo(header)
+    points = _timed_points(module, problem, shapes, chosen, reps, where, file)
+    click.echo(_point_line(None, chosen))
     for p in points:
-        click.echo(row(p) + f"   ({p.note})")
+        click.echo(_point_line(p, chosen) + f"   ({p.note})")
     if best_by is not None:
         click.echo(f"fastest config of each {best_by} (coarse pass, us):")
         for line in format_best_by_field(points, best_by, chosen.describe):
@@ -162,3 +145,37 @@ def sweep(
         wrong = "; ".join(f"{p.layer} m={p.m} {chosen.describe(c)}" for p in points for c in p.wrong_configs)
         fail(f"configurations that computed wrong results (fix the kernel): {wrong}", 1)
     sys.exit(0)
+
+
+def _point_line(p, engine) -> str:
+    """One shape's line of the sweep's report, or (p None) the header."""
+    if p is None:
+        return f"{'layer':<9} {'m':>3} {'tried':>5} {'wrong':>5} {'failed':>6} {'us':>7} {'baseline':>8}  best {engine.name}"
+    best = "-" if p.best is None else engine.describe(p.best)
+    return f"{p.layer:<9} {p.m:>3} {p.tried:>5} {p.wrong:>5} {p.failed:>6} {p.best_us:>7.2f} {p.baseline_us:>8.2f}  {best}"
+
+
+def _timed_points(module, problem, shapes, engine, reps: int, where: dict, file: Path) -> list:
+    """run_sweep with a progress bar on a terminal (nothing in a log file), each shape's line as soon as it is
+    done."""
+    from tqdm import tqdm
+
+    from generator.judge.sweep import run_sweep
+
+    with tqdm(total=len(shapes), desc="sweep", unit="shape", disable=None) as bar:
+
+        def done(point):
+            bar.write(_point_line(point, engine))
+            bar.update()
+
+        return run_sweep(
+            module,
+            problem,
+            shapes,
+            engine.name,
+            reps=reps,
+            where=where,
+            progress=done,
+            log=bar.write,
+            file=file,
+        )

@@ -305,15 +305,7 @@ def run_bench(
 ) -> BenchResult:
     import torch
 
-    from generator.judge.timing import (
-        L2Flusher,
-        launch_floor_us,
-        read_bandwidth,
-        settle,
-        time_cold_us,
-        time_eager_interleaved_us,
-        time_warm_us,
-    )
+    from generator.judge.timing import L2Flusher, launch_floor_us, read_bandwidth, settle
     from generator.judge.weights import make_weights, make_x
 
     device = "cuda"
@@ -329,29 +321,11 @@ def run_bench(
     gen.manual_seed(seed + 2)
     for layer_name, m in shapes:
         layer = problem.layers[layer_name]
-        n, k = layer.n_for(m), layer.k
-        x = make_x(m, k, gen, device)
-        data = {"x": x, "config": {"m": m, "n": n, "k": k, "layer": layer_name}}
-        ours = lambda: module.kernel_fn(data, state)  # noqa: E731
-        baselines = cublas_baselines(weights[layer_name], x, n)
+        x = make_x(m, layer.k, gen, device)
         samples.append(launch_floor_us(flush))
         floor_so_far = run_floor_us(samples)  # for progress(); replaced by the whole run's below
-        timing = ShapeTiming(
-            layer=layer_name,
-            m=m,
-            n=n,
-            weight_bytes=layer.weight_bytes(m),
-            engine=module.served_by(state, layer_name, m)[0].name if hasattr(module, "served_by") else "?",
-            ours_cold_us=time_cold_us(ours, flush, reps),
-            ours_warm_us=time_warm_us(ours),
-            cublas_cold_us={name: time_cold_us(fn, flush, reps) for name, fn in baselines.items()},
-            cublas_warm_us={name: time_warm_us(fn) for name, fn in baselines.items()},
-            floor_us=floor_us(floor_so_far, layer.weight_bytes(m), result.read_bytes_per_s),
-        )
-        timing.ours_eager_us, *cublas_eager = time_eager_interleaved_us(
-            [ours, *baselines.values()], flush, reps
-        )
-        timing.cublas_eager_us = dict(zip(baselines, cublas_eager))
+        timing = time_shape(module, state, layer, m, x, weights[layer_name], flush, reps)
+        timing.floor_us = floor_us(floor_so_far, timing.weight_bytes, result.read_bytes_per_s)
         result.shapes.append(timing)
         if progress is not None:
             progress(timing)
@@ -361,3 +335,29 @@ def run_bench(
     for s in result.shapes:
         s.floor_us = floor_us(result.launch_floor_us, s.weight_bytes, result.read_bytes_per_s)
     return result
+
+
+def time_shape(module: ModuleType, state, layer, m: int, x, weight, flush, reps: int) -> ShapeTiming:
+    """One shape: the file's kernel_fn and each cuBLAS baseline, cold, warm and eager (interleaved); its floor is
+    the caller's to fill in."""
+    from generator.judge.timing import time_cold_us, time_eager_interleaved_us, time_warm_us
+
+    n = layer.n_for(m)
+    data = {"x": x, "config": {"m": m, "n": n, "k": layer.k, "layer": layer.name}}
+    ours = lambda: module.kernel_fn(data, state)  # noqa: E731
+    baselines = cublas_baselines(weight, x, n)
+    timing = ShapeTiming(
+        layer=layer.name,
+        m=m,
+        n=n,
+        weight_bytes=layer.weight_bytes(m),
+        engine=module.served_by(state, layer.name, m)[0].name if hasattr(module, "served_by") else "?",
+        ours_cold_us=time_cold_us(ours, flush, reps),
+        ours_warm_us=time_warm_us(ours),
+        cublas_cold_us={name: time_cold_us(fn, flush, reps) for name, fn in baselines.items()},
+        cublas_warm_us={name: time_warm_us(fn) for name, fn in baselines.items()},
+        floor_us=float("nan"),
+    )
+    timing.ours_eager_us, *cublas_eager = time_eager_interleaved_us([ours, *baselines.values()], flush, reps)
+    timing.cublas_eager_us = dict(zip(baselines, cublas_eager))
+    return timing

@@ -51,6 +51,12 @@ class Row(NamedTuple):
 
 
 def cases() -> list[Case]:
+    """Every case the probe measures, in table order: each group isolates one thing."""
+    return _ring_cases() + _gemm_slot_cases() + _ring_and_lane_cases() + _box_cases()
+
+
+def _ring_cases() -> list[Case]:
+    """Ring depth by slot size (own lines, HBM or L2), shared lines, two CTAs a SM, the largest copy."""
     out = []
     ring = {8 * KB: (1, 2, 4, 8, 16, 24), 16 * KB: (1, 2, 4, 8, 12), 32 * KB: (1, 2, 4, 6)}
     for cold, group in ((True, "own lines, HBM"), (False, "own lines, L2")):
@@ -61,7 +67,13 @@ def cases() -> list[Case]:
     out += [Case("two CTAs a SM, own lines, HBM", 16 * KB, 0, s, 2, True) for s in (1, 2, 4, 6)]
     out += [Case("two CTAs a SM, own lines, L2", 16 * KB, 0, s, 2, False) for s in (1, 2, 4, 6)]
     out += [Case("copy size (32 KB slots, HBM)", 32 * KB, 0, 6, 1, True, copy) for copy in (2 * KB, 8 * KB)]
-    gemm = {  # a GEMM slot: weights of 64 WG rows (own, HBM) + x's box of the slot's tokens (shared)
+    return out
+
+
+def _gemm_slot_cases() -> list[Case]:
+    """A GEMM slot: weights of 64-256 rows (own, HBM) + x's box of the slot's tokens (shared)."""
+    out = []
+    gemm = {
         "GEMM slot, 64 rows + x of 128 tokens": (8 * KB, 16 * KB, (2, 4, 6, 8)),
         "GEMM slot, 128 rows + x of 128 tokens": (16 * KB, 16 * KB, (2, 4, 6)),
         "GEMM slot, 128 rows + x of 256 tokens": (16 * KB, 32 * KB, (2, 4)),
@@ -73,48 +85,32 @@ def cases() -> list[Case]:
         Case("GEMM slot, 64 rows + x of 128 tokens, two CTAs a SM", 8 * KB, 16 * KB, s, 2, True, 8 * KB)
         for s in (2, 4)
     ]
-    for cold, where in ((False, "L2"), (True, "HBM")):  # one CTA a SM, the rings side by side
+    return out
+
+
+def _ring_and_lane_cases() -> list[Case]:
+    """Several rings a CTA side by side, and one producer warp with several issuing lanes."""
+    out = []
+    for cold, where in ((False, "L2"), (True, "HBM")):
         out += [Case(f"rings a CTA, own lines, {where}", 16 * KB, 0, 2, 1, cold, rings=r) for r in (1, 2, 4)]
         out += [Case(f"rings a CTA, own lines, {where}", 8 * KB, 0, 4, 1, cold, rings=r) for r in (2, 4)]
-    out += [
-        Case("GEMM slot, 64 rows + x of 128 tokens, rings a CTA", 8 * KB, 16 * KB, 4, 1, True, 8 * KB, r)
-        for r in (2,)
-    ]
-    out += [
-        Case("GEMM slot, 64 rows + x of 128 tokens, rings a CTA", 8 * KB, 16 * KB, 2, 1, True, 8 * KB, r)
-        for r in (2, 4)
-    ]
-    for cold, where in ((False, "L2"), (True, "HBM")):  # one producer warp, several issuing lanes
+    rings = "GEMM slot, 64 rows + x of 128 tokens, rings a CTA"
+    out += [Case(rings, 8 * KB, 16 * KB, 4, 1, True, 8 * KB, 2)]
+    out += [Case(rings, 8 * KB, 16 * KB, 2, 1, True, 8 * KB, r) for r in (2, 4)]
+    for cold, where in ((False, "L2"), (True, "HBM")):
         out += [Case(f"issuing lanes, own lines, {where}", 16 * KB, 0, 4, 1, cold, lanes=n) for n in (2, 4)]
         out += [Case(f"issuing lanes, own lines, {where}", 8 * KB, 0, 8, 1, cold, lanes=n) for n in (2, 4, 8)]
-    out += [
-        Case(
-            "GEMM slot, 64 rows + x of 128 tokens, issuing lanes",
-            8 * KB,
-            16 * KB,
-            8,
-            1,
-            True,
-            8 * KB,
-            lanes=n,
-        )
-        for n in (2, 4, 8)
-    ]
-    out += [
-        Case(
-            "GEMM slot, 128 rows + x of 128 tokens, issuing lanes",
-            16 * KB,
-            16 * KB,
-            6,
-            1,
-            True,
-            8 * KB,
-            lanes=n,
-        )
-        for n in (2, 3, 6)
-    ]
+    lanes = "GEMM slot, 64 rows + x of 128 tokens, issuing lanes"
+    out += [Case(lanes, 8 * KB, 16 * KB, 8, 1, True, 8 * KB, lanes=n) for n in (2, 4, 8)]
+    lanes = "GEMM slot, 128 rows + x of 128 tokens, issuing lanes"
+    out += [Case(lanes, 16 * KB, 16 * KB, 6, 1, True, 8 * KB, lanes=n) for n in (2, 3, 6)]
+    return out
+
+
+def _box_cases() -> list[Case]:
+    """x by its tensor-map box (as the GEMM reads it), a consumer holding each slot, and polling test_wait."""
     box = "GEMM slot, 64 rows + x of 128 tokens, x by its tensor-map box"
-    out += [Case(box, 8 * KB, 16 * KB, 8, 1, True, 8 * KB, lanes=n, shared_box=True) for n in (1, 2, 4)]
+    out = [Case(box, 8 * KB, 16 * KB, 8, 1, True, 8 * KB, lanes=n, shared_box=True) for n in (1, 2, 4)]
     box = "GEMM slot, 128 rows + x of 128 tokens, x by its tensor-map box"
     out += [Case(box, 16 * KB, 16 * KB, 6, 1, True, 8 * KB, lanes=n, shared_box=True) for n in (1, 2, 3)]
     held = "GEMM slot, 64 rows + x of 128 tokens (box), each slot held"
@@ -123,10 +119,8 @@ def cases() -> list[Case]:
         for h in (100, 200, 400)
         for n in (1, 4)
     ]
-    out += [
-        Case("polling test_wait, own lines, L2", size, 0, 4, 1, False, test_wait=True)
-        for size in (8 * KB, 16 * KB)
-    ]
+    polling = "polling test_wait, own lines, L2"
+    out += [Case(polling, size, 0, 4, 1, False, test_wait=True) for size in (8 * KB, 16 * KB)]
     return out
 
 
@@ -166,55 +160,87 @@ def build():
     )
 
 
-def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
-    slot = case.distinct + case.shared
-    n = max(32, PER_CTA_BYTES // slot)
-    grid = sms * case.ctas_per_sm
-    streams = grid * case.rings  # rings in the grid, each with its own region and stamps
-    # warm: the rings' regions together stay in L2, whatever the rings a CTA
-    region = (
-        (n * case.distinct if case.cold else WARM_REGION // (case.rings * case.ctas_per_sm))
-        if case.distinct
-        else 16
-    )
-    distinct = torch.empty(max(streams * region, 16), dtype=torch.uint8, device="cuda")
-    distinct.random_(0, 255)
-    shared = torch.ones(SHARED_REGION, dtype=torch.uint8, device="cuda")
-    stamps = torch.zeros(streams, 6, dtype=torch.int64, device="cuda")
-    stream = torch.cuda.current_stream().cuda_stream
-    hold = round(case.hold_ns * 1.98)  # SM clock cycles; recalibrated from the first launch's stamps
+class ProbeLaunch:
+    """One case's launch of the probe kernel: its grid, its regions and stamps on the GPU, and the hold (SM clock
+    cycles, recalibrated from the first launch's stamps)."""
 
-    def launch():
-        why = ext.launch(
-            grid,
-            distinct.data_ptr(),
-            shared.data_ptr(),
-            region,
+    def __init__(self, case: Case, ext, sms: int):
+        self.case, self.ext = case, ext
+        self.slot = case.distinct + case.shared
+        self.n = max(32, PER_CTA_BYTES // self.slot)
+        self.grid = sms * case.ctas_per_sm
+        self.streams = self.grid * case.rings  # rings in the grid, each with its own region and stamps
+        if not case.distinct:
+            self.region = 16
+        elif case.cold:
+            self.region = self.n * case.distinct
+        else:  # warm: the rings' regions together stay in L2, whatever the rings a CTA
+            self.region = WARM_REGION // (case.rings * case.ctas_per_sm)
+        self.distinct = torch.empty(max(self.streams * self.region, 16), dtype=torch.uint8, device="cuda")
+        self.distinct.random_(0, 255)
+        self.shared = torch.ones(SHARED_REGION, dtype=torch.uint8, device="cuda")
+        self.stamps = torch.zeros(self.streams, 6, dtype=torch.int64, device="cuda")
+        self.stream = torch.cuda.current_stream().cuda_stream
+        self.hold = round(case.hold_ns * 1.98)
+
+    def __call__(self) -> None:
+        c = self.case
+        why = self.ext.launch(
+            self.grid,
+            self.distinct.data_ptr(),
+            self.shared.data_ptr(),
+            self.region,
             SHARED_REGION,
-            case.distinct,
-            case.shared,
-            case.copy,
-            case.slots,
-            n,
-            case.rings,
-            int(case.test_wait),
-            case.lanes,
-            int(case.shared_box),
-            hold,
-            stamps.data_ptr(),
-            stream,
+            c.distinct,
+            c.shared,
+            c.copy,
+            c.slots,
+            self.n,
+            c.rings,
+            int(c.test_wait),
+            c.lanes,
+            int(c.shared_box),
+            self.hold,
+            self.stamps.data_ptr(),
+            self.stream,
         )
         if why:
-            raise RuntimeError(f"{case}: {why}")
+            raise RuntimeError(f"{c}: {why}")
 
-    def clock_hz(stamped) -> float:  # SM clock ticks per globaltimer second, over the CTAs' steady windows
-        return statistics.median(
-            (t2 - t1) / (g2 - g1) * 1e9 for _, t1, t2, _, g1, g2 in stamped if g2 - g1 > 1000
+    def figures(self) -> tuple[float, float, list, int]:
+        """From the last launch's stamps: the median SM's steady intake (B/s), every ring's steady bytes over the
+        span from the grid's first landing to its last (B/s), each ring's first-slot latency (us), the SMs used.
+        """
+        stamped = self.stamps.cpu().tolist()
+        hz = clock_hz(stamped)
+        steady = (self.n - 1) * self.slot
+        per_sm: dict[int, float] = {}
+        firsts = []
+        for t0, t1, t2, sm, _, _ in stamped:
+            if t2 > t1:
+                per_sm[sm] = per_sm.get(sm, 0.0) + steady / ((t2 - t1) / hz)
+            firsts.append((t1 - t0) / hz * 1e6)
+        span_ns = max(g2 for *_, g2 in stamped) - min(g1 for *_, g1, _ in stamped)
+        return (
+            statistics.median(per_sm.values()),
+            self.streams * steady / (span_ns * 1e-9),
+            firsts,
+            len(per_sm),
         )
 
+
+def clock_hz(stamped) -> float:
+    """SM clock ticks per globaltimer second, over the CTAs' steady windows."""
+    return statistics.median(
+        (t2 - t1) / (g2 - g1) * 1e9 for _, t1, t2, _, g1, g2 in stamped if g2 - g1 > 1000
+    )
+
+
+def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
+    launch = ProbeLaunch(case, ext, sms)
     launch()
     torch.cuda.synchronize()
-    hold = round(case.hold_ns * clock_hz(stamps.cpu().tolist()) / 1e9)  # launch() reads it at its next call
+    launch.hold = round(case.hold_ns * clock_hz(launch.stamps.cpu().tolist()) / 1e9)
     rates, totals, firsts, events, used = [], [], [], [], 0
     for _ in range(reps):
         if case.cold:
@@ -225,20 +251,12 @@ def measure(case: Case, ext, flush, sms: int, reps: int = 9) -> Row:
         end.record()
         torch.cuda.synchronize()
         events.append(start.elapsed_time(end) * 1000.0)
-        stamped = stamps.cpu().tolist()
-        hz = clock_hz(stamped)
-        per_sm: dict[int, float] = {}
-        for t0, t1, t2, sm, _, _ in stamped:
-            if t2 > t1:
-                per_sm[sm] = per_sm.get(sm, 0.0) + (n - 1) * slot / ((t2 - t1) / hz)
-            firsts.append((t1 - t0) / hz * 1e6)
-        rates.append(statistics.median(per_sm.values()))
-        # all SMs together: every ring's steady bytes over the span from the first landing to the last
-        span_ns = max(g2 for *_, g2 in stamped) - min(g1 for *_, g1, _ in stamped)
-        totals.append(streams * (n - 1) * slot / (span_ns * 1e-9))
-        used = len(per_sm)
+        rate, total, first, used = launch.figures()
+        rates.append(rate)
+        totals.append(total)
+        firsts += first
     rate = statistics.median(rates)
-    in_flight = case.slots * slot * case.ctas_per_sm * case.rings
+    in_flight = case.slots * launch.slot * case.ctas_per_sm * case.rings
     return Row(
         case,
         rate / 1e9,
