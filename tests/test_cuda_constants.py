@@ -28,13 +28,23 @@ def code_lines(path):
         yield number, line.split("//", 1)[0]
 
 
-def test_every_declared_constant_and_mode_is_in_the_prelude():
-    prelude = registry.cuda_prelude()
+def test_every_declared_constant_and_mode_is_read_by_the_cpp_a_build_compiles():
+    """A constant or mode the prelude carries is one the C++ reads (a kernel source, the binding, the probe, or
+    the launch table the tables make): a declaration nothing reads is a figure kept up for nobody. And no two
+    declarations share a C++ name."""
+    from generator.problem import load_problem
+    from generator.tables import load_tables
+
+    problem = load_problem()
+    tables = {name: table.as_registry() for name, table in load_tables(problem).items()}
+    read = "\n".join(line for path in CUDA_FILES for _, line in code_lines(path))
+    read += "".join(path.read_text() for path in (REPO_ROOT / "generator" / "probes").glob("*.cu"))
+    read += launch_table(registry.variants(problem.layers.values(), tables))
     items = declared()
-    assert {type(item) for item in items} == {CudaConstant, CudaEnum}
-    for item in items:
-        assert item.cpp() in prelude
-    assert len(items) >= 10
+    assert {type(item) for item in items} == {CudaConstant, CudaEnum} and len(items) >= 10
+    assert len({item.name for item in items}) == len(items)
+    unread = [item.name for item in items if not re.search(rf"\b{item.name}\b", read)]
+    assert unread == []
 
 
 def test_no_cuda_source_defines_or_types_a_generated_constant_again():
