@@ -4,7 +4,7 @@ A (layer, m) goes to the first engine, in ENGINES order, that serves m and whose
 the entry for m itself, else the entry of the smallest listed m above it in its class (the GEMVs: the same number
 of 8-token column blocks), else the table's default for the weight's kind (plain, or dual for fp32 weights), if
 the engine has defaults. An entry of None means "not this engine". What no engine takes goes to cuBLAS. A layer
-whose weights compress() refuses skips the compressed engine (prepare() says so in one line)."""
+whose weights a compressed engine refuses (SKIPPABLE) skips that engine (prepare() says so in one line)."""
 
 from typing import NamedTuple
 

@@ -137,9 +137,13 @@ def dispatch(file: Path) -> None:
 
 @main.command()
 @ROOT_OPTION
-@click.option("--check", is_flag=True, help="Exit 1 naming the tables whose header is stale; write nothing.")
+@click.option(
+    "--check", is_flag=True, help="Exit 1 naming the tables and README lines that are stale; write nothing."
+)
 def headers(root: Path, check: bool) -> None:
-    """Render each table's field lines (tables/<engine>.yaml's header) from its engine's Field declarations."""
+    """Render each table's field lines (tables/<engine>.yaml's header) from its engine's Field declarations, and
+    README.md's figures the source decides (generator/readme.py): the engine table's serves and kernel cells, the
+    launch table's size, the judge's m lists, the tag line."""
     from generator.errors import display_path, read_text
     from generator.tables import stale_field_header, with_field_header
     from kernels_src import registry
@@ -159,11 +163,42 @@ def headers(root: Path, check: bool) -> None:
             stale.append(problem)
             if not check:
                 path.write_text(with_field_header(engine, text))
+    if (Path(root) / "README.md").is_file():  # a scratch copy of the build's inputs may have none
+        stale += _stale_readme(Path(root), check)
     if check and stale:
-        more = f" (and {len(stale) - 1} more table{'s' if len(stale) > 2 else ''})" if len(stale) > 1 else ""
+        more = f" (and {len(stale) - 1} more file{'s' if len(stale) > 2 else ''})" if len(stale) > 1 else ""
         fail(stale[0] + more, 1)
     names = [problem.split(":", 1)[0] for problem in stale]
     click.echo(f"{'stale' if check else 'rewrote'}: {', '.join(names) or 'none'}")
+
+
+def _stale_readme(root: Path, check: bool) -> list:
+    """[`README.md:LINE: stale ...`] where README.md's derived figures are stale (rewritten unless `check`); a line
+    no rewrite can fix (an engine without its row) ends the command."""
+    from generator.problem import load_problem
+    from generator.readme import fresh_readme
+    from generator.tables import load_tables
+
+    try:
+        problem = load_problem(root)
+        tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
+    except BuildError as exc:
+        fail(str(exc))
+    path = root / "README.md"
+    text = path.read_text()
+    fresh, problems = fresh_readme(text, problem, tables, root, main.commands)
+    for line, what in problems[:1]:
+        fail(f"README.md{'' if line is None else f':{line}'}: {what}", 1)
+    if fresh == text:
+        return []
+    if not check:
+        path.write_text(fresh)
+    old, new = text.split("\n"), fresh.split("\n")
+    line = next(i for i, (a, b) in enumerate(zip(old, new), 1) if a != b)
+    return [
+        f"README.md:{line}: stale (it would read {new[line - 1].strip()[:60]!r}, from the source):"
+        " `python -m generator headers` rewrites it"
+    ]
 
 
 @main.command("compile")
