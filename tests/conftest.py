@@ -8,6 +8,10 @@ import pytest
 
 from generator import REPO_ROOT
 
+# One intra-op thread: the tests' tensors are small, so a second one buys nothing, and on a busy 2-core machine its
+# spin-waits cost several times the work (tests/test_compress.py: 31 s against 5.5 s). Set before torch loads.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 def _scratch_cache(variable: str, prefix: str) -> None:
     """A cache folder of the tests' own (unless the caller names one), removed when the run ends: the extensions
@@ -23,10 +27,50 @@ _scratch_cache("TORCH_EXTENSIONS_DIR", "okc_test_extensions_")
 _scratch_cache("TRITON_CACHE_DIR", "okc_test_triton_")
 
 
+BUILD_INPUTS = ("templates", "kernels_src", "tables")
+
+
+def _inputs(root: Path) -> dict:
+    """Every file the build reads under root (templates/, kernels_src/, tables/), by path: its bytes."""
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for folder in BUILD_INPUTS
+        for path in sorted((root / folder).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+@pytest.fixture(scope="session")
+def built() -> str:
+    """dist/submission.py as the checkout's sources make it now: rendered once for the whole run."""
+    from generator.render import render_submission
+
+    return render_submission(REPO_ROOT)
+
+
+@pytest.fixture
+def one_render(built, monkeypatch):
+    """The build's render_submission, answering with the run's one build for inputs byte for byte the checkout's
+    (a repo_copy not yet broken), after the same black and pyflakes checks: the tests of what the command does
+    around a render (--check, --out, another black) pay for no render of their own. Other inputs render."""
+    from generator import render
+
+    real, checkout = render.render_submission, _inputs(REPO_ROOT)
+
+    def render_submission(root: Path = REPO_ROOT) -> str:
+        if _inputs(Path(root)) != checkout:
+            return real(root)
+        render.check_black_version(render.build_tool("black"))
+        render.build_tool("pyflakes")
+        return built
+
+    monkeypatch.setattr(render, "render_submission", render_submission)
+
+
 @pytest.fixture
 def repo_copy(tmp_path) -> Path:
     """A scratch copy of the build inputs (templates/, kernels_src/, tables/) to break on purpose."""
-    for folder in ("templates", "kernels_src", "tables"):
+    for folder in BUILD_INPUTS:
         shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "dist").mkdir()
     return tmp_path

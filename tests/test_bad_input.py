@@ -17,7 +17,7 @@ from generator import REPO_ROOT
 from generator.candidates import candidates
 from generator.cli import main
 from generator.compile import python_headers
-from generator.render import BLACK_VERSION, formatted_by, render_submission
+from generator.render import BLACK_VERSION, formatted_by
 from generator.sources import LAUNCH_TABLE_FILE, load_sources
 from generator.tables import field_header_lines
 from kernels_src import registry
@@ -98,13 +98,23 @@ def test_a_kernel_source_another_includes_cannot_be_dropped(repo_copy, dropped):
     ), message
 
 
+@pytest.fixture
+def render_skipped(built, monkeypatch):
+    """build's render answering with the checkout's build: the C++ syntax check runs on the sources after it, not
+    on its text, so the tests of that check pay for no render (the one test that needs a real render makes it)."""
+    from generator import render
+
+    monkeypatch.setattr(render, "render_submission", lambda root: built)
+
+
 @needs_nvcc
-def test_a_cuda_syntax_error_fails_the_build_at_its_line(repo_copy):
+def test_a_cuda_syntax_error_fails_the_build_at_its_line(repo_copy, render_skipped, monkeypatch):
     cuh = repo_copy / "kernels_src" / "mma_gemv.cuh"
     _edit(cuh, "namespace okc {", "namespace okc {\nint broken = ;")
     line = cuh.read_text().splitlines().index("int broken = ;") + 1
     for args in ((), ("--check",)):
         assert _build(repo_copy, *args).startswith(f"error: kernels_src/mma_gemv.cuh:{line}: ")
+    monkeypatch.undo()  # the render itself takes the broken source:
     out = repo_copy / "dist" / "submission.py"
     assert CliRunner().invoke(main, ["build", "--root", str(repo_copy), "--no-compilers"]).exit_code == 0
     assert out.read_text() != PREVIOUS  # the check, not the render, refused it
@@ -138,7 +148,7 @@ def test_a_build_without_nvcc_says_its_summary_skipped_the_check(repo_copy, monk
 
 
 @needs_cxx
-def test_a_binding_syntax_error_fails_the_build_at_its_line(repo_copy):
+def test_a_binding_syntax_error_fails_the_build_at_its_line(repo_copy, render_skipped):
     cpp = repo_copy / "kernels_src" / "binding.cpp"
     cpp.write_text(cpp.read_text() + "int broken = ;\n")
     line = len(cpp.read_text().splitlines())
@@ -178,7 +188,7 @@ def test_pyproject_pins_the_black_the_build_checks_for():
     assert formatted_by((REPO_ROOT / "dist" / "submission.py").read_text()) == BLACK_VERSION
 
 
-def test_another_black_is_named_not_called_a_stale_file(repo_copy, monkeypatch):
+def test_another_black_is_named_not_called_a_stale_file(repo_copy, monkeypatch, one_render):
     assert CliRunner().invoke(main, ["build", "--root", str(repo_copy), "--no-compilers"]).exit_code == 0
     monkeypatch.setattr(black, "__version__", "24.10.0")
     result = CliRunner().invoke(main, ["build", "--check", "--root", str(repo_copy)])
@@ -408,9 +418,9 @@ def test_a_wrong_call_is_one_line_exit_2(args, says):
     assert result.output.startswith("error: ") and says in result.output and "--help`)" in result.output
 
 
-def test_a_stale_check_is_one_line_exit_1_at_the_first_changed_line(repo_copy):
+def test_a_stale_check_is_one_line_exit_1_at_the_first_changed_line(repo_copy, built, one_render):
     out = repo_copy / "dist" / "submission.py"
-    out.write_text(render_submission(repo_copy))
+    out.write_text(built)
     text = out.read_text()
     line = text[: text.index("WORKSPACE_FLOATS = ")].count("\n") + 1
     out.write_text(text.replace("WORKSPACE_FLOATS = ", "WORKSPACE_FLOATS = 2 * ", 1))
@@ -440,6 +450,8 @@ def test_the_tests_leave_no_cache_folder_behind(tmp_path):
             "-q",
             "-p",
             "no:cacheprovider",
+            "-n",
+            "0",
             "tests/test_repository.py::test_no_diary_folder",
         ],
         cwd=REPO_ROOT,

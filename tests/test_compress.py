@@ -366,14 +366,20 @@ def test_a_row_of_outliers_is_kept_and_shared_by_the_warps():
             )  # equal shares of the row block's entries
 
 
-@pytest.mark.parametrize("m", [1, 8, 17, 32])
-def test_kernel_model_matches_float64_on_heavy_weights(m):
-    """Heavy-tailed weights as the judge makes them (outlier rows and columns, spikes), every token count class, K
-    splits, row blocks per CTA and warp counts; and the unpooler-style prefix of the rows."""
-    gen = torch.Generator().manual_seed(26)
-    w = make_weight(256, 2048, "bfloat16", "heavy", gen, "cpu")
+@pytest.fixture(scope="module")
+def heavy():
+    """Heavy-tailed weights as the judge makes them (outlier rows and columns, spikes), compressed losslessly."""
+    w = make_weight(256, 2048, "bfloat16", "heavy", torch.Generator().manual_seed(26), "cpu")
     z = assert_lossless(w)
     assert z["overflow"].numel() > 100
+    return w, z
+
+
+@pytest.mark.parametrize("m", [1, 8, 17, 32])
+def test_kernel_model_matches_float64_on_heavy_weights(m, heavy):
+    """On heavy weights: every token count class, K splits, row blocks per CTA and warp counts; and the
+    unpooler-style prefix of the rows."""
+    w, z = heavy
     for S, R, NW in ((1, 1, 8), (2, 2, 4), (4, 4, 16), (32, 1, 2)):
         assert_model_matches_float64(z, w, m, S, R, NW)
     assert_model_matches_float64(z, w, m, 2, 1, 8, n=64)  # the first 64 rows: prefixes of every tensor
@@ -427,18 +433,22 @@ def test_refusal_is_on_the_whole_matrix_bits():
     compress(w, "o", max_bits_per_weight=bits + 1e-9)
 
 
-@pytest.mark.parametrize("layer", ["qkv_gate", "o", "pooler", "unpooler"])
-def test_heavy_weights_of_every_dense_layer_compress_without_refusal(layer):
-    """The judge's heavy weights (generator/judge/weights.py) at each dense layer's full shape: kept, at ~12.2 bits
-    a weight. But for o, the worst 16-row block holds hundreds to thousands of exceptions (an outlier row), past the 512 a
-    block that the former fixed capacity allowed (it refused those three layers)."""
-    shape = load_problem().layers[layer]
-    w = make_weight(shape.n, shape.k, "bfloat16", "heavy", torch.Generator().manual_seed(8), "cpu")
-    z = compress(w, layer)
+DENSE_K = {}  # each dense layer's K -> the layers of that K
+for _layer in load_problem().layers.values():
+    if not _layer.dual:
+        DENSE_K.setdefault(_layer.k, []).append(_layer.name)
+
+
+@pytest.mark.parametrize("k", sorted(DENSE_K), ids=["-".join(DENSE_K[k]) for k in sorted(DENSE_K)])
+def test_heavy_weights_of_every_dense_layer_compress_without_refusal(k):
+    """The judge's heavy weights (generator/judge/weights.py) at each dense layer's K, on 512 of its rows: kept, at
+    ~12.2 bits a weight. The distribution's outliers come one row and one column per 512 of each, so 512 rows
+    hold the full matrices' rates and their worst 16-row block (12.174-12.189 bits, 2882 exceptions in pooler's at
+    the full shape; kernels_src/compress.py). The worst 16-row block (an outlier row's) holds hundreds (o) to
+    thousands of exceptions, past the 512 a block that the former fixed capacity allowed (it refused qkv_gate,
+    pooler and unpooler)."""
+    w = make_weight(512, k, "bfloat16", "heavy", torch.Generator().manual_seed(8), "cpu")
+    z = compress(w, DENSE_K[k][0])
     bits = footprint(z)
-    print(
-        f"{layer} heavy: {bits['total']:.3f} bits per weight, {z['overflow'].numel()} overflow entries,"
-        f" {z['max_block_count']} exceptions in the worst row block"
-    )
     assert bits["total"] < 12.3
-    assert z["max_block_count"] > (200 if layer == "o" else 512)
+    assert z["max_block_count"] > (200 if "o" in DENSE_K[k] else 512)

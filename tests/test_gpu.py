@@ -1,7 +1,7 @@
 """On a CUDA machine (the H200): the built file passes verify, every route its tables can take matches float64, and
 each CUDA engine is right on configs beyond its table (the column-block edges, uneven K splits, every reduction,
 both weight distributions, NaN-poisoned outputs, graph replays). Skipped without CUDA (CI has none); run with
-`PYTHONPATH=. python -m pytest tests/test_gpu.py`. Every kernel these tests launch is compiled into one extension
+`PYTHONPATH=. python -m pytest -o addopts= tests/test_gpu.py`. Every kernel these tests launch is compiled into one extension
 (generator.judge.launches.make_plans), once."""
 
 import pytest
