@@ -1,5 +1,5 @@
-"""12-bit lossless weights for the compressed GEMV (kernels_src/compressed_gemv.cuh): the format and the compressor
-prepare() runs on every layer the compressed engine's table routes there.
+"""12-bit lossless weights for the compressed engines (compressed_gemv.cuh, compressed_ring.cuh): the format and
+the compressor prepare() runs on every layer their tables route there.
 
 Why: for m <= 32 a GEMV's time is the weight bytes over HBM bandwidth, and the tensor-core GEMVs already stream
 near that floor at m = 1. Fewer bytes is the remaining lever: 12 bits per weight is 25 % fewer.
