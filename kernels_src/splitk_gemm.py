@@ -359,14 +359,6 @@ def weight_descriptors(weights: tuple, cfg) -> tuple:
     return tuple(TensorDescriptor.from_tensor(w, [cfg.block_n, cfg.block_k]) for w in weights)
 
 
-def splitk_gemm(
-    x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()
-) -> torch.Tensor:
-    """Launch on the current stream through Triton's JIT (launch_splitk_gemm); returns out."""
-    launch_splitk_gemm(x, weights, out, workspace, counters, accumulator, cfg, descriptors)
-    return out
-
-
 def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()):
     """Launch on the current stream; returns Triton's compiled kernel (what BoundSplitKLaunch.bind reads; None
     under the interpreter). len(weights) == 2 means dual (fp32 out).

@@ -157,12 +157,11 @@ def _launch(module, cfg, x, weights, n, state):
     )
     out = poisoned[:m]
     descriptors = module.weight_descriptors(weights, cfg)
-    result = module.splitk_gemm(
+    module.launch_splitk_gemm(
         x, weights, out, state.workspace, state.counters, state.accumulator, cfg, descriptors
     )
     if x.device.type == "cuda":
         torch.cuda.synchronize()
-    assert result.data_ptr() == out.data_ptr() and result.shape == (m, n)
     assert torch.isnan(poisoned[m:]).all(), f"{cfg}: rows past m={m} written"
     assert not torch.isnan(out).any(), f"{cfg}: {int(torch.isnan(out).sum())} NaN left in [:{m}, :{n}]"
     assert int(state.counters.abs().sum()) == 0, f"{cfg}: counters left non-zero"
@@ -996,11 +995,11 @@ def test_gpu_real_layers_and_cuda_graph_replays():
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
-                compiled.splitk_gemm(static_x, parts, out, *args)
+                compiled.launch_splitk_gemm(static_x, parts, out, *args)
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                compiled.splitk_gemm(static_x, parts, out, *args)
+                compiled.launch_splitk_gemm(static_x, parts, out, *args)
             for replay in range(3):
                 fresh = make_x(m, k, gen, device)
                 static_x.copy_(fresh)
