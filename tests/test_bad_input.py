@@ -101,7 +101,8 @@ def test_a_kernel_source_another_includes_cannot_be_dropped(repo_copy, dropped):
 @pytest.fixture
 def render_skipped(built, monkeypatch):
     """build's render answering with the checkout's build: the C++ syntax check runs on the sources after it, not
-    on its text, so the tests of that check pay for no render (the one test that needs a real render makes it)."""
+    on its text, so the tests of that check pay for no render (the one test that needs a real render makes it).
+    """
     from generator import render
 
     monkeypatch.setattr(render, "render_submission", lambda root: built)
@@ -127,8 +128,11 @@ def test_a_cuda_syntax_error_fails_the_build_at_its_line(repo_copy, render_skipp
         (("nvcc", "c++"), "syntax check skipped: no nvcc on PATH, no c++ on PATH"),
     ],
 )
-def test_a_build_without_nvcc_says_its_summary_skipped_the_check(repo_copy, monkeypatch, hidden, says):
-    """Without nvcc a CUDA syntax error cannot be found before the GPU: the build passes, and says so."""
+def test_a_build_without_nvcc_says_its_summary_skipped_the_check(
+    repo_copy, render_skipped, monkeypatch, hidden, says
+):
+    """Without nvcc a CUDA syntax error cannot be found before the GPU: the build passes, and says so. (The render
+    takes the broken source: test_a_cuda_syntax_error_fails_the_build_at_its_line.)"""
     _edit(repo_copy / "kernels_src" / "mma_gemv.cuh", "namespace okc {", "namespace okc {\nint broken = ;")
     which = shutil.which
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kw: None if name in hidden else which(name))

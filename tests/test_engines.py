@@ -529,18 +529,39 @@ def test_a_missing_nvcc_is_one_line(tmp_path):
     assert "no such compiler" in result.output
 
 
-@needs_nvcc
-def test_the_kernels_the_tables_reach_compile_for_sm90a_without_spills():
-    """`compile` builds exactly the build's kernel list (one launch-table case each), with 0 spills."""
+def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path):
+    """`compile` gives nvcc what prepare() builds: CUDA_SRC and the launch table of exactly the build's kernel list
+    (one case each), for sm_90a, with ptxas's report; a stand-in nvcc keeps what it was given and reports one
+    kernel per distinct instantiation. (The real compile, registers and 0 spills: `python -m generator compile`,
+    CI's next step.)"""
+    from generator.sources import load_sources
+    from kernels_src.runtime import cuda_source
+
     t = {name: table.as_registry() for name, table in load_tables(PROBLEM).items()}
     wanted = registry.variants(PROBLEM.layers.values(), t)
-    result = CliRunner().invoke(main, ["compile"])
+    templates = {(v.engine, v.template) for v in wanted}  # kernels differing in run-time arguments share one
+    report = "".join(
+        f"ptxas info    : Compiling entry function '_Z{i}k' for 'sm_90a'\n"
+        f"ptxas info    : Function properties for _Z{i}k\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 90 registers, used 1 barriers, 16 bytes smem\n"
+        for i in range(len(templates))
+    )
+    (tmp_path / "report.txt").write_text(report)
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(
+        f'#!/bin/sh\necho "$@" > {tmp_path}/args\n'
+        f'for a in "$@"; do case "$a" in *.cu) cp "$a" {tmp_path}/given.cu;; esac; done\n'
+        f"cat {tmp_path}/report.txt >&2\n"
+    )
+    nvcc.chmod(0o755)
+    result = CliRunner().invoke(main, ["compile", "--nvcc", str(nvcc)])
     assert result.exit_code == 0, result.output
-    templates = {
-        (v.engine, v.template) for v in wanted
-    }  # kernels that differ in run-time arguments only share one
+    assert (tmp_path / "given.cu").read_text() == cuda_source(load_sources().cuda, wanted)
+    args = (tmp_path / "args").read_text()
+    assert "arch=compute_90a,code=sm_90a" in args and "-Xptxas -v" in args
     summary = rf"^{len(templates)} kernels \(the distinct instantiations of the launch table's {len(wanted)} cases,"
-    assert re.search(summary + r".*\), max \d+ registers, 0 spilling$", result.output, re.M), result.output
+    assert re.search(summary + r".*\), max 90 registers, 0 spilling$", result.output, re.M), result.output
 
 
 def test_column_blocks():
