@@ -68,20 +68,6 @@ struct ZRingArgs {
     int M, N, K, n_overflow;  // n_overflow: the whole matrix's entries (0: nothing staged, nothing added)
 };
 
-// The stager warp's and warpgroup 0's meeting point after the stream: the staged overflow is complete.
-constexpr int kZRingStagedBarrier = 6;  // named barrier ids 1-4: consumers_sync; 5: the fold
-__device__ __forceinline__ void staged_arrive() {
-    asm volatile("bar.arrive %0, %1;" ::"n"(kZRingStagedBarrier), "n"(kTmaConsumers + 32) : "memory");
-}
-__device__ __forceinline__ void staged_wait() {
-    asm volatile("bar.sync %0, %1;" ::"n"(kZRingStagedBarrier), "n"(kTmaConsumers + 32) : "memory");
-}
-
-template <int WG>
-__device__ __forceinline__ void fold_sync() {
-    asm volatile("bar.sync 5, %0;" ::"n"(WG * kTmaConsumers) : "memory");
-}
-
 // Phase stage, the stager warp: the tile's overflow entries and the x values each meets.
 __device__ __forceinline__ void stage_overflow(const ZRingArgs& a, ZRingStaged& st, int row0, int lane) {
     const int s0 = __ldg(a.row_starts + row0), count = __ldg(a.row_starts + row0 + kTmaTileRows) - s0;
@@ -164,42 +150,37 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
     constexpr int kConsumers = WG * kTmaConsumers;
     static_assert(WG * kAcc * kTmaConsumers * 4 <= STAGES * kStage, "the fold fits the ring");
     extern __shared__ uint8_t smem_raw[];
-    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    __shared__ RingBarriers<STAGES> bars;
     uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     ZRingStaged& staged = *reinterpret_cast<ZRingStaged*>(ring + STAGES * kStage);
     const int tile = blockIdx.x, row0 = tile * kTmaTileRows, n_k = a.K / kSlotK;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint8_t* src = a.slots + (size_t)tile * n_k * kWBytes;
 
-    // Slot i's copies into stage i % STAGES: its weights (one bulk copy) and x's G boxes (one tensor copy).
-    auto issue = [&](int i) {
-        const int s = i % STAGES;
-        uint8_t* slot = ring + s * kStage;
-        mbar_arrive_expect_tx(&full[s], kWBytes + G * kXBytes);  // x rows past M count too (as zeros)
-        bulk_load_1d(slot, src + (size_t)i * kWBytes, kWBytes, &full[s]);
+    constexpr uint32_t kBytes = kWBytes + G * kXBytes;  // a slot's copies: x rows past M count too (as zeros)
+    // Slot i's copies into stage i % STAGES, counted on `full`: its weights (one bulk copy) and x's G boxes (one
+    // tensor copy).
+    auto issue = [&](int i, uint64_t* full) {
+        uint8_t* slot = ring + (i % STAGES) * kStage;
+        bulk_load_1d(slot, src + (size_t)i * kWBytes, kWBytes, full);
         if constexpr (G == 1)
-            tma_load_2d(slot + kWPad, &x_map, i * kSlotK, 0, &full[s]);
+            tma_load_2d(slot + kWPad, &x_map, i * kSlotK, 0, full);
         else
-            tma_load_3d(slot + kWPad, &x_map, 0, 0, i * G, &full[s]);
+            tma_load_3d(slot + kWPad, &x_map, 0, 0, i * G, full);
     };
 
     // Phase start (the producer's lane, before the CTA barrier): full barriers, the first round, empty barriers.
     if (threadIdx.x == kConsumers) {
         prefetch_tensor_map(&x_map);
-        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
-        fence_mbarrier_init();
-        for (int i = 0; i < STAGES && i < n_k; ++i) issue(i);
-        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4);  // one arrival per warp of the slot's warpgroup
-        fence_mbarrier_init();
+        bars.init_full();
+        for (int i = 0; i < STAGES && i < n_k; ++i) issue(i, bars.arm(i, kBytes));
+        bars.init_empty(4);  // one arrival per warp of the slot's warpgroup
     }
     __syncthreads();
 
     if (warp == kConsumers / 32) {  // phase produce: the producer warp's lane 0
         if (lane == 0) {
-            for (int i = STAGES; i < n_k; ++i) {
-                mbar_wait(&empty[i % STAGES], (i / STAGES - 1) & 1);  // the stage's previous slot has retired
-                issue(i);
-            }
+            for (int i = STAGES; i < n_k; ++i) issue(i, bars.acquire(i % STAGES, (i / STAGES) & 1, kBytes));
         }
         return;
     }
@@ -207,7 +188,7 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
         if (a.n_overflow) {
             stage_overflow(a, staged, row0, lane);
             __syncwarp();
-            staged_arrive();
+            named_barrier_arrive<kStagedBarrier, kTmaConsumers + 32>();
         }
         return;
     }
@@ -220,7 +201,7 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
     const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kWPad);
     for (int i = g; i < n_k; i += WG) {
         const int s = i % STAGES;
-        mbar_wait(&full[s], (i / STAGES) & 1);
+        bars.wait_full(s, (i / STAGES) & 1);
         const uint8_t* slot = ring + s * kStage;
         Frag part[G][kZParts];
 #pragma unroll
@@ -257,33 +238,32 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
         wgmma_wait<0>();  // before av changes and before the slot is handed back
         fence_regs(acc);
         __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
+        if (lane == 0) bars.release(s);
     }
 
     // Phase fold: warpgroups 1.. hand their partials to warpgroup 0 through the idle ring (every copy has landed,
     // every wgmma retired), which adds them in warpgroup order.
     const int t = threadIdx.x % kTmaConsumers;
     if constexpr (WG > 1) {
-        fold_sync<WG>();
+        named_barrier_sync<kFoldBarrier, WG * kTmaConsumers>();
         float* fold = reinterpret_cast<float*>(ring);
         if (g > 0) {
 #pragma unroll
             for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * kTmaConsumers + t] = acc[e];
         }
-        fold_sync<WG>();
+        named_barrier_sync<kFoldBarrier, WG * kTmaConsumers>();
         if (g != 0) return;
         for (int h = 1; h < WG; ++h)
 #pragma unroll
             for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * kTmaConsumers + t];
     }
     if (a.n_overflow) {  // phase add_overflow
-        staged_wait();
+        named_barrier_sync<kStagedBarrier, kTmaConsumers + 32>();
         add_overflow<NB>(a, staged, acc, row0, t);
     }
     // Phase write.
-    const TmaGemvArgs w{nullptr, nullptr, a.out, nullptr, nullptr, nullptr, a.M, a.N, a.K, 1, TmaReduce::kSemaphore};
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) tma_write<__nv_bfloat16>(w, row0, t, e, acc[e]);
+    for (int e = 0; e < kAcc; ++e) store_element(a.out, a.M, a.N, row0, t, e, acc[e]);
 }
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).

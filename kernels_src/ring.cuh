@@ -7,12 +7,21 @@
 
 namespace okc {
 
-// Named barrier ids (0 is __syncthreads): consumer warpgroup g of a ring kernel syncs alone on kWarpgroupBarrier + g.
-constexpr int kWarpgroupBarrier = 1;
+// Named barrier ids (0 is __syncthreads), each an immediate: with the id in a register ptxas reserves all 16.
+enum NamedBarrier : int {
+    kWarpgroupBarrier = 1,  // consumer warpgroup g (g < 4) syncs alone on kWarpgroupBarrier + g
+    kFoldBarrier = 5,       // compressed_ring: every consumer warpgroup, around the fold of their partials
+    kStagedBarrier = 6,     // compressed_ring: the stager warp hands warpgroup 0 the staged overflow
+};
 
 template <int ID, int THREADS>
 __device__ __forceinline__ void named_barrier_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
+}
+
+template <int ID, int THREADS>
+__device__ __forceinline__ void named_barrier_arrive() {
+    asm volatile("bar.arrive %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
 }
 
 // A position in the ring: the slot, and the parity of the round the slot is in.
@@ -36,13 +45,27 @@ struct RingBarriers {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], consumer_arrivals);
         fence_mbarrier_init();
     }
+    // init in two halves, for a producer that sends its first round before the CTA barrier: the full barriers,
+    // then (after arm() and that round's copies) the empty ones, which no one waits on before that barrier.
+    __device__ __forceinline__ void init_full() {
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
+        fence_mbarrier_init();
+    }
+    __device__ __forceinline__ void init_empty(uint32_t consumer_arrivals) {
+        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], consumer_arrivals);
+        fence_mbarrier_init();
+    }
+    // Producer, a slot's first round (nothing to wait for): announce `bytes` to land on it.
+    __device__ __forceinline__ uint64_t* arm(int slot, uint32_t bytes) {
+        mbar_arrive_expect_tx(&full[slot], bytes);
+        return &full[slot];
+    }
     // Producer: wait until the slot's previous round has been handed back (wait_free); acquire also announces
     // `bytes` to land on it (the one producer arrival).
     __device__ __forceinline__ void wait_free(int slot, uint32_t phase) { mbar_wait(&empty[slot], phase ^ 1); }
     __device__ __forceinline__ uint64_t* acquire(int slot, uint32_t phase, uint32_t bytes) {
         wait_free(slot, phase);
-        mbar_arrive_expect_tx(&full[slot], bytes);
-        return &full[slot];
+        return arm(slot, bytes);
     }
     // Consumer: wait until the slot's bytes have landed; then, once done reading it, hand it back.
     __device__ __forceinline__ void wait_full(int slot, uint32_t phase) { mbar_wait(&full[slot], phase); }

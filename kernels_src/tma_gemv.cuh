@@ -45,11 +45,11 @@
 //    reading the tile twice, were 0.7-2.4 % slower on every half-tile shape). Of its D, rows 0-31 x box 1's
 //    columns and rows 32-63 x box 2's are the useful quarters; warps 2-3 hand theirs to warps 0-1 at the end.
 //
-// The kernel reads in phases: TmaRing::start (barriers and the first round, before the CTA barrier), produce /
+// The kernel reads in phases: TmaStream::start (barriers and the first round, before the CTA barrier), produce /
 // consume (the steady state), then one of finish_half, finish_cluster, finish_semaphore, finish_atomic or a plain
 // write.
 #pragma once
-#include "hopper_ptx.cuh"
+#include "ring.cuh"
 
 #include <cudaTypedefs.h>
 
@@ -109,15 +109,14 @@ struct TmaGemvArgs {
     TmaReduce reduce;  // S > 1: how the splits meet (the clusters: the S split CTAs of a tile are one cluster)
 };
 
-// bar.sync on a named barrier for consumer warpgroup g only (the producer warp may have left already, and the
-// other warpgroups reduce on their own). Immediate barrier ids: with the id in a register ptxas reserves all 16
-// named barriers for the kernel, which can cost CTAs per SM.
+// Consumer warpgroup g's own named barrier (the producer warp may have left already, and the other warpgroups
+// reduce on their own): a switch, so that each id is an immediate (ring.cuh, NamedBarrier).
 __device__ __forceinline__ void consumers_sync(int g = 0) {
     switch (g) {
-        case 0: asm volatile("bar.sync 1, %0;" ::"n"(kTmaConsumers) : "memory"); break;
-        case 1: asm volatile("bar.sync 2, %0;" ::"n"(kTmaConsumers) : "memory"); break;
-        case 2: asm volatile("bar.sync 3, %0;" ::"n"(kTmaConsumers) : "memory"); break;
-        default: asm volatile("bar.sync 4, %0;" ::"n"(kTmaConsumers) : "memory"); break;
+        case 0: named_barrier_sync<kWarpgroupBarrier, kTmaConsumers>(); break;
+        case 1: named_barrier_sync<kWarpgroupBarrier + 1, kTmaConsumers>(); break;
+        case 2: named_barrier_sync<kWarpgroupBarrier + 2, kTmaConsumers>(); break;
+        default: named_barrier_sync<kWarpgroupBarrier + 3, kTmaConsumers>(); break;
     }
 }
 
@@ -129,12 +128,16 @@ __device__ __forceinline__ void tma_element(int t, int e, int row0, int& row, in
     token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);
 }
 
-// Element e of thread t -> out[token, row0 + row] for tokens < M.
+// Element e of thread t -> out[token, row0 + row] of an [M, N] output, for tokens < M.
 template <typename OutT>
-__device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t, int e, float v) {
+__device__ __forceinline__ void store_element(OutT* out, int M, int N, int row0, int t, int e, float v) {
     int row, token;
     tma_element(t, e, row0, row, token);
-    if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
+    if (token < M) store_out(out + (size_t)token * N + row, v);
+}
+template <typename OutT>
+__device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t, int e, float v) {
+    store_element(static_cast<OutT*>(a.out), a.M, a.N, row0, t, e, v);
 }
 
 // The GEMM's plain write (splits = 1, one warpgroup, bf16 out; epilogue = staged): the tile goes through the idle
@@ -162,10 +165,10 @@ __device__ __forceinline__ void write_staged(const TmaGemvArgs& a, uint8_t* ring
     }
 }
 
-// One CTA's ring: its slots in shared memory, their full / empty barriers, and which K tiles it streams. WG
+// One CTA's stream through the ring (ring.cuh): its slots in shared memory, and which K tiles it streams. WG
 // warpgroups: warpgroup g reads its own weight block(s) of each slot (64-row tile WG tile + g) and the slot's x.
 template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
-struct TmaRing {
+struct TmaStream {
     static_assert(WG == 1 || !HALF, "half tiles run one warpgroup");
     static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32, "wgmma's N = 8 NB: 8 .. 32, 64, 128 or 256");
     static constexpr int kAcc = 4 * NB;  // fp32 accumulators per consumer thread (per set)
@@ -180,28 +183,27 @@ struct TmaRing {
     static constexpr int kInFlight = HALF ? (STAGES > 3 ? 3 : STAGES - 1) : 1;
 
     uint8_t* slots;
-    uint64_t* full;
-    uint64_t* empty;
+    RingBarriers<STAGES>& bars;
     const CUtensorMap* x_map;
     const TmaGemvArgs& a;
     int tile, kt0, n_k;
 
-    // Slot i's copies into ring slot s (the producer's lane only).
-    __device__ __forceinline__ void issue(int i, int s) const {
+    // Slot i's copies into ring slot s, counted on `full` (the producer's lane only). kStage bytes: x rows past M
+    // count too (as zeros).
+    __device__ __forceinline__ void issue(int i, int s, uint64_t* full) const {
         uint8_t* slot = slots + s * kStage;
         const int k_tiles = a.K / kSlotK;
         const int k0 = (kt0 + i) * kSlotK;
-        mbar_arrive_expect_tx(&full[s], kStage);  // out-of-bounds x rows count too (as zeros)
 #pragma unroll
         for (int g = 0; g < WG; ++g) {  // packed: one 8 KB block per 64-row tile and K tile
             const size_t block = (size_t)((tile * WG + g) * k_tiles + kt0 + i) * kTmaWBytes;
-            bulk_load_1d(slot + g * kWSet, a.w + block, kTmaWBytes, &full[s]);
-            if constexpr (DUAL) bulk_load_1d(slot + g * kWSet + kTmaWBytes, a.w2 + block, kTmaWBytes, &full[s]);
+            bulk_load_1d(slot + g * kWSet, a.w + block, kTmaWBytes, full);
+            if constexpr (DUAL) bulk_load_1d(slot + g * kWSet + kTmaWBytes, a.w2 + block, kTmaWBytes, full);
         }
         if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
-            tma_load_3d(slot + kXOffset, x_map, 0, 0, k0 / kTmaTileK, &full[s]);
+            tma_load_3d(slot + kXOffset, x_map, 0, 0, k0 / kTmaTileK, full);
         else
-            tma_load_2d(slot + kXOffset, x_map, k0, 0, &full[s]);
+            tma_load_2d(slot + kXOffset, x_map, k0, 0, full);
     }
 
     // Phase 1, the producer's lane, before the CTA barrier: fetch x's tensor map, initialise the full barriers and
@@ -210,11 +212,9 @@ struct TmaRing {
     // the CTA started; issuing early took 1.4-2.0 % off o m = 16 / 32.)
     __device__ __forceinline__ void start() const {
         prefetch_tensor_map(x_map);
-        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);  // the producer's arrive.expect_tx + TMA's bytes
-        fence_mbarrier_init();                                    // visible to the async proxy
-        for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s);
-        for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], 4 * WG);  // one arrival per consumer warp
-        fence_mbarrier_init();
+        bars.init_full();
+        for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s, bars.arm(s, kStage));
+        bars.init_empty(4 * WG);  // one arrival per consumer warp
     }
 
     // Phase 2, the producer's lane: the remaining rounds, a round of the ring at a time, its slots unrolled, as the
@@ -225,8 +225,7 @@ struct TmaRing {
             for (int s = 0; s < STAGES; ++s) {
                 const int i = round * STAGES + s;
                 if (i >= n_k) break;
-                mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
-                issue(i, s);
+                issue(i, s, bars.acquire(s, round & 1, kStage));
             }
         }
     }
@@ -246,7 +245,7 @@ struct TmaRing {
             for (int s = 0; s < STAGES; ++s) {
                 const int i = round * STAGES + s;
                 if (i >= n_k) break;
-                mbar_wait(&full[s], phase);
+                bars.wait_full(s, phase);
                 fence_regs(acc);
                 wgmma_fence();
 #pragma unroll
@@ -264,7 +263,7 @@ struct TmaRing {
                 fence_regs(acc);
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
-                if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);
+                if (i >= kInFlight && lane == 0) bars.release((s + STAGES - kInFlight) % STAGES);
             }
         }
         wgmma_wait<0>();
@@ -441,11 +440,11 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
     static_assert(!STAGED || (WG == 1 && !DUAL && !HALF && NB >= 8),
                   "the staged write: the GEMM's, one warpgroup, bf16");
-    using Ring = TmaRing<NB, STAGES, DUAL, HALF, WG>;
+    using Ring = TmaStream<NB, STAGES, DUAL, HALF, WG>;
     static_assert(!STAGED || 8 * NB * kStagedPitch * 2 <= STAGES * Ring::kStage, "the staged tile fits the ring");
     constexpr int kAcc = Ring::kAcc;
     extern __shared__ uint8_t smem_raw[];
-    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    __shared__ RingBarriers<STAGES> bars;
     __shared__ int is_last[WG];
     __shared__ __align__(8) uint64_t inbox_full;
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
@@ -456,7 +455,7 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     const int kt0 = (int)((long long)split * k_tiles / a.S);  // uneven splits differ by at most one K tile
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};
+    const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};
     // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
     const bool cluster = a.S > 1 && (a.reduce == TmaReduce::kClusterGather || a.reduce == TmaReduce::kClusterScatter);
 

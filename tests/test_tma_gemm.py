@@ -307,9 +307,9 @@ def test_the_staged_write_puts_every_element_where_the_direct_one_does(nb, m):
     pieces and the staged tile stay 16-byte aligned and within the ring's smallest size. The model's formulas are
     the kernel's: each is looked up, as written, in write_staged and tma_write."""
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
-    staged = src[src.index("void write_staged(") : src.index("// One CTA's ring:")]
-    element = src[src.index("void tma_element(") : src.index("void tma_write(")]
-    direct = src[src.index("void tma_write(") : src.index("void write_staged(")]
+    staged = src[src.index("void write_staged(") : src.index("// One CTA's stream")]
+    element = src[src.index("void tma_element(") : src.index("void store_element(")]
+    direct = src[src.index("void store_element(") : src.index("void write_staged(")]
     for line in (
         "row = row0 + warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);",
         "token = (e >> 2) * 8 + (lane & 3) * 2 + (e & 1);",

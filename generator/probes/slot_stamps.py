@@ -52,11 +52,11 @@ _ROW = "reinterpret_cast<long long*>(a.ws) + (((size_t)(blockIdx.y * gridDim.x +
 # against kernels_src/tma_gemv.cuh and the built file).
 PATCHES = (
     (
-        """                mbar_wait(&full[s], phase);
+        """                bars.wait_full(s, phase);
                 fence_regs(acc);
                 wgmma_fence();""",
         """                const long long c0 = clock64();
-                mbar_wait(&full[s], phase);
+                bars.wait_full(s, phase);
                 const long long c1 = clock64();
                 fence_regs(acc);
                 wgmma_fence();""",
@@ -66,26 +66,25 @@ PATCHES = (
                 fence_regs(acc);
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
-                if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) % STAGES]);""",
+                if (i >= kInFlight && lane == 0) bars.release((s + STAGES - kInFlight) % STAGES);""",
         """                wgmma_commit();
                 fence_regs(acc);
                 const long long c2 = clock64();
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
                 const long long c3 = clock64();
-                if (i >= kInFlight && lane == 0) mbar_arrive(&empty[(s + STAGES - kInFlight) %% STAGES]);
+                if (i >= kInFlight && lane == 0) bars.release((s + STAGES - kInFlight) %% STAGES);
                 if (lane == 0 && (threadIdx.x >> 5) == 4 * G && i < %(slots)d) {
                     long long* st = %(row_g)s;
                     st[0] = c0, st[1] = c1, st[2] = c2, st[3] = c3, st[4] = clock64();
                 }""" % {"slots": STAMPED_SLOTS, "row_g": _ROW.format(g="G", i="i")},
     ),
     (
-        """                mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
-                issue(i, s);""",
+        """                issue(i, s, bars.acquire(s, round & 1, kStage));""",
         """                const long long p0 = clock64();
-                mbar_wait(&empty[s], (round - 1) & 1);  // the slot's previous use has retired
+                uint64_t* full = bars.acquire(s, round & 1, kStage);
                 const long long p1 = clock64();
-                issue(i, s);
+                issue(i, s, full);
                 if (i < %(slots)d) {
                     long long* st = %(row_0)s;
                     st[5] = p0, st[6] = p1, st[7] = clock64();
@@ -93,12 +92,12 @@ PATCHES = (
     ),
     (
         """    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};""",
+    const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};""",
         """    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const long long t_entry = clock64();
     unsigned long long ns_entry;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns_entry));
-    const Ring ring{slots, full, empty, &x_map, a, tile, kt0, n_k};""",
+    const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};""",
     ),
     (
         """            finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
