@@ -321,6 +321,35 @@ __device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0,
     if (token < a.M) store_out(a.out + (size_t)token * a.N + (rb0 + r) * 16 + i, v);
 }
 
+// Before the main loop, every thread: this CTA's bucket offsets (R row blocks x its g_per_split groups + 1) into
+// shared memory for the overflow pass, by cp.async; nothing waits here.
+template <int NB, int R>
+__device__ __forceinline__ void stage_offsets(const ZGemvArgs& a, float* red, int inbox_tiles, int rb0, int groups,
+                                              int g_begin, int g_per_split) {
+    const int nw = blockDim.x >> 5;
+    int* starts = reinterpret_cast<int*>(reinterpret_cast<uint8_t*>(red) +
+                                         zgemv_overflow_offset(nw, R, NB, inbox_tiles) + (size_t)nw * kZTileBytes);
+    for (int e = threadIdx.x; e < R * (g_per_split + 1); e += blockDim.x) {
+        const int r = e / (g_per_split + 1), gl = e - r * (g_per_split + 1);
+        cp_async<4>(starts + e, a.overflow_starts + (size_t)(rb0 + r) * groups + g_begin + gl);
+    }
+}
+
+// After the main loop (a matrix with overflow entries): the staged offsets complete, then the overflow pass into
+// acc, on this warp's tile of the overflow region (after the warps' tiles and the inbox).
+template <int NB, int R>
+__device__ __forceinline__ void zgemv_overflow(float (&acc)[R][NB][4], const ZGemvArgs& a, float* red, int inbox_tiles,
+                                               int g_per_split, int g_begin, const Frag* const (&xp)[NB],
+                                               const bool (&xvalid)[NB], int warp, int lane) {
+    const int nw = blockDim.x >> 5;
+    cp_async_wait_all();
+    __syncthreads();  // every thread's staged offsets
+    uint8_t* region = reinterpret_cast<uint8_t*>(red) + zgemv_overflow_offset(nw, R, NB, inbox_tiles);
+    overflow_pass<NB, R>(acc, a, reinterpret_cast<Frag*>(region) + warp * (kZTileBytes / sizeof(Frag)),
+                         reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin, xp,
+                         xvalid, warp, lane);
+}
+
 template <int UG, int NB, int R, MmaPipeline P>
 __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     extern __shared__ float red[];  // [NW][R * NB * 4][32], inbox, overflow tiles [NW][2 KB], offsets [R][ng + 1]
@@ -335,16 +364,8 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
     const int g_begin = split * g_per_split, g_end = g_begin + g_per_split;
     const int inbox_tiles = a.cluster ? a.S - 1 : 0;
 
-    // Stage this CTA's bucket offsets (R row blocks x its g_per_split groups + 1) for the overflow pass; nothing
-    // waits here. n_overflow is the same for every CTA: the branch is uniform.
-    if (a.n_overflow) {
-        int* starts = reinterpret_cast<int*>(reinterpret_cast<uint8_t*>(red) +
-                                             zgemv_overflow_offset(nw, R, NB, inbox_tiles) + (size_t)nw * kZTileBytes);
-        for (int e = threadIdx.x; e < R * (g_per_split + 1); e += blockDim.x) {
-            const int r = e / (g_per_split + 1), gl = e - r * (g_per_split + 1);
-            cp_async<4>(starts + e, a.overflow_starts + (size_t)(rb0 + r) * groups + g_begin + gl);
-        }
-    }
+    // n_overflow is the same for every CTA: the branch is uniform.
+    if (a.n_overflow) stage_offsets<NB, R>(a, red, inbox_tiles, rb0, groups, g_begin, g_per_split);
 
     const Frag* xp[NB];
     bool xvalid[NB];
@@ -376,14 +397,7 @@ __global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
         }
     }
 
-    if (a.n_overflow) {
-        cp_async_wait_all();
-        __syncthreads();  // every thread's staged offsets
-        uint8_t* region = reinterpret_cast<uint8_t*>(red) + zgemv_overflow_offset(nw, R, NB, inbox_tiles);
-        overflow_pass<NB, R>(acc, a, reinterpret_cast<Frag*>(region) + warp * (kZTileBytes / sizeof(Frag)),
-                             reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin, xp,
-                             xvalid, warp, lane);
-    }
+    if (a.n_overflow) zgemv_overflow<NB, R>(acc, a, red, inbox_tiles, g_per_split, g_begin, xp, xvalid, warp, lane);
 
     park_accumulators<R, NB>(red, acc, warp, lane);
     __syncthreads();

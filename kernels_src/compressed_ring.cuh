@@ -138,71 +138,48 @@ __device__ __forceinline__ void patch_registers(uint32_t (&a)[4][4], uint32_t p,
 // Threads of a CTA: the consumer warpgroups, the producer warp, the stager warp.
 __host__ __device__ constexpr int zring_threads(int wg) { return tma_threads(wg) + 32; }
 
+// One CTA's stream through the ring (ring.cuh): its 64-row tile x the whole K, slot i in stage i % STAGES, the
+// stages of warpgroup g those of slots g, g + WG, ...
 template <int NB, int STAGES, int WG, int G>
-__global__ void __launch_bounds__(zring_threads(WG), 1)
-    zring_kernel(const __grid_constant__ CUtensorMap x_map, const ZRingArgs a) {
-    static_assert(STAGES % WG == 0, "every stage belongs to one warpgroup");
-    static_assert(NB == 1 || NB == 2 || NB == 4, "wgmma_bf16_rs: N = 8, 16 or 32");
-    constexpr int kAcc = 4 * NB;
-    constexpr int kStage = zring_stage_bytes(NB, G), kWBytes = zring_w_bytes(G), kWPad = zring_w_pad(G);
-    constexpr int kSlotK = 64 * G;
-    constexpr int kXBytes = tma_x_bytes(NB);
-    constexpr int kConsumers = WG * kTmaConsumers;
-    static_assert(WG * kAcc * kTmaConsumers * 4 <= STAGES * kStage, "the fold fits the ring");
-    extern __shared__ uint8_t smem_raw[];
-    __shared__ RingBarriers<STAGES> bars;
-    uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    ZRingStaged& staged = *reinterpret_cast<ZRingStaged*>(ring + STAGES * kStage);
-    const int tile = blockIdx.x, row0 = tile * kTmaTileRows, n_k = a.K / kSlotK;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const uint8_t* src = a.slots + (size_t)tile * n_k * kWBytes;
+struct ZRingStream {
+    static constexpr int kAcc = 4 * NB;
+    static constexpr int kStage = zring_stage_bytes(NB, G), kWBytes = zring_w_bytes(G), kWPad = zring_w_pad(G);
+    static constexpr int kSlotK = 64 * G;
+    static constexpr int kXBytes = tma_x_bytes(NB);
+    static constexpr uint32_t kBytes = kWBytes + G * kXBytes;  // a slot's copies: x rows past M count too (as zeros)
 
-    constexpr uint32_t kBytes = kWBytes + G * kXBytes;  // a slot's copies: x rows past M count too (as zeros)
-    // Slot i's copies into stage i % STAGES, counted on `full`: its weights (one bulk copy) and x's G boxes (one
-    // tensor copy).
-    auto issue = [&](int i, uint64_t* full) {
+    uint8_t* ring;
+    RingBarriers<STAGES>& bars;
+    const CUtensorMap* x_map;
+    const ZRingArgs& a;
+    const uint8_t* src;  // the tile's slots
+    int n_k;
+
+    // Slot i's copies, counted on `full`: its weights (one bulk copy) and x's G boxes (one tensor copy).
+    __device__ __forceinline__ void issue(int i, uint64_t* full) const {
         uint8_t* slot = ring + (i % STAGES) * kStage;
         bulk_load_1d(slot, src + (size_t)i * kWBytes, kWBytes, full);
         if constexpr (G == 1)
-            tma_load_2d(slot + kWPad, &x_map, i * kSlotK, 0, full);
+            tma_load_2d(slot + kWPad, x_map, i * kSlotK, 0, full);
         else
-            tma_load_3d(slot + kWPad, &x_map, 0, 0, i * G, full);
-    };
+            tma_load_3d(slot + kWPad, x_map, 0, 0, i * G, full);
+    }
 
     // Phase start (the producer's lane, before the CTA barrier): full barriers, the first round, empty barriers.
-    if (threadIdx.x == kConsumers) {
-        prefetch_tensor_map(&x_map);
+    __device__ __forceinline__ void start() const {
+        prefetch_tensor_map(x_map);
         bars.init_full();
         for (int i = 0; i < STAGES && i < n_k; ++i) issue(i, bars.arm(i, kBytes));
         bars.init_empty(4);  // one arrival per warp of the slot's warpgroup
     }
-    __syncthreads();
 
-    if (warp == kConsumers / 32) {  // phase produce: the producer warp's lane 0
-        if (lane == 0) {
-            for (int i = STAGES; i < n_k; ++i) issue(i, bars.acquire(i % STAGES, (i / STAGES) & 1, kBytes));
-        }
-        return;
-    }
-    if (warp == kConsumers / 32 + 1) {  // phase stage: the stager warp
-        if (a.n_overflow) {
-            stage_overflow(a, staged, row0, lane);
-            __syncwarp();
-            named_barrier_arrive<kStagedBarrier, kTmaConsumers + 32>();
-        }
-        return;
+    // Phase produce (the producer warp's lane 0).
+    __device__ __forceinline__ void produce() const {
+        for (int i = STAGES; i < n_k; ++i) issue(i, bars.acquire(i % STAGES, (i / STAGES) & 1, kBytes));
     }
 
-    // Phase consume: warpgroup g, slots g, g + WG, ...; warp q decodes row block q.
-    const int g = warp >> 2, q = warp & 3;
-    float acc[kAcc];
-#pragma unroll
-    for (int e = 0; e < kAcc; ++e) acc[e] = 0.f;
-    const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kWPad);
-    for (int i = g; i < n_k; i += WG) {
-        const int s = i % STAGES;
-        bars.wait_full(s, (i / STAGES) & 1);
-        const uint8_t* slot = ring + s * kStage;
+    // Warp q's row block of a slot's G groups, decoded into wgmma's A registers and patched.
+    __device__ __forceinline__ void decode(uint32_t (&av)[G][4][4], const uint8_t* slot, int q, int lane) const {
         Frag part[G][kZParts];
 #pragma unroll
         for (int u = 0; u < G; ++u)
@@ -216,7 +193,6 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
                 ? *reinterpret_cast<const uint32_t*>(slot + 4 * G * kZRingGroupBytes +
                                                      (q * G + (lane >> 2)) * kZRingHeaderBytes + (lane & 3) * 4)
                 : 0u;
-        uint32_t av[G][4][4];
 #pragma unroll
         for (int u = 0; u < G; ++u) {
 #pragma unroll
@@ -226,44 +202,95 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
             for (uint32_t pq = 0; pq < n; ++pq)
                 patch_registers(av[u], __shfl_sync(0xFFFFFFFFu, hdr, 4 * u + 1 + pq), lane);
         }
-        fence_regs(acc);
-        wgmma_fence();
+    }
+
+    // Phase consume: warpgroup g, slots g, g + WG, ...; warp q decodes row block q.
+    __device__ __forceinline__ void consume(float (&acc)[kAcc], int g, int q, int lane) const {
+        const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kWPad);
+        for (int i = g; i < n_k; i += WG) {
+            const int s = i % STAGES;
+            bars.wait_full(s, (i / STAGES) & 1);
+            uint32_t av[G][4][4];
+            decode(av, ring + s * kStage, q, lane);
+            fence_regs(acc);
+            wgmma_fence();
 #pragma unroll
-        for (int u = 0; u < G; ++u)
+            for (int u = 0; u < G; ++u)
 #pragma unroll
-            for (int f = 0; f < 4; ++f)  // fragment f: K [16 f, 16 f + 16) of group u = 32 bytes along x's row
-                wgmma_bf16_rs<NB>(acc, av[u][f], desc_plus(x_desc0, (s * kStage + u * kXBytes + f * 32) / 16));
-        wgmma_commit();
-        fence_regs(acc);
-        wgmma_wait<0>();  // before av changes and before the slot is handed back
-        fence_regs(acc);
-        __syncwarp();
-        if (lane == 0) bars.release(s);
+                for (int f = 0; f < 4; ++f)  // fragment f: K [16 f, 16 f + 16) of group u = 32 bytes along x's row
+                    wgmma_bf16_rs<NB>(acc, av[u][f], desc_plus(x_desc0, (s * kStage + u * kXBytes + f * 32) / 16));
+            wgmma_commit();
+            fence_regs(acc);
+            wgmma_wait<0>();  // before av changes and before the slot is handed back
+            fence_regs(acc);
+            __syncwarp();
+            if (lane == 0) bars.release(s);
+        }
     }
 
     // Phase fold: warpgroups 1.. hand their partials to warpgroup 0 through the idle ring (every copy has landed,
-    // every wgmma retired), which adds them in warpgroup order.
-    const int t = threadIdx.x % kTmaConsumers;
-    if constexpr (WG > 1) {
-        named_barrier_sync<kFoldBarrier, WG * kTmaConsumers>();
-        float* fold = reinterpret_cast<float*>(ring);
-        if (g > 0) {
+    // every wgmma retired), which adds them in warpgroup order. False in the warpgroups that are done.
+    __device__ __forceinline__ bool fold(float (&acc)[kAcc], int g, int t) const {
+        if constexpr (WG > 1) {
+            named_barrier_sync<kFoldBarrier, WG * kTmaConsumers>();
+            float* fold = reinterpret_cast<float*>(ring);
+            if (g > 0) {
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * kTmaConsumers + t] = acc[e];
+                for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * kTmaConsumers + t] = acc[e];
+            }
+            named_barrier_sync<kFoldBarrier, WG * kTmaConsumers>();
+            if (g != 0) return false;
+            for (int h = 1; h < WG; ++h)
+#pragma unroll
+                for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * kTmaConsumers + t];
         }
-        named_barrier_sync<kFoldBarrier, WG * kTmaConsumers>();
-        if (g != 0) return;
-        for (int h = 1; h < WG; ++h)
-#pragma unroll
-            for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * kTmaConsumers + t];
+        return true;
     }
+};
+
+template <int NB, int STAGES, int WG, int G>
+__global__ void __launch_bounds__(zring_threads(WG), 1)
+    zring_kernel(const __grid_constant__ CUtensorMap x_map, const ZRingArgs a) {
+    using Stream = ZRingStream<NB, STAGES, WG, G>;
+    static_assert(STAGES % WG == 0, "every stage belongs to one warpgroup");
+    static_assert(NB == 1 || NB == 2 || NB == 4, "wgmma_bf16_rs: N = 8, 16 or 32");
+    static_assert(WG * Stream::kAcc * kTmaConsumers * 4 <= STAGES * Stream::kStage, "the fold fits the ring");
+    constexpr int kConsumers = WG * kTmaConsumers;
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ RingBarriers<STAGES> bars;
+    uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    ZRingStaged& staged = *reinterpret_cast<ZRingStaged*>(ring + STAGES * Stream::kStage);
+    const int tile = blockIdx.x, row0 = tile * kTmaTileRows, n_k = a.K / Stream::kSlotK;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const Stream stream{ring, bars, &x_map, a, a.slots + (size_t)tile * n_k * Stream::kWBytes, n_k};
+
+    if (threadIdx.x == kConsumers) stream.start();
+    __syncthreads();
+    if (warp == kConsumers / 32) {  // phase produce: the producer warp's lane 0
+        if (lane == 0) stream.produce();
+        return;
+    }
+    if (warp == kConsumers / 32 + 1) {  // phase stage: the stager warp
+        if (a.n_overflow) {
+            stage_overflow(a, staged, row0, lane);
+            __syncwarp();
+            named_barrier_arrive<kStagedBarrier, kTmaConsumers + 32>();
+        }
+        return;
+    }
+    const int g = warp >> 2;
+    float acc[Stream::kAcc];
+#pragma unroll
+    for (int e = 0; e < Stream::kAcc; ++e) acc[e] = 0.f;
+    stream.consume(acc, g, warp & 3, lane);
+    const int t = threadIdx.x % kTmaConsumers;
+    if (!stream.fold(acc, g, t)) return;
     if (a.n_overflow) {  // phase add_overflow
         named_barrier_sync<kStagedBarrier, kTmaConsumers + 32>();
         add_overflow<NB>(a, staged, acc, row0, t);
     }
-    // Phase write.
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) store_element(a.out, a.M, a.N, row0, t, e, acc[e]);
+    for (int e = 0; e < Stream::kAcc; ++e) store_element(a.out, a.M, a.N, row0, t, e, acc[e]);  // phase write
 }
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).

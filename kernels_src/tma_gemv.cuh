@@ -434,6 +434,39 @@ __device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float 
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
+// Phase 3 of a full tile (warpgroup g's 64-row tile tile * WG + g): the plain write, or the split's reduction.
+template <int NB, int WG, typename OutT, bool STAGED, int kAcc>
+__device__ __forceinline__ void finish_full(const TmaGemvArgs& a, uint8_t* slots, float* inbox, uint64_t* inbox_full,
+                                            int* is_last, const float (&acc)[kAcc], int tile, int tile64, int split,
+                                            int t, int g, bool cluster) {
+    if (a.S == 1) {
+        if constexpr (STAGED) {
+            write_staged<NB>(a, slots, acc, tile64 * kTmaTileRows, t);
+        } else {
+#pragma unroll
+            for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile64 * kTmaTileRows, t, e, acc[e]);
+        }
+    } else if (a.reduce == TmaReduce::kAtomic) {
+        finish_atomic<kAcc, OutT>(a, acc, &is_last[g], tile64, t, g);
+    } else if (cluster) {
+        if constexpr (WG == 1 && NB <= 4)
+            finish_cluster<kAcc, OutT>(a, inbox, inbox_full, acc, tile, t);
+        else
+            __trap();  // the launcher refuses these: the clusters are the GEMV's
+    } else {
+        finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
+    }
+}
+
+// At kernel start, a cluster split: this rank's inbox, for S - 1 partials of the threads it owns.
+template <int kAcc>
+__device__ __forceinline__ void open_tma_inbox(const TmaGemvArgs& a, uint64_t* inbox_full) {
+    const int rank = (int)cluster_rank();
+    const int owned = a.reduce == TmaReduce::kClusterScatter ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
+                                                             : (rank == 0 ? kTmaConsumers : 0);
+    open_inbox(inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
+}
+
 template <int NB, int STAGES, bool DUAL, bool HALF, int WG, typename OutT, bool STAGED>
 __global__ void __launch_bounds__(tma_threads(WG), 1)
     tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
@@ -460,13 +493,7 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     const bool cluster = a.S > 1 && (a.reduce == TmaReduce::kClusterGather || a.reduce == TmaReduce::kClusterScatter);
 
     if (threadIdx.x == kTmaConsumers * WG) ring.start();
-    if (cluster) {  // this rank's inbox: S - 1 partials of the threads it owns
-        const int rank = (int)cluster_rank();
-        const int owned = a.reduce == TmaReduce::kClusterScatter
-                              ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
-                              : (rank == 0 ? kTmaConsumers : 0);
-        open_inbox(&inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
-    }
+    if (cluster) open_tma_inbox<kAcc>(a, &inbox_full);
     __syncthreads();
 
     float acc[(HALF ? 2 : 1) * kAcc];
@@ -482,27 +509,11 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     consume_as<0, WG>(ring, acc, lane, g);
 
     const int t = threadIdx.x % kTmaConsumers, tile64 = tile * WG + g;
-    if constexpr (HALF) {
+    if constexpr (HALF)
         finish_half<kAcc, OutT>(a, slots, acc, tile, t, warp);
-    } else {
-        if (a.S == 1) {
-            if constexpr (STAGED) {
-                write_staged<NB>(a, slots, acc, tile64 * kTmaTileRows, t);
-            } else {
-#pragma unroll
-                for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile64 * kTmaTileRows, t, e, acc[e]);
-            }
-        } else if (a.reduce == TmaReduce::kAtomic) {
-            finish_atomic<kAcc, OutT>(a, acc, &is_last[g], tile64, t, g);
-        } else if (cluster) {
-            if constexpr (WG == 1 && NB <= 4)
-                finish_cluster<kAcc, OutT>(a, inbox, &inbox_full, acc, tile, t);
-            else
-                __trap();  // the launcher refuses these: the clusters are the GEMV's
-        } else {
-            finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
-        }
-    }
+    else
+        finish_full<NB, WG, OutT, STAGED>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
+                                          cluster);
 }
 
 // ---- Host launcher: x's tensor map, then one instantiation per kernel the tables reach (runtime.py's launch

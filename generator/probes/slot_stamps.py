@@ -100,13 +100,11 @@ PATCHES = (
     const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};""",
     ),
     (
-        """            finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
-        }
-    }
+        """        finish_full<NB, WG, OutT, STAGED>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
+                                          cluster);
 }""",
-        """            finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
-        }
-    }
+        """        finish_full<NB, WG, OutT, STAGED>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
+                                          cluster);
     if (lane == 0 && warp %% 4 == 0) {
         unsigned long long ns_exit;
         asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(ns_exit));
