@@ -267,10 +267,10 @@ __device__ __forceinline__ void x_operand(const Frag* x, int M, int K, int lane,
     }
 }
 
-template <int R, int NB>
-__device__ __forceinline__ void zero_accumulators(float (&acc)[R][NB][4]) {
+template <int RowBlocks, int NB>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[RowBlocks][NB][4]) {
 #pragma unroll
-    for (int r = 0; r < R; ++r)
+    for (int r = 0; r < RowBlocks; ++r)
 #pragma unroll
         for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
@@ -278,14 +278,16 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[R][NB][4]) {
 }
 
 // red: [NW][R * NB * 4][32], each warp's accumulators in the mma C layout, conflict-free by lane.
-template <int R, int NB>
-__device__ __forceinline__ void park_accumulators(float* red, const float (&acc)[R][NB][4], int warp, int lane) {
+template <int RowBlocks, int NB>
+__device__ __forceinline__ void park_accumulators(float* red, const float (&acc)[RowBlocks][NB][4], int warp,
+                                                  int lane) {
 #pragma unroll
-    for (int r = 0; r < R; ++r)
+    for (int r = 0; r < RowBlocks; ++r)
 #pragma unroll
         for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-            for (int j = 0; j < 4; ++j) red[(warp * R * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
+            for (int j = 0; j < 4; ++j)
+                red[(warp * RowBlocks * NB * 4 + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
 }
 
 // Element idx of a CTA's tile summed over its warps' partials (red: [NW][kTile], park_accumulators' layout; a
@@ -307,7 +309,7 @@ __device__ __forceinline__ float sum_over_warps(const float* red, int kTile, int
 //   semaphore  each CTA writes its tile to the workspace a.ws, and the last to arrive at its row group's counter
 //              a.sem[group] sums them, writes the output and resets the counter to 0, so the next launch or
 //              CUDA-graph replay needs no clearing kernel.
-// Both sum in a fixed order: deterministic. Args: GemvArgs or ZGemvArgs (S, cluster, ws, sem).
+// Both sum in a fixed order: deterministic. Args: MmaGemvArgs or CompressedGemvArgs (S, cluster, ws, sem).
 template <typename Args, typename WriteElement>
 __device__ __forceinline__ void finish_tile(const Args& a, float* red, float* inbox, uint64_t* inbox_full, int kTile,
                                             int group, int split, WriteElement write) {

@@ -28,21 +28,22 @@
 
 namespace okc {
 
-constexpr int kZParts = 3;                     // 16-byte parts per lane per row block and K group
-constexpr int kZFragsPerGroup = kZParts * 32;  // Frags (16 bytes) per row block and K group
-constexpr int kZTileBytes = 16 * 64 * 2;       // a warp's overflow tile: one bucket, 16 x 64 bf16
+constexpr int kCompressedParts = 3;                              // 16-byte parts per lane per row block and K group
+constexpr int kCompressedFragsPerGroup = kCompressedParts * 32;  // Frags (16 bytes) per row block and K group
+constexpr int kOverflowTileBytes = 16 * 64 * 2;                  // a warp's overflow tile: one bucket, 16 x 64 bf16
 
 // Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
-// buffered, + 4 R NB accumulators. The budgets (512-thread CTAs, 128 registers), kZDoubleDataRegs and
-// kZBatchDataRegs, are compressed_gemv.py's, rendered ahead of this file (the figures: docs/compressed-gemv.md).
-__host__ __device__ constexpr int zgemv_data_regs(int ug, int nb, int r, MmaPipeline p) {
+// buffered, + 4 R NB accumulators. The budgets (512-thread CTAs, 128 registers), kCompressedDoubleDataRegs and
+// kCompressedBatchDataRegs, are compressed_gemv.py's, rendered ahead of this file (docs/compressed-gemv.md).
+__host__ __device__ constexpr int compressed_gemv_data_regs(int ug, int nb, int r, MmaPipeline p) {
     return (p == MmaPipeline::kDouble ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
 }
-__host__ __device__ constexpr bool zgemv_fits(int ug, int nb, int r, MmaPipeline p) {
-    return zgemv_data_regs(ug, nb, r, p) <= (p == MmaPipeline::kDouble ? kZDoubleDataRegs : kZBatchDataRegs);
+__host__ __device__ constexpr bool compressed_gemv_fits(int ug, int nb, int r, MmaPipeline p) {
+    return compressed_gemv_data_regs(ug, nb, r, p) <=
+           (p == MmaPipeline::kDouble ? kCompressedDoubleDataRegs : kCompressedBatchDataRegs);
 }
 
-struct ZGemvArgs {
+struct CompressedGemvArgs {
     const Frag* x;               // [M, K] bf16, row-major, 16-byte aligned
     const Frag* w;               // compressed stream: [N/16][K/64][3][32 lanes] Frags
     const uint32_t* patches;     // [N/16][K/64][4] group headers: n <= 3, patch words p0, p1, p2
@@ -75,18 +76,21 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 // cluster inbox, then, for a matrix with overflow entries (`overflow_groups` = the K groups of a CTA, K/64 / S;
 // 0: none), one 2 KB overflow tile per warp and the CTA's R x (overflow_groups + 1) staged bucket offsets. All of
 // it is fixed by the config and K, never by the number of exceptions.
-__host__ __device__ constexpr size_t zgemv_inbox_offset(int nw, int r, int nb) {
+__host__ __device__ constexpr size_t compressed_gemv_inbox_offset(int nw, int r, int nb) {
     return (size_t)nw * r * nb * 4 * 32 * sizeof(float);
 }
-__host__ __device__ constexpr size_t zgemv_overflow_offset(int nw, int r, int nb, int inbox_tiles) {
-    return zgemv_inbox_offset(nw, r, nb) + (size_t)inbox_tiles * r * nb * 4 * 32 * sizeof(float);
+__host__ __device__ constexpr size_t compressed_gemv_overflow_offset(int nw, int r, int nb, int inbox_tiles) {
+    return compressed_gemv_inbox_offset(nw, r, nb) + (size_t)inbox_tiles * r * nb * 4 * 32 * sizeof(float);
 }
-__host__ __device__ constexpr size_t zgemv_overflow_bytes(int nw, int r, int overflow_groups) {
-    return overflow_groups ? (size_t)nw * kZTileBytes + (((size_t)r * (overflow_groups + 1) * 4 + 15) & ~(size_t)15)
-                           : 0;
+__host__ __device__ constexpr size_t compressed_gemv_overflow_bytes(int nw, int r, int overflow_groups) {
+    return overflow_groups
+               ? (size_t)nw * kOverflowTileBytes + (((size_t)r * (overflow_groups + 1) * 4 + 15) & ~(size_t)15)
+               : 0;
 }
-__host__ __device__ constexpr size_t zgemv_smem_bytes(int nw, int r, int nb, int overflow_groups, int inbox_tiles) {
-    return zgemv_overflow_offset(nw, r, nb, inbox_tiles) + zgemv_overflow_bytes(nw, r, overflow_groups);
+__host__ __device__ constexpr size_t compressed_gemv_smem_bytes(int nw, int r, int nb, int overflow_groups,
+                                                                int inbox_tiles) {
+    return compressed_gemv_overflow_offset(nw, r, nb, inbox_tiles) +
+           compressed_gemv_overflow_bytes(nw, r, overflow_groups);
 }
 
 // Four hi bytes from four 4-bit codes (the low 16 bits of c).
@@ -98,7 +102,8 @@ __device__ __forceinline__ uint32_t hi_bytes(uint32_t c, const uint4& t) {
 }
 
 // Fragment f (0..3) of a K group from its lane's three parts -> the mma A registers (as pack_mma_a lays them).
-__device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&part)[kZParts], int f, const uint4& t) {
+__device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&part)[kCompressedParts], int f,
+                                                const uint4& t) {
     const Frag& lo = part[f >> 1];
     const uint32_t l0 = lo.r[2 * (f & 1)], l1 = lo.r[2 * (f & 1) + 1];
     const uint32_t c = part[2].r[f];
@@ -140,32 +145,33 @@ __device__ __forceinline__ void mma_patches(float (&acc)[NB][4], uint32_t word, 
     }
 }
 
-template <int UG, int NB, int R>
-struct ZTrip {
-    Frag w[R][UG][kZParts];
-    uint32_t hdr[R];    // the trip's headers, a word a lane (hdr_count, mma_patches)
-    Frag x[UG][2][NB];  // K blocks 2G and 2G + 1 of each group
+template <int Groups, int NB, int RowBlocks>
+struct CompressedTrip {
+    Frag w[RowBlocks][Groups][kCompressedParts];
+    uint32_t hdr[RowBlocks];  // the trip's headers, a word a lane (hdr_count, mma_patches)
+    Frag x[Groups][2][NB];    // K blocks 2G and 2G + 1 of each group
 };
 
 // hp: the CTA's first row block's headers; 4 `groups` words per row block.
-template <int UG, int NB, int R>
-__device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp, size_t row_frags, const uint32_t* hp,
-                                           int groups, const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int g0,
-                                           int g_end) {
+template <int Groups, int NB, int RowBlocks>
+__device__ __forceinline__ void load_compressed_trip(CompressedTrip<Groups, NB, RowBlocks>& tr, const Frag* wp,
+                                                     size_t row_frags, const uint32_t* hp, int groups,
+                                                     const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int g0,
+                                                     int g_end) {
     const int lane = threadIdx.x & 31;
-    const bool hdr_ok = lane < 4 * UG && g0 + (lane >> 2) < g_end;  // this lane's word: group g0 + lane / 4
+    const bool hdr_ok = lane < 4 * Groups && g0 + (lane >> 2) < g_end;  // this lane's word: group g0 + lane / 4
 #pragma unroll
-    for (int r = 0; r < R; ++r) tr.hdr[r] = hdr_ok ? __ldg(hp + ((size_t)r * groups + g0) * 4 + lane) : 0u;
+    for (int r = 0; r < RowBlocks; ++r) tr.hdr[r] = hdr_ok ? __ldg(hp + ((size_t)r * groups + g0) * 4 + lane) : 0u;
 #pragma unroll
-    for (int u = 0; u < UG; ++u) {
+    for (int u = 0; u < Groups; ++u) {
         const int g = g0 + u;
         const bool ok = g < g_end;  // warp-uniform
 #pragma unroll
-        for (int r = 0; r < R; ++r)
+        for (int r = 0; r < RowBlocks; ++r)
 #pragma unroll
-            for (int p = 0; p < kZParts; ++p)
+            for (int p = 0; p < kCompressedParts; ++p)
                 tr.w[r][u][p] =
-                    ok ? ld_weights(wp + r * row_frags + (size_t)g * kZFragsPerGroup + p * 32) : zero_frag();
+                    ok ? ld_weights(wp + r * row_frags + (size_t)g * kCompressedFragsPerGroup + p * 32) : zero_frag();
 #pragma unroll
         for (int b = 0; b < 2; ++b)
 #pragma unroll
@@ -176,13 +182,14 @@ __device__ __forceinline__ void load_ztrip(ZTrip<UG, NB, R>& tr, const Frag* wp,
 
 // A trip's mmas: decode each fragment and multiply; then, for a group whose header has n > 0 patches (about a
 // group in four on Gaussian weights), their correction (mma_patches).
-template <int UG, int NB, int R>
-__device__ __forceinline__ void mma_ztrip(float (&acc)[R][NB][4], const ZTrip<UG, NB, R>& tr, const uint4& t,
-                                          int lane) {
+template <int Groups, int NB, int RowBlocks>
+__device__ __forceinline__ void mma_compressed_trip(float (&acc)[RowBlocks][NB][4],
+                                                    const CompressedTrip<Groups, NB, RowBlocks>& tr, const uint4& t,
+                                                    int lane) {
 #pragma unroll
-    for (int u = 0; u < UG; ++u)
+    for (int u = 0; u < Groups; ++u)
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < RowBlocks; ++r) {
 #pragma unroll
             for (int f = 0; f < 4; ++f) {
                 uint32_t a[4];
@@ -204,7 +211,7 @@ __device__ __forceinline__ void scatter_entry(Frag* tile, uint32_t entry) {
     asm volatile("st.shared.u16 [%0], %1;" ::"r"(slot), "h"((unsigned short)(entry >> 16)) : "memory");
 }
 
-// A group's x fragments (K blocks 2g, 2g + 1), as load_ztrip loads them.
+// A group's x fragments (K blocks 2g, 2g + 1), as load_compressed_trip loads them.
 template <int NB>
 __device__ __forceinline__ void load_group_x(Frag (&x)[2][NB], const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
                                              int g) {
@@ -250,16 +257,16 @@ __device__ __forceinline__ void mma_overflow_tile(float (&acc)[NB][4], Frag* til
 // the walk goes on with the next non-empty bucket in the same chunk. A bucket split between two warps is
 // multiplied by both, each with its own entries. The products go into acc[r] like the stream's: the warps'
 // partials are summed in a fixed order later, so the result is deterministic.
-template <int NB, int R>
-__device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGemvArgs& a, Frag* tile, const int* starts,
-                                              int ng, int g_begin, const Frag* const (&xp)[NB],
+template <int NB, int RowBlocks>
+__device__ __forceinline__ void overflow_pass(float (&acc)[RowBlocks][NB][4], const CompressedGemvArgs& a, Frag* tile,
+                                              const int* starts, int ng, int g_begin, const Frag* const (&xp)[NB],
                                               const bool (&xvalid)[NB], int warp, int lane) {
     const int nw = blockDim.x >> 5;
 #pragma unroll
     for (int f = 0; f < 4; ++f) tile[f * 32 + lane] = zero_frag();
     __syncwarp();
 #pragma unroll
-    for (int r = 0; r < R; ++r) {  // unrolled: acc[r] stays in registers
+    for (int r = 0; r < RowBlocks; ++r) {  // unrolled: acc[r] stays in registers
         const int* st = starts + r * (ng + 1);
         const int first = st[0], len = st[ng] - first;
         const int e_begin = first + len * warp / nw, e_end = first + len * (warp + 1) / nw;
@@ -299,7 +306,7 @@ __device__ __forceinline__ void overflow_pass(float (&acc)[R][NB][4], const ZGem
 }
 
 // A partial tile (mma_gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
-// (row block r, row i of it, token). tile_coords maps idx to those; ztile_index maps them back (tested on the
+// (row block r, row i of it, token). tile_coords maps idx to those; tile_index maps them back (tested on the
 // host for every NB, tests/test_dispatch_and_kernel_rules.py).
 template <int NB>
 __host__ __device__ constexpr void tile_coords(int idx, int& r, int& i, int& token) {
@@ -309,13 +316,13 @@ __host__ __device__ constexpr void tile_coords(int idx, int& r, int& i, int& tok
     token = ((c >> 2) % NB) * 8 + (lane & 3) * 2 + (j & 1);
 }
 template <int NB>
-__host__ __device__ constexpr int ztile_index(int r, int i, int token) {
+__host__ __device__ constexpr int tile_index(int r, int i, int token) {
     const int nb = token >> 3, lane = 4 * (i & 7) + ((token & 7) >> 1), j = (i >= 8 ? 2 : 0) + (token & 1);
     return ((r * NB + nb) * 4 + j) * 32 + lane;
 }
 
 template <int NB>
-__device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0, int idx, float v) {
+__device__ __forceinline__ void write_compressed_element(const CompressedGemvArgs& a, int rb0, int idx, float v) {
     int r = 0, i = 0, token = 0;
     tile_coords<NB>(idx, r, i, token);
     if (token < a.M) store_out(a.out + (size_t)token * a.N + (rb0 + r) * 16 + i, v);
@@ -323,13 +330,14 @@ __device__ __forceinline__ void zwrite_tile_element(const ZGemvArgs& a, int rb0,
 
 // Before the main loop, every thread: this CTA's bucket offsets (R row blocks x its g_per_split groups + 1) into
 // shared memory for the overflow pass, by cp.async; nothing waits here.
-template <int NB, int R>
-__device__ __forceinline__ void stage_offsets(const ZGemvArgs& a, float* red, int inbox_tiles, int rb0, int groups,
-                                              int g_begin, int g_per_split) {
+template <int NB, int RowBlocks>
+__device__ __forceinline__ void stage_offsets(const CompressedGemvArgs& a, float* red, int inbox_tiles, int rb0,
+                                              int groups, int g_begin, int g_per_split) {
     const int nw = blockDim.x >> 5;
     int* starts = reinterpret_cast<int*>(reinterpret_cast<uint8_t*>(red) +
-                                         zgemv_overflow_offset(nw, R, NB, inbox_tiles) + (size_t)nw * kZTileBytes);
-    for (int e = threadIdx.x; e < R * (g_per_split + 1); e += blockDim.x) {
+                                         compressed_gemv_overflow_offset(nw, RowBlocks, NB, inbox_tiles) +
+                                         (size_t)nw * kOverflowTileBytes);
+    for (int e = threadIdx.x; e < RowBlocks * (g_per_split + 1); e += blockDim.x) {
         const int r = e / (g_per_split + 1), gl = e - r * (g_per_split + 1);
         cp_async<4>(starts + e, a.overflow_starts + (size_t)(rb0 + r) * groups + g_begin + gl);
     }
@@ -337,85 +345,90 @@ __device__ __forceinline__ void stage_offsets(const ZGemvArgs& a, float* red, in
 
 // After the main loop (a matrix with overflow entries): the staged offsets complete, then the overflow pass into
 // acc, on this warp's tile of the overflow region (after the warps' tiles and the inbox).
-template <int NB, int R>
-__device__ __forceinline__ void zgemv_overflow(float (&acc)[R][NB][4], const ZGemvArgs& a, float* red, int inbox_tiles,
-                                               int g_per_split, int g_begin, const Frag* const (&xp)[NB],
-                                               const bool (&xvalid)[NB], int warp, int lane) {
+template <int NB, int RowBlocks>
+__device__ __forceinline__ void compressed_gemv_overflow(float (&acc)[RowBlocks][NB][4], const CompressedGemvArgs& a,
+                                                         float* red, int inbox_tiles, int g_per_split, int g_begin,
+                                                         const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
+                                                         int warp, int lane) {
     const int nw = blockDim.x >> 5;
     cp_async_wait_all();
     __syncthreads();  // every thread's staged offsets
-    uint8_t* region = reinterpret_cast<uint8_t*>(red) + zgemv_overflow_offset(nw, R, NB, inbox_tiles);
-    overflow_pass<NB, R>(acc, a, reinterpret_cast<Frag*>(region) + warp * (kZTileBytes / sizeof(Frag)),
-                         reinterpret_cast<const int*>(region + (size_t)nw * kZTileBytes), g_per_split, g_begin, xp,
-                         xvalid, warp, lane);
+    uint8_t* region = reinterpret_cast<uint8_t*>(red) + compressed_gemv_overflow_offset(nw, RowBlocks, NB, inbox_tiles);
+    overflow_pass<NB, RowBlocks>(acc, a, reinterpret_cast<Frag*>(region) + warp * (kOverflowTileBytes / sizeof(Frag)),
+                                 reinterpret_cast<const int*>(region + (size_t)nw * kOverflowTileBytes), g_per_split,
+                                 g_begin, xp, xvalid, warp, lane);
 }
 
-template <int UG, int NB, int R, MmaPipeline P>
-__global__ void __launch_bounds__(512, 1) zgemv_kernel(const ZGemvArgs a) {
+template <int Groups, int NB, int RowBlocks, MmaPipeline Pipeline>
+__global__ void __launch_bounds__(512, 1) compressed_gemv_kernel(const CompressedGemvArgs a) {
     extern __shared__ float red[];  // [NW][R * NB * 4][32], inbox, overflow tiles [NW][2 KB], offsets [R][ng + 1]
     __shared__ __align__(8) uint64_t inbox_full;
-    constexpr int kTile = R * NB * 4 * 32;
+    constexpr int kTile = RowBlocks * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
     if (a.cluster) open_inbox(&inbox_full, cluster_rank() == 0 ? (uint32_t)((a.S - 1) * kTile * sizeof(float)) : 0u);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
+    const int group = blockIdx.x, rb0 = group * RowBlocks, split = blockIdx.y;
     const int groups = a.K >> 6;
     const int g_per_split = groups / a.S;
     const int g_begin = split * g_per_split, g_end = g_begin + g_per_split;
     const int inbox_tiles = a.cluster ? a.S - 1 : 0;
 
     // n_overflow is the same for every CTA: the branch is uniform.
-    if (a.n_overflow) stage_offsets<NB, R>(a, red, inbox_tiles, rb0, groups, g_begin, g_per_split);
+    if (a.n_overflow) stage_offsets<NB, RowBlocks>(a, red, inbox_tiles, rb0, groups, g_begin, g_per_split);
 
     const Frag* xp[NB];
     bool xvalid[NB];
     x_operand<NB>(a.x, a.M, a.K, lane, xp, xvalid);
-    const size_t row_frags = (size_t)groups * kZFragsPerGroup;
+    const size_t row_frags = (size_t)groups * kCompressedFragsPerGroup;
     const Frag* wp = a.w + (size_t)rb0 * row_frags + lane;
     const uint32_t* hp = a.patches + (size_t)rb0 * groups * 4;
     const uint4 t = a.table;
 
-    float acc[R][NB][4];
-    zero_accumulators<R, NB>(acc);
+    float acc[RowBlocks][NB][4];
+    zero_accumulators<RowBlocks, NB>(acc);
 
-    const int stride = nw * UG;
-    const int first = g_begin + warp * UG;
-    if constexpr (P == MmaPipeline::kBatch) {
+    const int stride = nw * Groups;
+    const int first = g_begin + warp * Groups;
+    if constexpr (Pipeline == MmaPipeline::kBatch) {
         for (int g = first; g < g_end; g += stride) {
-            ZTrip<UG, NB, R> tr;
-            load_ztrip<UG, NB, R>(tr, wp, row_frags, hp, groups, xp, xvalid, g, g_end);
-            mma_ztrip<UG, NB, R>(acc, tr, t, lane);
+            CompressedTrip<Groups, NB, RowBlocks> tr;
+            load_compressed_trip<Groups, NB, RowBlocks>(tr, wp, row_frags, hp, groups, xp, xvalid, g, g_end);
+            mma_compressed_trip<Groups, NB, RowBlocks>(acc, tr, t, lane);
         }
     } else {
-        ZTrip<UG, NB, R> t0, t1;
-        load_ztrip<UG, NB, R>(t0, wp, row_frags, hp, groups, xp, xvalid, first, g_end);
+        CompressedTrip<Groups, NB, RowBlocks> t0, t1;
+        load_compressed_trip<Groups, NB, RowBlocks>(t0, wp, row_frags, hp, groups, xp, xvalid, first, g_end);
         for (int g = first; g < g_end; g += 2 * stride) {
-            load_ztrip<UG, NB, R>(t1, wp, row_frags, hp, groups, xp, xvalid, g + stride, g_end);
-            mma_ztrip<UG, NB, R>(acc, t0, t, lane);
-            load_ztrip<UG, NB, R>(t0, wp, row_frags, hp, groups, xp, xvalid, g + 2 * stride, g_end);
-            mma_ztrip<UG, NB, R>(acc, t1, t, lane);
+            load_compressed_trip<Groups, NB, RowBlocks>(t1, wp, row_frags, hp, groups, xp, xvalid, g + stride, g_end);
+            mma_compressed_trip<Groups, NB, RowBlocks>(acc, t0, t, lane);
+            load_compressed_trip<Groups, NB, RowBlocks>(t0, wp, row_frags, hp, groups, xp, xvalid, g + 2 * stride,
+                                                        g_end);
+            mma_compressed_trip<Groups, NB, RowBlocks>(acc, t1, t, lane);
         }
     }
 
-    if (a.n_overflow) zgemv_overflow<NB, R>(acc, a, red, inbox_tiles, g_per_split, g_begin, xp, xvalid, warp, lane);
+    if (a.n_overflow)
+        compressed_gemv_overflow<NB, RowBlocks>(acc, a, red, inbox_tiles, g_per_split, g_begin, xp, xvalid, warp, lane);
 
-    park_accumulators<R, NB>(red, acc, warp, lane);
+    park_accumulators<RowBlocks, NB>(red, acc, warp, lane);
     __syncthreads();
 
-    float* inbox = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(red) + zgemv_inbox_offset(nw, R, NB));
+    float* inbox =
+        reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(red) + compressed_gemv_inbox_offset(nw, RowBlocks, NB));
     finish_tile(a, red, inbox, &inbox_full, kTile, group, split,
-                [&](int idx, float v) { zwrite_tile_element<NB>(a, rb0, idx, v); });
+                [&](int idx, float v) { write_compressed_element<NB>(a, rb0, idx, v); });
 }
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
 // call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3] their bucket
 // offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries (0:
 // none, and the pass after the loop is skipped).
-template <int UG, int NB, int R, MmaPipeline P>
+template <int Groups, int NB, int RowBlocks, MmaPipeline Pipeline>
 const char* launch_compressed_gemv(const Call& c, int warps, int splits, int cluster) {
-    static_assert(zgemv_fits(UG, NB, R, P), "compressed_gemv.py's rule admits only configs that fit");
+    static_assert(compressed_gemv_fits(Groups, NB, RowBlocks, Pipeline),
+                  "compressed_gemv.py's rule admits only configs that fit");
     if (c.M < 1 || c.M > 8 * NB) return "compressed_gemv: M does not fit this kernel's column blocks";
-    ZGemvArgs a{};
+    CompressedGemvArgs a{};
     a.x = static_cast<const Frag*>(c.x);
     a.w = static_cast<const Frag*>(c.operand[0]);
     a.patches = static_cast<const uint32_t*>(c.operand[1]);
@@ -427,11 +440,12 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
-    const size_t smem = zgemv_smem_bytes(warps, R, NB, a.n_overflow ? a.K / 64 / splits : 0, cluster ? splits - 1 : 0);
+    const size_t smem = compressed_gemv_smem_bytes(warps, RowBlocks, NB, a.n_overflow ? a.K / 64 / splits : 0,
+                                                   cluster ? splits - 1 : 0);
     if (smem > kSmemOptInLimit)
         return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed the shared memory limit";
-    auto kernel = zgemv_kernel<UG, NB, R, P>;
-    return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
+    auto kernel = compressed_gemv_kernel<Groups, NB, RowBlocks, Pipeline>;
+    return launch_splits(kernel, dim3(c.N / (16 * RowBlocks), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }
 

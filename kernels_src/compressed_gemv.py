@@ -21,7 +21,7 @@ COMPRESSED_PIPELINES = MMA_PIPELINE.members[
 ]  # batch and double: as mma_gemv's, by the same MmaPipeline codes
 COMPRESSED = Operand("compressed")  # the 12-bit stream and its parts (compress.compress)
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
-# Data-register budgets (compressed_gemv.cuh, zgemv_fits): batch under mma_gemv's because the decode needs
+# Data-register budgets (compressed_gemv.cuh, compressed_gemv_fits): batch under mma_gemv's because the decode needs
 # temporaries (the spill that set it: docs/compressed-gemv.md); double the plain kernel's.
 COMPRESSED_BATCH_DATA_REGS = 104
 COMPRESSED_DOUBLE_DATA_REGS = 100
@@ -29,7 +29,7 @@ COMPRESSED_DOUBLE_DATA_REGS = 100
 
 def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
     """Shared memory the overflow pass adds for a matrix with overflow entries (compressed_gemv.cuh,
-    zgemv_overflow_bytes): a 2 KB tile per warp and the CTA's row_blocks x (groups_per_cta + 1) bucket offsets,
+    compressed_gemv_overflow_bytes): a 2 KB tile per warp and the CTA's row_blocks x (groups_per_cta + 1) bucket offsets,
     16-byte aligned. Fixed by the config and K, whatever the number of entries, so every config can run any
     matrix: it is counted for all of them."""
     return warps * 2048 + (row_blocks * (groups_per_cta + 1) * 4 + 15) // 16 * 16
@@ -55,10 +55,10 @@ class CompressedGemv(DecodeGemv):
     cuda_constants = (
         MMA_PIPELINE,
         CudaConstant(
-            "kZBatchDataRegs", COMPRESSED_BATCH_DATA_REGS, "compressed_gemv.py COMPRESSED_BATCH_DATA_REGS"
+            "kCompressedBatchDataRegs", COMPRESSED_BATCH_DATA_REGS, "compressed_gemv.py COMPRESSED_BATCH_DATA_REGS"
         ),
         CudaConstant(
-            "kZDoubleDataRegs", COMPRESSED_DOUBLE_DATA_REGS, "compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS"
+            "kCompressedDoubleDataRegs", COMPRESSED_DOUBLE_DATA_REGS, "compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS"
         ),
     )
     summary = (

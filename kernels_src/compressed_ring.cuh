@@ -18,7 +18,7 @@
 //    B = x from the slot; it waits for them before handing the slot back (the registers are read asynchronously);
 //  * the overflow (a bucket's exceptions past its third) is a per-row list here (compressed_ring.py,
 //    ring_overflow): a stager warp stages the tile's entries and the x values they meet into shared memory
-//    while the stream runs (up to kZRingStagedEntries: prepare() refuses a layer with more in a tile; past them
+//    while the stream runs (up to kStagedOverflowEntries: prepare() refuses a layer with more in a tile; past them
 //    the kernel stays right for any other caller, reading the entries from global memory at the end, slowly),
 //    and after the warpgroups' partials are folded each consumer thread adds its rows'
 //    entries to its accumulators in the list's order: deterministic;
@@ -34,31 +34,37 @@
 
 namespace okc {
 
-// kZRingStagedEntries (overflow entries a CTA stages in shared memory) and kZRingHeaderBytes (compress.py's
+// kStagedOverflowEntries (overflow entries a CTA stages in shared memory) and kCompressedHeaderBytes (compress.py's
 // group header) are compressed_ring.py's, rendered ahead of this file (registry.py, cuda_prelude).
-constexpr int kZRingGroupBytes = kZFragsPerGroup * sizeof(Frag);  // 1536: one 16-row block x one K group
-__host__ __device__ constexpr int zring_w_bytes(int g) { return 4 * g * (kZRingGroupBytes + kZRingHeaderBytes); }
-__host__ __device__ constexpr int zring_w_pad(int g) { return (zring_w_bytes(g) + 1023) / 1024 * 1024; }
-__host__ __device__ constexpr int zring_stage_bytes(int nb, int g) { return zring_w_pad(g) + g * tma_x_bytes(nb); }
-// The tile's overflow entries, staged by the stager warp (count > kZRingStagedEntries: none
+constexpr int kCompressedGroupBytes = kCompressedFragsPerGroup * sizeof(Frag);  // 1536: one 16-row block x one K group
+__host__ __device__ constexpr int compressed_ring_w_bytes(int g) {
+    return 4 * g * (kCompressedGroupBytes + kCompressedHeaderBytes);
+}
+__host__ __device__ constexpr int compressed_ring_w_pad(int g) {
+    return (compressed_ring_w_bytes(g) + 1023) / 1024 * 1024;
+}
+__host__ __device__ constexpr int compressed_ring_stage_bytes(int nb, int g) {
+    return compressed_ring_w_pad(g) + g * tma_x_bytes(nb);
+}
+// The tile's overflow entries, staged by the stager warp (count > kStagedOverflowEntries: none
 // staged, add_overflow reads them from global memory).
-struct ZRingStaged {
+struct StagedOverflow {
     int count;
-    uint8_t row[kZRingStagedEntries];          // the entry's row in the tile
-    uint32_t entry[kZRingStagedEntries];       // k | bits << 16
-    __nv_bfloat16 x[kZRingStagedEntries][32];  // x[token, k] for tokens < M, else 0
+    uint8_t row[kStagedOverflowEntries];          // the entry's row in the tile
+    uint32_t entry[kStagedOverflowEntries];       // k | bits << 16
+    __nv_bfloat16 x[kStagedOverflowEntries][32];  // x[token, k] for tokens < M, else 0
 };
 
-static_assert(sizeof(ZRingStaged) == 4 + 69 * kZRingStagedEntries, "compressed_ring.py ring_smem counts it so");
+static_assert(sizeof(StagedOverflow) == 4 + 69 * kStagedOverflowEntries, "compressed_ring.py ring_smem counts it so");
 
 // The ring, then the staged overflow; +1 KB: the dynamic shared memory base is only 16-byte aligned, the 128-byte
 // swizzle of x's boxes needs 1024 (compressed_ring.py, ring_smem, says the same).
-__host__ __device__ constexpr int zring_smem_bytes(int nb, int stages, int g) {
-    return stages * zring_stage_bytes(nb, g) + (int)sizeof(ZRingStaged) + 1024;
+__host__ __device__ constexpr int compressed_ring_smem_bytes(int nb, int stages, int g) {
+    return stages * compressed_ring_stage_bytes(nb, g) + (int)sizeof(StagedOverflow) + 1024;
 }
 
-struct ZRingArgs {
-    const uint8_t* slots;     // [N/64][K/(64 G)] slots of zring_w_bytes(G) (compressed_ring.py, ring_slots)
+struct CompressedRingArgs {
+    const uint8_t* slots;     // [N/64][K/(64 G)] slots of compressed_ring_w_bytes(G) (compressed_ring.py, ring_slots)
     const int* row_starts;    // [N + 1]: row r's overflow entries are [row_starts[r], row_starts[r + 1])
     const int* entry_rows;    // [E] each entry's row
     const uint32_t* entries;  // [E] k | bf16 bits << 16, by row, then k
@@ -69,10 +75,10 @@ struct ZRingArgs {
 };
 
 // Phase stage, the stager warp: the tile's overflow entries and the x values each meets.
-__device__ __forceinline__ void stage_overflow(const ZRingArgs& a, ZRingStaged& st, int row0, int lane) {
+__device__ __forceinline__ void stage_overflow(const CompressedRingArgs& a, StagedOverflow& st, int row0, int lane) {
     const int s0 = __ldg(a.row_starts + row0), count = __ldg(a.row_starts + row0 + kTmaTileRows) - s0;
     if (lane == 0) st.count = count;
-    if (count > kZRingStagedEntries) return;
+    if (count > kStagedOverflowEntries) return;
     for (int j = lane; j < count; j += 32) {
         const uint32_t entry = __ldg(a.entries + s0 + j);
         st.row[j] = (uint8_t)(__ldg(a.entry_rows + s0 + j) - row0);
@@ -90,10 +96,10 @@ __device__ __forceinline__ float entry_weight(uint32_t entry) {
 // Phase add_overflow, warpgroup 0: thread t's accumulators are rows rA = 16 warp + lane / 4 and rA + 8 of the tile
 // (tma_element); each adds the products of its rows' entries, in the list's order.
 template <int NB>
-__device__ __forceinline__ void add_overflow(const ZRingArgs& a, const ZRingStaged& st, float (&acc)[4 * NB], int row0,
-                                             int t) {
+__device__ __forceinline__ void add_overflow(const CompressedRingArgs& a, const StagedOverflow& st,
+                                             float (&acc)[4 * NB], int row0, int t) {
     const int lane = t & 31, r_a = (t >> 5) * 16 + (lane >> 2);
-    if (st.count <= kZRingStagedEntries) {
+    if (st.count <= kStagedOverflowEntries) {
         for (int j = 0; j < st.count; ++j) {
             const int r = st.row[j];
             if (r != r_a && r != r_a + 8) continue;
@@ -136,65 +142,67 @@ __device__ __forceinline__ void patch_registers(uint32_t (&a)[4][4], uint32_t p,
 }
 
 // Threads of a CTA: the consumer warpgroups, the producer warp, the stager warp.
-__host__ __device__ constexpr int zring_threads(int wg) { return tma_threads(wg) + 32; }
+__host__ __device__ constexpr int compressed_ring_threads(int wg) { return tma_threads(wg) + 32; }
 
 // One CTA's stream through the ring (ring.cuh): its 64-row tile x the whole K, slot i in stage i % STAGES, the
 // stages of warpgroup g those of slots g, g + WG, ...
-template <int NB, int STAGES, int WG, int G>
-struct ZRingStream {
+template <int NB, int Stages, int Warpgroups, int Groups>
+struct CompressedRingStream {
     static constexpr int kAcc = 4 * NB;
-    static constexpr int kStage = zring_stage_bytes(NB, G), kWBytes = zring_w_bytes(G), kWPad = zring_w_pad(G);
-    static constexpr int kSlotK = 64 * G;
+    static constexpr int kStage = compressed_ring_stage_bytes(NB, Groups), kWBytes = compressed_ring_w_bytes(Groups),
+                         kWPad = compressed_ring_w_pad(Groups);
+    static constexpr int kSlotK = 64 * Groups;
     static constexpr int kXBytes = tma_x_bytes(NB);
-    static constexpr uint32_t kBytes = kWBytes + G * kXBytes;  // a slot's copies: x rows past M count too (as zeros)
+    static constexpr uint32_t kBytes =
+        kWBytes + Groups * kXBytes;  // a slot's copies: x rows past M count too (as zeros)
 
     uint8_t* ring;
-    RingBarriers<STAGES>& bars;
+    RingBarriers<Stages>& bars;
     const CUtensorMap* x_map;
-    const ZRingArgs& a;
+    const CompressedRingArgs& a;
     const uint8_t* src;  // the tile's slots
     int n_k;
 
     // Slot i's copies, counted on `full`: its weights (one bulk copy) and x's G boxes (one tensor copy).
     __device__ __forceinline__ void issue(int i, uint64_t* full) const {
-        uint8_t* slot = ring + (i % STAGES) * kStage;
+        uint8_t* slot = ring + (i % Stages) * kStage;
         bulk_load_1d(slot, src + (size_t)i * kWBytes, kWBytes, full);
-        if constexpr (G == 1)
+        if constexpr (Groups == 1)
             tma_load_2d(slot + kWPad, x_map, i * kSlotK, 0, full);
         else
-            tma_load_3d(slot + kWPad, x_map, 0, 0, i * G, full);
+            tma_load_3d(slot + kWPad, x_map, 0, 0, i * Groups, full);
     }
 
     // Phase start (the producer's lane, before the CTA barrier): full barriers, the first round, empty barriers.
     __device__ __forceinline__ void start() const {
         prefetch_tensor_map(x_map);
         bars.init_full();
-        for (int i = 0; i < STAGES && i < n_k; ++i) issue(i, bars.arm(i, kBytes));
+        for (int i = 0; i < Stages && i < n_k; ++i) issue(i, bars.arm(i, kBytes));
         bars.init_empty(4);  // one arrival per warp of the slot's warpgroup
     }
 
     // Phase produce (the producer warp's lane 0).
     __device__ __forceinline__ void produce() const {
-        for (int i = STAGES; i < n_k; ++i) issue(i, bars.acquire(i % STAGES, (i / STAGES) & 1, kBytes));
+        for (int i = Stages; i < n_k; ++i) issue(i, bars.acquire(i % Stages, (i / Stages) & 1, kBytes));
     }
 
     // Warp q's row block of a slot's G groups, decoded into wgmma's A registers and patched.
-    __device__ __forceinline__ void decode(uint32_t (&av)[G][4][4], const uint8_t* slot, int q, int lane) const {
-        Frag part[G][kZParts];
+    __device__ __forceinline__ void decode(uint32_t (&av)[Groups][4][4], const uint8_t* slot, int q, int lane) const {
+        Frag part[Groups][kCompressedParts];
 #pragma unroll
-        for (int u = 0; u < G; ++u)
+        for (int u = 0; u < Groups; ++u)
 #pragma unroll
-            for (int p = 0; p < kZParts; ++p)
-                part[u][p] = *reinterpret_cast<const Frag*>(slot + (q * G + u) * kZRingGroupBytes +
-                                                            p * (kZRingGroupBytes / kZParts) + lane * 16);
+            for (int p = 0; p < kCompressedParts; ++p)
+                part[u][p] = *reinterpret_cast<const Frag*>(slot + (q * Groups + u) * kCompressedGroupBytes +
+                                                            p * (kCompressedGroupBytes / kCompressedParts) + lane * 16);
         // the slot's headers of this warp's G groups: lane l holds word l % 4 of group l / 4 (n, p0, p1, p2)
         const uint32_t hdr =
-            lane < 4 * G
-                ? *reinterpret_cast<const uint32_t*>(slot + 4 * G * kZRingGroupBytes +
-                                                     (q * G + (lane >> 2)) * kZRingHeaderBytes + (lane & 3) * 4)
-                : 0u;
+            lane < 4 * Groups ? *reinterpret_cast<const uint32_t*>(slot + 4 * Groups * kCompressedGroupBytes +
+                                                                   (q * Groups + (lane >> 2)) * kCompressedHeaderBytes +
+                                                                   (lane & 3) * 4)
+                              : 0u;
 #pragma unroll
-        for (int u = 0; u < G; ++u) {
+        for (int u = 0; u < Groups; ++u) {
 #pragma unroll
             for (int f = 0; f < 4; ++f) decode_fragment(av[u][f], part[u], f, a.table);
             const uint32_t n = hdr_count(hdr, u);
@@ -207,15 +215,15 @@ struct ZRingStream {
     // Phase consume: warpgroup g, slots g, g + WG, ...; warp q decodes row block q.
     __device__ __forceinline__ void consume(float (&acc)[kAcc], int g, int q, int lane) const {
         const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kWPad);
-        for (int i = g; i < n_k; i += WG) {
-            const int s = i % STAGES;
-            bars.wait_full(s, (i / STAGES) & 1);
-            uint32_t av[G][4][4];
+        for (int i = g; i < n_k; i += Warpgroups) {
+            const int s = i % Stages;
+            bars.wait_full(s, (i / Stages) & 1);
+            uint32_t av[Groups][4][4];
             decode(av, ring + s * kStage, q, lane);
             fence_regs(acc);
             wgmma_fence();
 #pragma unroll
-            for (int u = 0; u < G; ++u)
+            for (int u = 0; u < Groups; ++u)
 #pragma unroll
                 for (int f = 0; f < 4; ++f)  // fragment f: K [16 f, 16 f + 16) of group u = 32 bytes along x's row
                     wgmma_bf16_rs<NB>(acc, av[u][f], desc_plus(x_desc0, (s * kStage + u * kXBytes + f * 32) / 16));
@@ -231,16 +239,16 @@ struct ZRingStream {
     // Phase fold: warpgroups 1.. hand their partials to warpgroup 0 through the idle ring (every copy has landed,
     // every wgmma retired), which adds them in warpgroup order. False in the warpgroups that are done.
     __device__ __forceinline__ bool fold(float (&acc)[kAcc], int g, int t) const {
-        if constexpr (WG > 1) {
-            named_barrier_sync<kFoldBarrier, WG * kTmaConsumers>();
+        if constexpr (Warpgroups > 1) {
+            named_barrier_sync<kFoldBarrier, Warpgroups * kTmaConsumers>();
             float* fold = reinterpret_cast<float*>(ring);
             if (g > 0) {
 #pragma unroll
                 for (int e = 0; e < kAcc; ++e) fold[((g - 1) * kAcc + e) * kTmaConsumers + t] = acc[e];
             }
-            named_barrier_sync<kFoldBarrier, WG * kTmaConsumers>();
+            named_barrier_sync<kFoldBarrier, Warpgroups * kTmaConsumers>();
             if (g != 0) return false;
-            for (int h = 1; h < WG; ++h)
+            for (int h = 1; h < Warpgroups; ++h)
 #pragma unroll
                 for (int e = 0; e < kAcc; ++e) acc[e] += fold[((h - 1) * kAcc + e) * kTmaConsumers + t];
         }
@@ -248,18 +256,18 @@ struct ZRingStream {
     }
 };
 
-template <int NB, int STAGES, int WG, int G>
-__global__ void __launch_bounds__(zring_threads(WG), 1)
-    zring_kernel(const __grid_constant__ CUtensorMap x_map, const ZRingArgs a) {
-    using Stream = ZRingStream<NB, STAGES, WG, G>;
-    static_assert(STAGES % WG == 0, "every stage belongs to one warpgroup");
+template <int NB, int Stages, int Warpgroups, int Groups>
+__global__ void __launch_bounds__(compressed_ring_threads(Warpgroups), 1)
+    compressed_ring_kernel(const __grid_constant__ CUtensorMap x_map, const CompressedRingArgs a) {
+    using Stream = CompressedRingStream<NB, Stages, Warpgroups, Groups>;
+    static_assert(Stages % Warpgroups == 0, "every stage belongs to one warpgroup");
     static_assert(NB == 1 || NB == 2 || NB == 4, "wgmma_bf16_rs: N = 8, 16 or 32");
-    static_assert(WG * Stream::kAcc * kTmaConsumers * 4 <= STAGES * Stream::kStage, "the fold fits the ring");
-    constexpr int kConsumers = WG * kTmaConsumers;
+    static_assert(Warpgroups * Stream::kAcc * kTmaConsumers * 4 <= Stages * Stream::kStage, "the fold fits the ring");
+    constexpr int kConsumers = Warpgroups * kTmaConsumers;
     extern __shared__ uint8_t smem_raw[];
-    __shared__ RingBarriers<STAGES> bars;
+    __shared__ RingBarriers<Stages> bars;
     uint8_t* ring = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    ZRingStaged& staged = *reinterpret_cast<ZRingStaged*>(ring + STAGES * Stream::kStage);
+    StagedOverflow& staged = *reinterpret_cast<StagedOverflow*>(ring + Stages * Stream::kStage);
     const int tile = blockIdx.x, row0 = tile * kTmaTileRows, n_k = a.K / Stream::kSlotK;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const Stream stream{ring, bars, &x_map, a, a.slots + (size_t)tile * n_k * Stream::kWBytes, n_k};
@@ -296,16 +304,18 @@ __global__ void __launch_bounds__(zring_threads(WG), 1)
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
 // call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its entries;
 // call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
-template <int NB, int STAGES, int WG, int G>
+template <int NB, int Stages, int Warpgroups, int Groups>
 const char* launch_compressed_ring(const Call& c) {
-    static_assert(tma_ring_depth(STAGES) && STAGES % WG == 0, "compressed_ring.py's rule admits only these rings");
-    static_assert(zring_smem_bytes(NB, STAGES, G) <= (int)kSmemOptInLimit, "the rule admits only rings that fit");
+    static_assert(tma_ring_depth(Stages) && Stages % Warpgroups == 0,
+                  "compressed_ring.py's rule admits only these rings");
+    static_assert(compressed_ring_smem_bytes(NB, Stages, Groups) <= (int)kSmemOptInLimit,
+                  "the rule admits only rings that fit");
     if (c.M < 1 || c.M > 8 * NB) return "compressed_ring: M does not fit this kernel's column blocks";
-    if (c.N % kTmaTileRows || c.K % (64 * G)) return "compressed_ring: N or K does not fit the tile and slot";
+    if (c.N % kTmaTileRows || c.K % (64 * Groups)) return "compressed_ring: N or K does not fit the tile and slot";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, G);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, Groups);
     if (err != nullptr) return err;
-    ZRingArgs a{};
+    CompressedRingArgs a{};
     a.slots = static_cast<const uint8_t*>(c.operand[0]);
     a.row_starts = static_cast<const int*>(c.operand[1]);
     a.entry_rows = static_cast<const int*>(c.operand[2]);
@@ -315,9 +325,10 @@ const char* launch_compressed_ring(const Call& c) {
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.n_overflow = (int)c.scalar[2];
-    auto kernel = zring_kernel<NB, STAGES, WG, G>;
-    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(zring_threads(WG)),
-                         (size_t)zring_smem_bytes(NB, STAGES, G), static_cast<cudaStream_t>(c.stream), false, x_map, a);
+    auto kernel = compressed_ring_kernel<NB, Stages, Warpgroups, Groups>;
+    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(compressed_ring_threads(Warpgroups)),
+                         (size_t)compressed_ring_smem_bytes(NB, Stages, Groups), static_cast<cudaStream_t>(c.stream),
+                         false, x_map, a);
 }
 
 }  // namespace okc

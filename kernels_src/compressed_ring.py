@@ -45,13 +45,13 @@ def group_bytes() -> int:
 
 
 def slot_bytes(groups: int) -> int:
-    """A slot's weight bytes (compressed_ring.cuh, zring_w_bytes): four row blocks x groups x (stream + header)."""
+    """A slot's weight bytes (compressed_ring.cuh, compressed_ring_w_bytes): four row blocks x groups x (stream + header)."""
     return 4 * groups * (group_bytes() + HEADER_BYTES)
 
 
 def ring_smem(cfg, nb: int) -> int:
-    """Dynamic shared memory of a CTA (compressed_ring.cuh, zring_smem_bytes): stages slots (weights padded to
-    1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow (ZRingStaged), 1 KB to align."""
+    """Dynamic shared memory of a CTA (compressed_ring.cuh, compressed_ring_smem_bytes): stages slots (weights padded to
+    1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow (StagedOverflow), 1 KB to align."""
     weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
     staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
     return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
@@ -148,11 +148,11 @@ class CompressedRing(DecodeGemv):
     def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
         return (
             CudaConstant(
-                "kZRingStagedEntries",
+                "kStagedOverflowEntries",
                 STAGED_ENTRIES,
                 "compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages",
             ),
-            CudaConstant("kZRingHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"),
+            CudaConstant("kCompressedHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"),
         )
 
     summary = (

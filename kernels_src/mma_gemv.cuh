@@ -69,7 +69,7 @@ __host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, MmaPipeline p
     return gemv_data_regs(u, nb, r, p, dual) <= budget;
 }
 
-struct GemvArgs {
+struct MmaGemvArgs {
     const Frag* x;   // [M, K] bf16, row-major, 16-byte aligned
     const Frag* w;   // packed weights (dual: the hi half)
     const Frag* w2;  // packed lo weights (dual only)
@@ -88,35 +88,36 @@ __host__ __device__ constexpr size_t gemv_smem_bytes(int nw, int r, int nb, int 
 
 constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lanes x 16 bytes
 
-template <int U, int NB, int R, bool DUAL>
+template <int Unroll, int NB, int RowBlocks, bool Dual>
 struct Trip {
-    Frag w[R][U][2];                         // row block r, K block u, steps y = 0, 1
-    Frag w2[DUAL ? R : 1][DUAL ? U : 1][2];  // lo weights (unused unless DUAL)
-    Frag x[U][NB];                           // shared by all R row blocks
+    Frag w[RowBlocks][Unroll][2];                         // row block r, K block u, steps y = 0, 1
+    Frag w2[Dual ? RowBlocks : 1][Dual ? Unroll : 1][2];  // lo weights (unused unless DUAL)
+    Frag x[Unroll][NB];                                   // shared by all R row blocks
 };
 
-template <MmaPipeline P>
+template <MmaPipeline Pipeline>
 __device__ __forceinline__ Frag ld_weights_pipe(const Frag* p, bool ok) {
-    return ok ? (pipe_l2_hint(P) ? ld_weights_l2_256(p) : ld_weights(p)) : zero_frag();
+    return ok ? (pipe_l2_hint(Pipeline) ? ld_weights_l2_256(p) : ld_weights(p)) : zero_frag();
 }
 
 // wp / w2p: this lane's first fragment of the CTA's first row block; row_frags: fragments per row block.
 // WEIGHTS / X: which of the trip's loads to issue (DOUBLE_W issues them at different points of the loop).
-template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool WEIGHTS = true, bool X = true>
-__device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* wp, const Frag* w2p, size_t row_frags,
-                                          const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int kb0, int kb_end) {
+template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, bool WEIGHTS = true, bool X = true>
+__device__ __forceinline__ void load_trip(Trip<Unroll, NB, RowBlocks, Dual>& tr, const Frag* wp, const Frag* w2p,
+                                          size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
+                                          int kb0, int kb_end) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
         const int kb = kb0 + u;
         const bool ok = kb < kb_end;  // warp-uniform
         if constexpr (WEIGHTS) {
 #pragma unroll
-            for (int r = 0; r < R; ++r)
+            for (int r = 0; r < RowBlocks; ++r)
 #pragma unroll
                 for (int y = 0; y < 2; ++y) {
                     const size_t at = r * row_frags + kb * kFragsPerBlock + y * 32;
-                    tr.w[r][u][y] = ld_weights_pipe<P>(wp + at, ok);
-                    if constexpr (DUAL) tr.w2[r][u][y] = ld_weights_pipe<P>(w2p + at, ok);
+                    tr.w[r][u][y] = ld_weights_pipe<Pipeline>(wp + at, ok);
+                    if constexpr (Dual) tr.w2[r][u][y] = ld_weights_pipe<Pipeline>(w2p + at, ok);
                 }
         }
         if constexpr (X) {
@@ -126,12 +127,12 @@ __device__ __forceinline__ void load_trip(Trip<U, NB, R, DUAL>& tr, const Frag* 
     }
 }
 
-template <int U, int NB, int R, bool DUAL>
-__device__ __forceinline__ void mma_trip(float (&acc)[R][NB][4], const Trip<U, NB, R, DUAL>& tr) {
+template <int Unroll, int NB, int RowBlocks, bool Dual>
+__device__ __forceinline__ void mma_trip(float (&acc)[RowBlocks][NB][4], const Trip<Unroll, NB, RowBlocks, Dual>& tr) {
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+    for (int u = 0; u < Unroll; ++u)
 #pragma unroll
-        for (int r = 0; r < R; ++r)
+        for (int r = 0; r < RowBlocks; ++r)
 #pragma unroll
             for (int y = 0; y < 2; ++y)
 #pragma unroll
@@ -139,18 +140,18 @@ __device__ __forceinline__ void mma_trip(float (&acc)[R][NB][4], const Trip<U, N
                     // step y consumes x elements 4y..4y+3 of the lane's 8 (see packing.py)
                     const uint32_t b0 = tr.x[u][nb].r[2 * y], b1 = tr.x[u][nb].r[2 * y + 1];
                     mma_bf16_m16n8k16(acc[r][nb], tr.w[r][u][y].r, b0, b1);
-                    if constexpr (DUAL) mma_bf16_m16n8k16(acc[r][nb], tr.w2[r][u][y].r, b0, b1);
+                    if constexpr (Dual) mma_bf16_m16n8k16(acc[r][nb], tr.w2[r][u][y].r, b0, b1);
                 }
 }
 
 // Element idx of a reduced tile (idx = 32 * (4 (NB r + nb) + j) + lane, the mma C layout) -> out[token, row].
-template <int NB, typename OutT>
-__device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, int idx, float v) {
+template <int NB, typename Out>
+__device__ __forceinline__ void write_tile_element(const MmaGemvArgs& a, int rb0, int idx, float v) {
     const int lane = idx & 31, c = idx >> 5;
     const int r = c / (NB * 4), nb = (c >> 2) % NB, j = c & 3;
     const int row = (rb0 + r) * 16 + (lane >> 2) + ((j & 2) ? 8 : 0);
     const int token = nb * 8 + (lane & 3) * 2 + (j & 1);
-    if (token < a.M) store_out(static_cast<OutT*>(a.out) + (size_t)token * a.N + row, v);
+    if (token < a.M) store_out(static_cast<Out*>(a.out) + (size_t)token * a.N + row, v);
 }
 
 // reduce = atomic_out: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums
@@ -158,9 +159,9 @@ __device__ __forceinline__ void write_tile_element(const GemvArgs& a, int rb0, i
 // four rows of one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted,
 // 4x the wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
 // row lr, token t sit at lane 4 (lr & 7) + t / 2, register j = 2 (lr >> 3) + (t & 1).
-template <int R, int NB>
-__device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0) {
-    constexpr int kTile = R * NB * 4 * 32, kQuads = kTile / 4;
+template <int RowBlocks, int NB>
+__device__ __forceinline__ void add_tile(const MmaGemvArgs& a, float* red, int rb0) {
+    constexpr int kTile = RowBlocks * NB * 4 * 32, kQuads = kTile / 4;
     for (int idx = threadIdx.x; idx < kTile; idx += blockDim.x)
         red[idx] = sum_over_warps(red, kTile, idx);  // each idx is read and written by this thread only
     __syncthreads();
@@ -181,86 +182,90 @@ __device__ __forceinline__ void add_tile(const GemvArgs& a, float* red, int rb0)
 
 // The end of a gemv CTA: the warps' partial tiles reduced through shared memory, then across the S split CTAs
 // (the output-atomic reduction once split 0's zeroes are visible: the flag the ticket waits for).
-template <int NB, int R, bool ATOMIC, typename OutT>
-__device__ __forceinline__ void finish_gemv(const GemvArgs& a, float* red, const float (&acc)[R][NB][4],
+template <int NB, int RowBlocks, bool AtomicOut, typename Out>
+__device__ __forceinline__ void finish_gemv(const MmaGemvArgs& a, float* red, const float (&acc)[RowBlocks][NB][4],
                                             uint64_t* inbox_full, int warp, int lane, uint32_t ticket, uint32_t seen) {
-    constexpr int kTile = R * NB * 4 * 32;
-    const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
-    park_accumulators<R, NB>(red, acc, warp, lane);
-    if constexpr (ATOMIC) {
+    constexpr int kTile = RowBlocks * NB * 4 * 32;
+    const int group = blockIdx.x, rb0 = group * RowBlocks, split = blockIdx.y;
+    park_accumulators<RowBlocks, NB>(red, acc, warp, lane);
+    if constexpr (AtomicOut) {
         if (threadIdx.x == 0) await_zeroed(a.sem, group, a.S, seen, flag_wanted(ticket, a.S));
         __syncthreads();
-        add_tile<R, NB>(a, red, rb0);
+        add_tile<RowBlocks, NB>(a, red, rb0);
     } else {
         __syncthreads();
         finish_tile(a, red, red + (blockDim.x >> 5) * kTile, inbox_full, kTile, group, split,
-                    [&](int idx, float v) { write_tile_element<NB, OutT>(a, rb0, idx, v); });
+                    [&](int idx, float v) { write_tile_element<NB, Out>(a, rb0, idx, v); });
     }
 }
 
 // The K loop in each software-pipelining style (MmaPipeline): acc += every trip of this warp's K blocks, from
 // `first` to kb_end, `stride` apart a trip (wp, w2p, row_frags, xp, xvalid as load_trip takes them). peek() runs
 // once a trip: the output-atomic reduction's look at its flag, nothing otherwise.
-template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
-__device__ __forceinline__ void k_loop_double(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
-                                              const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
-                                              int stride, int kb_end, const Peek& peek) {
-    Trip<U, NB, R, DUAL> t0, t1;
-    load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, typename Peek>
+__device__ __forceinline__ void k_loop_double(float (&acc)[RowBlocks][NB][4], const Frag* wp, const Frag* w2p,
+                                              size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
+                                              int first, int stride, int kb_end, const Peek& peek) {
+    Trip<Unroll, NB, RowBlocks, Dual> t0, t1;
+    load_trip<Unroll, NB, RowBlocks, Pipeline, Dual>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
     for (int kb = first; kb < kb_end; kb += 2 * stride) {
         peek();
-        load_trip<U, NB, R, P, DUAL>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-        mma_trip<U, NB, R, DUAL>(acc, t0);
-        load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
-        mma_trip<U, NB, R, DUAL>(acc, t1);
+        load_trip<Unroll, NB, RowBlocks, Pipeline, Dual>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
+        mma_trip<Unroll, NB, RowBlocks, Dual>(acc, t0);
+        load_trip<Unroll, NB, RowBlocks, Pipeline, Dual>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+        mma_trip<Unroll, NB, RowBlocks, Dual>(acc, t1);
     }
 }
 
 // t0.x and t1.x are never live at once (each is loaded after the other's mmas), so ptxas gives them the same
 // registers: two weight sets, one x set.
-template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
-__device__ __forceinline__ void k_loop_double_w(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p,
+template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, typename Peek>
+__device__ __forceinline__ void k_loop_double_w(float (&acc)[RowBlocks][NB][4], const Frag* wp, const Frag* w2p,
                                                 size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
                                                 int first, int stride, int kb_end, const Peek& peek) {
-    Trip<U, NB, R, DUAL> t0, t1;
-    load_trip<U, NB, R, P, DUAL>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
+    Trip<Unroll, NB, RowBlocks, Dual> t0, t1;
+    load_trip<Unroll, NB, RowBlocks, Pipeline, Dual>(t0, wp, w2p, row_frags, xp, xvalid, first, kb_end);
     for (int kb = first; kb < kb_end; kb += 2 * stride) {
         peek();
-        load_trip<U, NB, R, P, DUAL, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-        mma_trip<U, NB, R, DUAL>(acc, t0);
-        load_trip<U, NB, R, P, DUAL, false, true>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride, kb_end);
-        load_trip<U, NB, R, P, DUAL, true, false>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
-        mma_trip<U, NB, R, DUAL>(acc, t1);
-        load_trip<U, NB, R, P, DUAL, false, true>(t0, wp, w2p, row_frags, xp, xvalid, kb + 2 * stride, kb_end);
+        load_trip<Unroll, NB, RowBlocks, Pipeline, Dual, true, false>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride,
+                                                                      kb_end);
+        mma_trip<Unroll, NB, RowBlocks, Dual>(acc, t0);
+        load_trip<Unroll, NB, RowBlocks, Pipeline, Dual, false, true>(t1, wp, w2p, row_frags, xp, xvalid, kb + stride,
+                                                                      kb_end);
+        load_trip<Unroll, NB, RowBlocks, Pipeline, Dual, true, false>(t0, wp, w2p, row_frags, xp, xvalid,
+                                                                      kb + 2 * stride, kb_end);
+        mma_trip<Unroll, NB, RowBlocks, Dual>(acc, t1);
+        load_trip<Unroll, NB, RowBlocks, Pipeline, Dual, false, true>(t0, wp, w2p, row_frags, xp, xvalid,
+                                                                      kb + 2 * stride, kb_end);
     }
 }
 
-template <int U, int NB, int R, MmaPipeline P, bool DUAL, typename Peek>
-__device__ __forceinline__ void k_loop_batch(float (&acc)[R][NB][4], const Frag* wp, const Frag* w2p, size_t row_frags,
-                                             const Frag* const (&xp)[NB], const bool (&xvalid)[NB], int first,
-                                             int stride, int kb_end, const Peek& peek) {
+template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, typename Peek>
+__device__ __forceinline__ void k_loop_batch(float (&acc)[RowBlocks][NB][4], const Frag* wp, const Frag* w2p,
+                                             size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
+                                             int first, int stride, int kb_end, const Peek& peek) {
     for (int kb = first; kb < kb_end; kb += stride) {
-        Trip<U, NB, R, DUAL> tr;
-        load_trip<U, NB, R, P, DUAL>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
+        Trip<Unroll, NB, RowBlocks, Dual> tr;
+        load_trip<Unroll, NB, RowBlocks, Pipeline, Dual>(tr, wp, w2p, row_frags, xp, xvalid, kb, kb_end);
         peek();
-        mma_trip<U, NB, R, DUAL>(acc, tr);
+        mma_trip<Unroll, NB, RowBlocks, Dual>(acc, tr);
     }
 }
 
 // ATOMIC: reduce = atomic_out (a separate instantiation, so that the other kernels carry none of its registers).
 // Phases: the output-atomic reduction's start, the K loop of the pipelining style, then the warps' partial tiles
 // reduced through shared memory and across the S split CTAs.
-template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool ATOMIC, typename OutT>
-__global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
-    static_assert(!ATOMIC || DUAL, "the atomic reduction adds into an fp32 output: dual mode only");
+template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, bool AtomicOut, typename Out>
+__global__ void __launch_bounds__(512, 1) mma_gemv_kernel(const MmaGemvArgs a) {
+    static_assert(!AtomicOut || Dual, "the atomic reduction adds into an fp32 output: dual mode only");
     extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
                                     // then, for a cluster, rank 0's inbox: [S - 1][R * NB * 4 * 32] (common.cuh)
     __shared__ __align__(8) uint64_t inbox_full;
-    constexpr int kTile = R * NB * 4 * 32;
+    constexpr int kTile = RowBlocks * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
     if (a.cluster) open_inbox(&inbox_full, cluster_rank() == 0 ? (uint32_t)((a.S - 1) * kTile * sizeof(float)) : 0u);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int group = blockIdx.x, rb0 = group * R, split = blockIdx.y;
+    const int group = blockIdx.x, rb0 = group * RowBlocks, split = blockIdx.y;
     const int kb_per_split = (a.K >> 5) / a.S;
     const int kb_begin = split * kb_per_split, kb_end = kb_begin + kb_per_split;
 
@@ -270,10 +275,10 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     const size_t row_frags = (size_t)(a.K >> 5) * kFragsPerBlock;
     const size_t block0 = (size_t)rb0 * row_frags + lane;
     const Frag* wp = a.w + block0;
-    const Frag* w2p = DUAL ? a.w2 + block0 : nullptr;
+    const Frag* w2p = Dual ? a.w2 + block0 : nullptr;
 
-    float acc[R][NB][4];
-    zero_accumulators<R, NB>(acc);
+    float acc[RowBlocks][NB][4];
+    zero_accumulators<RowBlocks, NB>(acc);
 
     // Atomic reduction: thread 0 takes a ticket now and reads it at the end. The last warp of split 0 zeroes the output
     // before any load of its own, so that its fence waits on the zeroes' stores alone. (Zeroing after the first
@@ -283,51 +288,56 @@ __global__ void __launch_bounds__(512, 1) gemv_kernel(const GemvArgs a) {
     // Thread 0 looks at the zeroed flag once per loop trip, never waiting on it there, so that the check after
     // the loop costs no round trip of its own (common.cuh).
     uint32_t ticket = 0, seen = 0;
-    if constexpr (ATOMIC) {
+    if constexpr (AtomicOut) {
         if (threadIdx.x == 0) ticket = take_ticket(a.sem, group, a.S);
         if (split == 0 && warp == nw - 1)
-            zero_and_raise(a.sem, group, a.S, static_cast<float*>(a.out), a.M, a.N, rb0 * 16, R * 16);
+            zero_and_raise(a.sem, group, a.S, static_cast<float*>(a.out), a.M, a.N, rb0 * 16, RowBlocks * 16);
     }
     auto peek = [&]() {
-        if (ATOMIC && threadIdx.x == 0) seen = peek_flag(a.sem, group, a.S);
+        if (AtomicOut && threadIdx.x == 0) seen = peek_flag(a.sem, group, a.S);
     };
 
     // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
-    const int stride = nw * U;
-    const int first = kb_begin + warp * U;
-    if constexpr (pipe_double(P))
-        k_loop_double<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
-    else if constexpr (pipe_double_w(P))
-        k_loop_double_w<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
+    const int stride = nw * Unroll;
+    const int first = kb_begin + warp * Unroll;
+    if constexpr (pipe_double(Pipeline))
+        k_loop_double<Unroll, NB, RowBlocks, Pipeline, Dual>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end,
+                                                             peek);
+    else if constexpr (pipe_double_w(Pipeline))
+        k_loop_double_w<Unroll, NB, RowBlocks, Pipeline, Dual>(acc, wp, w2p, row_frags, xp, xvalid, first, stride,
+                                                               kb_end, peek);
     else
-        k_loop_batch<U, NB, R, P, DUAL>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end, peek);
+        k_loop_batch<Unroll, NB, RowBlocks, Pipeline, Dual>(acc, wp, w2p, row_frags, xp, xvalid, first, stride, kb_end,
+                                                            peek);
 
-    finish_gemv<NB, R, ATOMIC, OutT>(a, red, acc, &inbox_full, warp, lane, ticket, seen);
+    finish_gemv<NB, RowBlocks, AtomicOut, Out>(a, red, acc, &inbox_full, warp, lane, ticket, seen);
 }
 
 // ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
 // call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
-template <int U, int NB, int R, MmaPipeline P, bool DUAL, bool ATOMIC>
+template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, bool AtomicOut>
 const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
-    static_assert(gemv_fits(U, NB, R, P, DUAL), "mma_gemv.py's register_error admits only configs that fit");
+    static_assert(gemv_fits(Unroll, NB, RowBlocks, Pipeline, Dual),
+                  "mma_gemv.py's register_error admits only configs that fit");
     if (c.M < 1 || c.M > 8 * NB) return "mma_gemv: M does not fit this kernel's column blocks";
-    using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    const GemvArgs a{static_cast<const Frag*>(c.x),
-                     static_cast<const Frag*>(c.operand[0]),
-                     static_cast<const Frag*>(c.operand[1]),
-                     c.out,
-                     c.ws,
-                     c.sem,
-                     c.M,
-                     c.N,
-                     c.K,
-                     splits,
-                     cluster};
-    const size_t smem = gemv_smem_bytes(warps, R, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
+    using Out = std::conditional_t<Dual, float, __nv_bfloat16>;
+    const MmaGemvArgs a{static_cast<const Frag*>(c.x),
+                        static_cast<const Frag*>(c.operand[0]),
+                        static_cast<const Frag*>(c.operand[1]),
+                        c.out,
+                        c.ws,
+                        c.sem,
+                        c.M,
+                        c.N,
+                        c.K,
+                        splits,
+                        cluster};
+    const size_t smem =
+        gemv_smem_bytes(warps, RowBlocks, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
     if (smem > kSmemOptInLimit)
         return "mma_gemv: the warps' tiles and the cluster inbox exceed the shared memory limit";
-    auto kernel = gemv_kernel<U, NB, R, P, DUAL, ATOMIC, OutT>;
-    return launch_splits(kernel, dim3(c.N / (16 * R), splits), dim3(warps * 32), smem,
+    auto kernel = mma_gemv_kernel<Unroll, NB, RowBlocks, Pipeline, Dual, AtomicOut, Out>;
+    return launch_splits(kernel, dim3(c.N / (16 * RowBlocks), splits), dim3(warps * 32), smem,
                          static_cast<cudaStream_t>(c.stream), cluster != 0, a);
 }
 

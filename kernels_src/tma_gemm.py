@@ -90,7 +90,7 @@ class TmaGemm(Engine):
     Config = TmaGemmConfig
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
-    launcher = "okc::launch_tma_gemv"
+    launcher = "okc::launch_tma"
     template_fields = ("NB", "stages", "dual", "half", "warpgroups", "staged")
     cuda_constants = TMA_CUDA_CONSTANTS
     summary = (

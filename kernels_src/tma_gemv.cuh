@@ -97,7 +97,7 @@ __host__ __device__ constexpr int tma_inbox_bytes(int nb, int s, int c) {
     return c == 0 ? 0 : (s - 1) * (c == 1 ? kTmaConsumers : (kTmaConsumers + s - 1) / s) * 4 * nb * 4;
 }
 
-struct TmaGemvArgs {
+struct TmaArgs {
     const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] blocks of 8 KB, each pre-swizzled (half tiles:
                         // pack_tma_half_bulk's [N/32][K/128])
     const uint8_t* w2;  // the router's lo half (dual), else w again
@@ -129,15 +129,15 @@ __device__ __forceinline__ void tma_element(int t, int e, int row0, int& row, in
 }
 
 // Element e of thread t -> out[token, row0 + row] of an [M, N] output, for tokens < M.
-template <typename OutT>
-__device__ __forceinline__ void store_element(OutT* out, int M, int N, int row0, int t, int e, float v) {
+template <typename Out>
+__device__ __forceinline__ void store_element(Out* out, int M, int N, int row0, int t, int e, float v) {
     int row, token;
     tma_element(t, e, row0, row, token);
     if (token < M) store_out(out + (size_t)token * N + row, v);
 }
-template <typename OutT>
-__device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t, int e, float v) {
-    store_element(static_cast<OutT*>(a.out), a.M, a.N, row0, t, e, v);
+template <typename Out>
+__device__ __forceinline__ void tma_write(const TmaArgs& a, int row0, int t, int e, float v) {
+    store_element(static_cast<Out*>(a.out), a.M, a.N, row0, t, e, v);
 }
 
 // The GEMM's plain write (splits = 1, one warpgroup, bf16 out; epilogue = staged): the tile goes through the idle
@@ -146,7 +146,7 @@ __device__ __forceinline__ void tma_write(const TmaGemvArgs& a, int row0, int t,
 // last slot (o, unpooler; probe-slots, docs/tma-gemm.md), where the half-tile GEMV's whole tail takes 0.33.
 constexpr int kStagedPitch = kTmaTileRows + 8;  // bf16 a staged token row: 144 bytes, 16-byte aligned, banks spread
 template <int NB>
-__device__ __forceinline__ void write_staged(const TmaGemvArgs& a, uint8_t* ring, const float (&acc)[4 * NB], int row0,
+__device__ __forceinline__ void write_staged(const TmaArgs& a, uint8_t* ring, const float (&acc)[4 * NB], int row0,
                                              int t) {
     __nv_bfloat16* tile = reinterpret_cast<__nv_bfloat16*>(ring);  // [8 NB tokens][kStagedPitch]
 #pragma unroll
@@ -167,25 +167,25 @@ __device__ __forceinline__ void write_staged(const TmaGemvArgs& a, uint8_t* ring
 
 // One CTA's stream through the ring (ring.cuh): its slots in shared memory, and which K tiles it streams. WG
 // warpgroups: warpgroup g reads its own weight block(s) of each slot (64-row tile WG tile + g) and the slot's x.
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG = 1>
+template <int NB, int Stages, bool Dual, bool Half, int Warpgroups = 1>
 struct TmaStream {
-    static_assert(WG == 1 || !HALF, "half tiles run one warpgroup");
+    static_assert(Warpgroups == 1 || !Half, "half tiles run one warpgroup");
     static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32, "wgmma's N = 8 NB: 8 .. 32, 64, 128 or 256");
     static constexpr int kAcc = 4 * NB;  // fp32 accumulators per consumer thread (per set)
-    static constexpr int kStage = tma_stage_bytes(NB, DUAL, HALF, WG);  // bytes TMA lands in one ring slot
-    static constexpr int kWSet = kTmaWBytes * (DUAL ? 2 : 1);           // one warpgroup's weight bytes in a slot
-    static constexpr int kXOffset = kWSet * WG;                         // x's box follows the weight boxes
-    static constexpr int kSlotK = kTmaTileK * (HALF ? 2 : 1);           // K one slot covers
+    static constexpr int kStage = tma_stage_bytes(NB, Dual, Half, Warpgroups);  // bytes TMA lands in one ring slot
+    static constexpr int kWSet = kTmaWBytes * (Dual ? 2 : 1);  // one warpgroup's weight bytes in a slot
+    static constexpr int kXOffset = kWSet * Warpgroups;        // x's box follows the weight boxes
+    static constexpr int kSlotK = kTmaTileK * (Half ? 2 : 1);  // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back: half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work per
     // slot, so they keep 3 (the 64-row tiles 1); 1, 2 and 3 measured within 1 % of each other once the consumer
     // loop was cut to ~32 instructions a slot. The producer runs STAGES - kInFlight slots ahead.
-    static constexpr int kInFlight = HALF ? (STAGES > 3 ? 3 : STAGES - 1) : 1;
+    static constexpr int kInFlight = Half ? (Stages > 3 ? 3 : Stages - 1) : 1;
 
     uint8_t* slots;
-    RingBarriers<STAGES>& bars;
+    RingBarriers<Stages>& bars;
     const CUtensorMap* x_map;
-    const TmaGemvArgs& a;
+    const TmaArgs& a;
     int tile, kt0, n_k;
 
     // Slot i's copies into ring slot s, counted on `full` (the producer's lane only). kStage bytes: x rows past M
@@ -195,12 +195,12 @@ struct TmaStream {
         const int k_tiles = a.K / kSlotK;
         const int k0 = (kt0 + i) * kSlotK;
 #pragma unroll
-        for (int g = 0; g < WG; ++g) {  // packed: one 8 KB block per 64-row tile and K tile
-            const size_t block = (size_t)((tile * WG + g) * k_tiles + kt0 + i) * kTmaWBytes;
+        for (int g = 0; g < Warpgroups; ++g) {  // packed: one 8 KB block per 64-row tile and K tile
+            const size_t block = (size_t)((tile * Warpgroups + g) * k_tiles + kt0 + i) * kTmaWBytes;
             bulk_load_1d(slot + g * kWSet, a.w + block, kTmaWBytes, full);
-            if constexpr (DUAL) bulk_load_1d(slot + g * kWSet + kTmaWBytes, a.w2 + block, kTmaWBytes, full);
+            if constexpr (Dual) bulk_load_1d(slot + g * kWSet + kTmaWBytes, a.w2 + block, kTmaWBytes, full);
         }
-        if constexpr (HALF)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
+        if constexpr (Half)  // both 64-wide K chunks of the slot in one copy (see tma_load_3d)
             tma_load_3d(slot + kXOffset, x_map, 0, 0, k0 / kTmaTileK, full);
         else
             tma_load_2d(slot + kXOffset, x_map, k0, 0, full);
@@ -213,17 +213,17 @@ struct TmaStream {
     __device__ __forceinline__ void start() const {
         prefetch_tensor_map(x_map);
         bars.init_full();
-        for (int s = 0; s < STAGES && s < n_k; ++s) issue(s, s, bars.arm(s, kStage));
-        bars.init_empty(4 * WG);  // one arrival per consumer warp
+        for (int s = 0; s < Stages && s < n_k; ++s) issue(s, s, bars.arm(s, kStage));
+        bars.init_empty(4 * Warpgroups);  // one arrival per consumer warp
     }
 
     // Phase 2, the producer's lane: the remaining rounds, a round of the ring at a time, its slots unrolled, as the
     // consumers walk it. (A round less than a test per slot, which cost the half tiles 1.5 us.)
     __device__ __forceinline__ void produce() const {
-        for (int round = 1; round * STAGES < n_k; ++round) {
+        for (int round = 1; round * Stages < n_k; ++round) {
 #pragma unroll
-            for (int s = 0; s < STAGES; ++s) {
-                const int i = round * STAGES + s;
+            for (int s = 0; s < Stages; ++s) {
+                const int i = round * Stages + s;
                 if (i >= n_k) break;
                 issue(i, s, bars.acquire(s, round & 1, kStage));
             }
@@ -235,15 +235,15 @@ struct TmaStream {
     // compile-time offsets. Half tiles: acc[0, kAcc) meets x's first box, acc[kAcc, 2 kAcc) its second. Warpgroup
     // G reads weight set G: a template argument, so the descriptors stay in uniform registers (a run-time warp
     // index took the GEMV's steady loop from 447 to 604 instructions, 113 of them R2UR).
-    template <int G = 0>
-    __device__ __forceinline__ void consume(float (&acc)[(HALF ? 2 : 1) * kAcc], int lane) const {
-        const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * kWSet);
+    template <int Warpgroup = 0>
+    __device__ __forceinline__ void consume(float (&acc)[(Half ? 2 : 1) * kAcc], int lane) const {
+        const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + Warpgroup * kWSet);
         const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + kXOffset);
         uint32_t phase = 0;
-        for (int round = 0; round * STAGES < n_k; ++round, phase ^= 1) {
+        for (int round = 0; round * Stages < n_k; ++round, phase ^= 1) {
 #pragma unroll
-            for (int s = 0; s < STAGES; ++s) {
-                const int i = round * STAGES + s;
+            for (int s = 0; s < Stages; ++s) {
+                const int i = round * Stages + s;
                 if (i >= n_k) break;
                 bars.wait_full(s, phase);
                 fence_regs(acc);
@@ -252,18 +252,18 @@ struct TmaStream {
                 for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
                     const uint32_t at = (s * kStage + kk * 32) / 16;
                     const uint64_t b = desc_plus(x_desc0, at);
-                    if constexpr (HALF) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
+                    if constexpr (Half) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
                         wgmma_bf16<2 * NB>(acc, desc_plus(w_desc0, at), b);
                     } else {  // one wgmma of N = 8 NB takes every token of the box (up to 256: the GEMM)
                         wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
-                        if constexpr (DUAL) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
+                        if constexpr (Dual) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
                     }
                 }
                 wgmma_commit();
                 fence_regs(acc);
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
-                if (i >= kInFlight && lane == 0) bars.release((s + STAGES - kInFlight) % STAGES);
+                if (i >= kInFlight && lane == 0) bars.release((s + Stages - kInFlight) % Stages);
             }
         }
         wgmma_wait<0>();
@@ -272,21 +272,21 @@ struct TmaStream {
 };
 
 // Warpgroup g's consume() of WG, g a run-time value that is the same across each warp.
-template <int G, int WG, class Ring, class Acc>
+template <int Warpgroup, int Warpgroups, class Ring, class Acc>
 __device__ __forceinline__ void consume_as(const Ring& ring, Acc& acc, int lane, int g) {
-    if constexpr (G + 1 >= WG) {
-        ring.template consume<G>(acc, lane);
-    } else if (g == G) {
-        ring.template consume<G>(acc, lane);
+    if constexpr (Warpgroup + 1 >= Warpgroups) {
+        ring.template consume<Warpgroup>(acc, lane);
+    } else if (g == Warpgroup) {
+        ring.template consume<Warpgroup>(acc, lane);
     } else {
-        consume_as<G + 1, WG>(ring, acc, lane, g);
+        consume_as<Warpgroup + 1, Warpgroups>(ring, acc, lane, g);
     }
 }
 
 // Phase 3, half tiles: row r of the 32 is box 1's set of warp r / 16 plus box 2's set of warp 2 + r / 16. The ring
 // is idle (every copy has landed, every wgmma has retired), so warps 2-3 hand theirs over through it.
-template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_half(const TmaGemvArgs& a, uint8_t* ring, const float (&acc)[2 * kAcc], int tile,
+template <int kAcc, typename Out>
+__device__ __forceinline__ void finish_half(const TmaArgs& a, uint8_t* ring, const float (&acc)[2 * kAcc], int tile,
                                             int t, int warp) {
     float* fold = reinterpret_cast<float*>(ring);
     if (warp >= 2) {
@@ -296,14 +296,14 @@ __device__ __forceinline__ void finish_half(const TmaGemvArgs& a, uint8_t* ring,
     consumers_sync();
     if (warp < 2) {
 #pragma unroll
-        for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaHalfRows, t, e, acc[e] + fold[e * 64 + t]);
+        for (int e = 0; e < kAcc; ++e) tma_write<Out>(a, tile * kTmaHalfRows, t, e, acc[e] + fold[e * 64 + t]);
     }
 }
 
 // Phase 3, a cluster split: thread t's accumulators meet on the rank that owns t, rank 0 (gather) or tma_owner
 // (scatter); the others push and leave.
-template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbox, uint64_t* inbox_full,
+template <int kAcc, typename Out>
+__device__ __forceinline__ void finish_cluster(const TmaArgs& a, float* inbox, uint64_t* inbox_full,
                                                const float (&acc)[kAcc], int tile, int t) {
     inbox_ready();
     const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
@@ -338,13 +338,13 @@ __device__ __forceinline__ void finish_cluster(const TmaGemvArgs& a, float* inbo
         }
     }
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e, sum[e]);
+    for (int e = 0; e < kAcc; ++e) tma_write<Out>(a, tile * kTmaTileRows, t, e, sum[e]);
 }
 
 // Phase 3 of a split, after this warpgroup has published its partial (stores or adds): count this CTA in on the
 // tile's counter. True, in every thread of the warpgroup, only in the CTA that arrives last, once it has acquired
 // the other CTAs' partials.
-__device__ __forceinline__ bool arrived_last(const TmaGemvArgs& a, int* is_last, int tile, int t, int g) {
+__device__ __forceinline__ bool arrived_last(const TmaArgs& a, int* is_last, int tile, int t, int g) {
     __threadfence();  // the partial is visible device-wide before this CTA counts itself in
     consumers_sync(g);
     if (t == 0) *is_last = atomicAdd(a.sem + tile, 1) == a.S - 1;
@@ -357,8 +357,8 @@ __device__ __forceinline__ bool arrived_last(const TmaGemvArgs& a, int* is_last,
 // Phase 3, the semaphore split: publish this CTA's partial (thread-major, so stores and the reduction's loads
 // coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter. g: this warpgroup
 // (its own barrier; tile is its 64-row tile).
-template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last, int tile,
+template <int kAcc, typename Out>
+__device__ __forceinline__ void finish_semaphore(const TmaArgs& a, const float (&acc)[kAcc], int* is_last, int tile,
                                                  int split, int t, int g = 0) {
     constexpr int kTile = kAcc * kTmaConsumers;  // floats in one partial tile, thread-major
     float* mine = a.ws + ((size_t)tile * a.S + split) * kTile;
@@ -393,7 +393,7 @@ __device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const flo
 #pragma unroll
             for (int e = 0; e < kE; ++e) sum[e] += __ldcg(parts + (size_t)s * kTile + (e0 + e) * kTmaConsumers);
 #pragma unroll
-        for (int e = 0; e < kE; ++e) tma_write<OutT>(a, tile * kTmaTileRows, t, e0 + e, sum[e]);
+        for (int e = 0; e < kE; ++e) tma_write<Out>(a, tile * kTmaTileRows, t, e0 + e, sum[e]);
     }
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
@@ -404,9 +404,9 @@ __device__ __forceinline__ void finish_semaphore(const TmaGemvArgs& a, const flo
 // summed tile, writes the output and stores zeros back, then resets the counter. The order of the adds is not
 // fixed. (f32 atomics flush subnormals to zero, as red_add_v4 says: outputs under 2^-126 read 0.) Float4 q holds
 // the 8-token block q; blocks past M are neither added nor read (3 of 8 at m = 33), and stay zero.
-template <int kAcc, typename OutT>
-__device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float (&acc)[kAcc], int* is_last, int tile,
-                                              int t, int g) {
+template <int kAcc, typename Out>
+__device__ __forceinline__ void finish_atomic(const TmaArgs& a, const float (&acc)[kAcc], int* is_last, int tile, int t,
+                                              int g) {
     float4* mine = reinterpret_cast<float4*>(a.acc) + (size_t)tile * (kAcc / 4) * kTmaConsumers + t;
 #pragma unroll
     for (int q = 0; q < kAcc / 4; ++q)
@@ -425,63 +425,63 @@ __device__ __forceinline__ void finish_atomic(const TmaGemvArgs& a, const float 
         for (int q = 0; q < kQ; ++q) {
             __stcg(mine + (q0 + q) * kTmaConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
             const int e = 4 * (q0 + q);
-            tma_write<OutT>(a, tile * kTmaTileRows, t, e, v[q].x);
-            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 1, v[q].y);
-            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 2, v[q].z);
-            tma_write<OutT>(a, tile * kTmaTileRows, t, e + 3, v[q].w);
+            tma_write<Out>(a, tile * kTmaTileRows, t, e, v[q].x);
+            tma_write<Out>(a, tile * kTmaTileRows, t, e + 1, v[q].y);
+            tma_write<Out>(a, tile * kTmaTileRows, t, e + 2, v[q].z);
+            tma_write<Out>(a, tile * kTmaTileRows, t, e + 3, v[q].w);
         }
     }
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
 // Phase 3 of a full tile (warpgroup g's 64-row tile tile * WG + g): the plain write, or the split's reduction.
-template <int NB, int WG, typename OutT, bool STAGED, int kAcc>
-__device__ __forceinline__ void finish_full(const TmaGemvArgs& a, uint8_t* slots, float* inbox, uint64_t* inbox_full,
+template <int NB, int Warpgroups, typename Out, bool Staged, int kAcc>
+__device__ __forceinline__ void finish_full(const TmaArgs& a, uint8_t* slots, float* inbox, uint64_t* inbox_full,
                                             int* is_last, const float (&acc)[kAcc], int tile, int tile64, int split,
                                             int t, int g, bool cluster) {
     if (a.S == 1) {
-        if constexpr (STAGED) {
+        if constexpr (Staged) {
             write_staged<NB>(a, slots, acc, tile64 * kTmaTileRows, t);
         } else {
 #pragma unroll
-            for (int e = 0; e < kAcc; ++e) tma_write<OutT>(a, tile64 * kTmaTileRows, t, e, acc[e]);
+            for (int e = 0; e < kAcc; ++e) tma_write<Out>(a, tile64 * kTmaTileRows, t, e, acc[e]);
         }
     } else if (a.reduce == TmaReduce::kAtomic) {
-        finish_atomic<kAcc, OutT>(a, acc, &is_last[g], tile64, t, g);
+        finish_atomic<kAcc, Out>(a, acc, &is_last[g], tile64, t, g);
     } else if (cluster) {
-        if constexpr (WG == 1 && NB <= 4)
-            finish_cluster<kAcc, OutT>(a, inbox, inbox_full, acc, tile, t);
+        if constexpr (Warpgroups == 1 && NB <= 4)
+            finish_cluster<kAcc, Out>(a, inbox, inbox_full, acc, tile, t);
         else
             __trap();  // the launcher refuses these: the clusters are the GEMV's
     } else {
-        finish_semaphore<kAcc, OutT>(a, acc, &is_last[g], tile64, split, t, g);
+        finish_semaphore<kAcc, Out>(a, acc, &is_last[g], tile64, split, t, g);
     }
 }
 
 // At kernel start, a cluster split: this rank's inbox, for S - 1 partials of the threads it owns.
 template <int kAcc>
-__device__ __forceinline__ void open_tma_inbox(const TmaGemvArgs& a, uint64_t* inbox_full) {
+__device__ __forceinline__ void open_tma_inbox(const TmaArgs& a, uint64_t* inbox_full) {
     const int rank = (int)cluster_rank();
     const int owned = a.reduce == TmaReduce::kClusterScatter ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
                                                              : (rank == 0 ? kTmaConsumers : 0);
     open_inbox(inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
 }
 
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG, typename OutT, bool STAGED>
-__global__ void __launch_bounds__(tma_threads(WG), 1)
-    tma_gemv_kernel(const __grid_constant__ CUtensorMap x_map, const TmaGemvArgs a) {
-    static_assert(!(HALF && DUAL), "half tiles are for plain bf16 weights");
-    static_assert(!STAGED || (WG == 1 && !DUAL && !HALF && NB >= 8),
+template <int NB, int Stages, bool Dual, bool Half, int Warpgroups, typename Out, bool Staged>
+__global__ void __launch_bounds__(tma_threads(Warpgroups), 1)
+    tma_kernel(const __grid_constant__ CUtensorMap x_map, const TmaArgs a) {
+    static_assert(!(Half && Dual), "half tiles are for plain bf16 weights");
+    static_assert(!Staged || (Warpgroups == 1 && !Dual && !Half && NB >= 8),
                   "the staged write: the GEMM's, one warpgroup, bf16");
-    using Ring = TmaStream<NB, STAGES, DUAL, HALF, WG>;
-    static_assert(!STAGED || 8 * NB * kStagedPitch * 2 <= STAGES * Ring::kStage, "the staged tile fits the ring");
+    using Ring = TmaStream<NB, Stages, Dual, Half, Warpgroups>;
+    static_assert(!Staged || 8 * NB * kStagedPitch * 2 <= Stages * Ring::kStage, "the staged tile fits the ring");
     constexpr int kAcc = Ring::kAcc;
     extern __shared__ uint8_t smem_raw[];
-    __shared__ RingBarriers<STAGES> bars;
-    __shared__ int is_last[WG];
+    __shared__ RingBarriers<Stages> bars;
+    __shared__ int is_last[Warpgroups];
     __shared__ __align__(8) uint64_t inbox_full;
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    float* inbox = reinterpret_cast<float*>(slots + STAGES * Ring::kStage);  // clusters: [S - 1][owned][kAcc]
+    float* inbox = reinterpret_cast<float*>(slots + Stages * Ring::kStage);  // clusters: [S - 1][owned][kAcc]
 
     const int tile = blockIdx.x, split = blockIdx.y;
     const int k_tiles = a.K / Ring::kSlotK;  // slots a tile's K takes (its 8 KB blocks in the packed operand)
@@ -492,28 +492,28 @@ __global__ void __launch_bounds__(tma_threads(WG), 1)
     // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
     const bool cluster = a.S > 1 && (a.reduce == TmaReduce::kClusterGather || a.reduce == TmaReduce::kClusterScatter);
 
-    if (threadIdx.x == kTmaConsumers * WG) ring.start();
+    if (threadIdx.x == kTmaConsumers * Warpgroups) ring.start();
     if (cluster) open_tma_inbox<kAcc>(a, &inbox_full);
     __syncthreads();
 
-    float acc[(HALF ? 2 : 1) * kAcc];
+    float acc[(Half ? 2 : 1) * kAcc];
 #pragma unroll
-    for (int e = 0; e < (HALF ? 2 : 1) * kAcc; ++e) acc[e] = 0.f;
-    if (warp == WG * kTmaConsumers / 32) {  // the producer warp: one lane issues every copy
+    for (int e = 0; e < (Half ? 2 : 1) * kAcc; ++e) acc[e] = 0.f;
+    if (warp == Warpgroups * kTmaConsumers / 32) {  // the producer warp: one lane issues every copy
         if (lane == 0) ring.produce();
         __syncwarp();
         if (cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
         return;
     }
     const int g = warp / 4;  // this thread's warpgroup, and its 64-row tile tile64
-    consume_as<0, WG>(ring, acc, lane, g);
+    consume_as<0, Warpgroups>(ring, acc, lane, g);
 
-    const int t = threadIdx.x % kTmaConsumers, tile64 = tile * WG + g;
-    if constexpr (HALF)
-        finish_half<kAcc, OutT>(a, slots, acc, tile, t, warp);
+    const int t = threadIdx.x % kTmaConsumers, tile64 = tile * Warpgroups + g;
+    if constexpr (Half)
+        finish_half<kAcc, Out>(a, slots, acc, tile, t, warp);
     else
-        finish_full<NB, WG, OutT, STAGED>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
-                                          cluster);
+        finish_full<NB, Warpgroups, Out, Staged>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
+                                                 cluster);
 }
 
 // ---- Host launcher: x's tensor map, then one instantiation per kernel the tables reach (runtime.py's launch
@@ -560,40 +560,41 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
 
 // reduce (splits > 1): tma_gemv.py's and tma_gemm.py's variant(). WG consumer warpgroups (tma_gemm);
 // call.operand[2] = the zeroed accumulator (atomic). STAGED: tma_gemm's epilogue = staged (write_staged).
-template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool STAGED = false>
-const char* launch_tma_gemv(const Call& c, int splits, TmaReduce reduce) {
-    static_assert(tma_ring_depth(STAGES), "a ring depth tma_gemv.py's TMA_STAGES does not list");
-    static_assert(tma_fits(NB, STAGES, DUAL, HALF, WG), "the engines' rules admit only rings that fit");
+template <int NB, int Stages, bool Dual, bool Half, int Warpgroups, bool Staged = false>
+const char* launch_tma(const Call& c, int splits, TmaReduce reduce) {
+    static_assert(tma_ring_depth(Stages), "a ring depth tma_gemv.py's TMA_STAGES does not list");
+    static_assert(tma_fits(NB, Stages, Dual, Half, Warpgroups), "the engines' rules admit only rings that fit");
     if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
     // the inbox's kind (tma_inbox_bytes): 0 none, 1 gather, 2 scatter
     const int cluster = splits < 2                             ? 0
                         : reduce == TmaReduce::kClusterGather  ? 1
                         : reduce == TmaReduce::kClusterScatter ? 2
                                                                : 0;
-    if (cluster && (WG != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
+    if (cluster && (Warpgroups != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
     if (reduce == TmaReduce::kAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
-    if (c.N % (kTmaTileRows * WG)) return "tma_gemv: N is not a multiple of the CTA's rows";
+    if (c.N % (kTmaTileRows * Warpgroups)) return "tma_gemv: N is not a multiple of the CTA's rows";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, HALF ? 2 : 1);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, Half ? 2 : 1);
     if (err != nullptr) return err;
-    const TmaGemvArgs a{static_cast<const uint8_t*>(c.operand[0]),
-                        static_cast<const uint8_t*>(c.operand[1]),
-                        c.out,
-                        c.ws,
-                        static_cast<float*>(const_cast<void*>(c.operand[2])),
-                        c.sem,
-                        c.M,
-                        c.N,
-                        c.K,
-                        splits,
-                        reduce};
-    using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    if (STAGED && splits != 1) return "tma_gemv: the staged write is the plain one's (splits = 1)";
-    auto kernel = tma_gemv_kernel<NB, STAGES, DUAL, HALF, WG, OutT, STAGED>;
-    const int smem = tma_smem_bytes(NB, STAGES, DUAL, HALF, WG) + tma_inbox_bytes(NB, splits, cluster);
+    const TmaArgs a{static_cast<const uint8_t*>(c.operand[0]),
+                    static_cast<const uint8_t*>(c.operand[1]),
+                    c.out,
+                    c.ws,
+                    static_cast<float*>(const_cast<void*>(c.operand[2])),
+                    c.sem,
+                    c.M,
+                    c.N,
+                    c.K,
+                    splits,
+                    reduce};
+    using Out = std::conditional_t<Dual, float, __nv_bfloat16>;
+    if (Staged && splits != 1) return "tma_gemv: the staged write is the plain one's (splits = 1)";
+    auto kernel = tma_kernel<NB, Stages, Dual, Half, Warpgroups, Out, Staged>;
+    const int smem = tma_smem_bytes(NB, Stages, Dual, Half, Warpgroups) + tma_inbox_bytes(NB, splits, cluster);
     if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed the shared memory limit";
-    return launch_splits(kernel, dim3(c.N / (HALF ? kTmaHalfRows : kTmaTileRows * WG), splits), dim3(tma_threads(WG)),
-                         (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0, x_map, a);
+    return launch_splits(kernel, dim3(c.N / (Half ? kTmaHalfRows : kTmaTileRows * Warpgroups), splits),
+                         dim3(tma_threads(Warpgroups)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
+                         x_map, a);
 }
 
 }  // namespace okc

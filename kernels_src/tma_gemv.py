@@ -90,7 +90,7 @@ class TmaGemv(DecodeGemv):
     name = "tma_gemv"
     FIELDS = TMA_GEMV_FIELDS
     Config = TmaGemvConfig
-    launcher = "okc::launch_tma_gemv"
+    launcher = "okc::launch_tma"
     template_fields = ("NB", "stages", "dual", "half", "warpgroups")
     cuda_constants = TMA_CUDA_CONSTANTS
     summary = (

@@ -427,7 +427,7 @@ def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
 @needs_nvcc
 def test_python_and_cuda_agree_on_the_overflow_pass_shared_memory(tmp_path):
     """compressed_gemv.py's overflow_smem (which its rule counts for every config) against the header's
-    zgemv_overflow_bytes, which the launcher adds for a matrix with overflow entries; and it stays bounded: 2 KB a
+    compressed_gemv_overflow_bytes, which the launcher adds for a matrix with overflow entries; and it stays bounded: 2 KB a
     warp plus the CTA's bucket offsets, whatever the number of exceptions."""
     from kernels_src.compressed_gemv import overflow_smem
 
@@ -436,8 +436,8 @@ def test_python_and_cuda_agree_on_the_overflow_pass_shared_memory(tmp_path):
         "zovf",
         f'#include "{SRC}/compressed_gemv.cuh"\n#include <cstdio>\n'
         "int main() { for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4}) for (int g : {1, 2, 16, 64, 128})"
-        ' printf("%d %d %d %zu %zu\\n", nw, r, g, okc::zgemv_overflow_bytes(nw, r, g),'
-        " okc::zgemv_smem_bytes(nw, r, 2, g, 3) - okc::zgemv_smem_bytes(nw, r, 2, 0, 3)); }\n",
+        ' printf("%d %d %d %zu %zu\\n", nw, r, g, okc::compressed_gemv_overflow_bytes(nw, r, g),'
+        " okc::compressed_gemv_smem_bytes(nw, r, 2, g, 3) - okc::compressed_gemv_smem_bytes(nw, r, 2, 0, 3)); }\n",
     ).splitlines()
     assert len(lines) == 75
     for line in lines:
@@ -448,18 +448,18 @@ def test_python_and_cuda_agree_on_the_overflow_pass_shared_memory(tmp_path):
 
 @needs_nvcc
 def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
-    """zgemv_fits() against compressed_gemv.py's rule, and the exception pass's tile index against the map the
+    """compressed_gemv_fits() against compressed_gemv.py's rule, and the exception pass's tile index against the map the
     epilogue uses."""
     lines = _host_program_output(
         tmp_path,
         "zrule",
         f'#include "{SRC}/compressed_gemv.cuh"\n#include <cstdio>\n'
         "template <int NB> int bad_indices() { int bad = 0; for (int idx = 0; idx < 4 * NB * 4 * 32; ++idx) {"
-        " int r = 0, i = 0, t = 0; okc::tile_coords<NB>(idx, r, i, t); bad += okc::ztile_index<NB>(r, i, t) != idx; }"
+        " int r = 0, i = 0, t = 0; okc::tile_coords<NB>(idx, r, i, t); bad += okc::tile_index<NB>(r, i, t) != idx; }"
         " return bad; }\n"
         'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>());'
         " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 2; ++p)"
-        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::zgemv_fits(u, nb, r, static_cast<okc::MmaPipeline>(p)));'
+        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::compressed_gemv_fits(u, nb, r, static_cast<okc::MmaPipeline>(p)));'
         " }\n",
     ).splitlines()
     assert lines[0] == "bad 0"

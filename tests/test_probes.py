@@ -50,7 +50,7 @@ def test_the_probe_kernel_compiles_as_the_probe_builds_it(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-# ---- probe-slots: clock stamps patched into tma_gemv_kernel (generator/probes/slot_stamps.py)
+# ---- probe-slots: clock stamps patched into tma_kernel (generator/probes/slot_stamps.py)
 
 
 def test_the_stamps_patch_the_kernel_and_the_built_file_once_each():

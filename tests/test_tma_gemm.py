@@ -218,7 +218,7 @@ def test_the_register_budget_is_what_the_launch_bounds_leave():
 
     assert [register_budget(wg) for wg in (1, 2, 4)] == [255, 224, 120]
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
-    assert "__launch_bounds__(tma_threads(WG), 1)" in src  # one CTA a SM's worth of registers per thread
+    assert "__launch_bounds__(tma_threads(Warpgroups), 1)" in src  # one CTA a SM's worth of registers per thread
 
 
 def test_every_config_the_gpu_tests_name_runs_on_some_shape():
@@ -286,10 +286,10 @@ def test_the_staged_epilogue_is_a_template_argument_of_the_same_launcher():
     assert TMA_GEMM.variant(staged, QKV, 128) == Variant("tma_gemm", (16, 6, False, False, 1, True), (1, 0))
     assert TMA_GEMM.variant(direct, QKV, 128) == Variant("tma_gemm", (16, 6, False, False, 1), (1, 0))
     table = launch_table([TMA_GEMM.variant(staged, QKV, 128)])
-    assert "okc::launch_tma_gemv<16, 6, false, false, 1, true>(call, 1, okc::TmaReduce::kSemaphore);" in table
+    assert "okc::launch_tma<16, 6, false, false, 1, true>(call, 1, okc::TmaReduce::kSemaphore);" in table
     assert "staged=true" in table
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
-    assert "template <int NB, int STAGES, bool DUAL, bool HALF, int WG, bool STAGED = false>" in src
+    assert "template <int NB, int Stages, bool Dual, bool Half, int Warpgroups, bool Staged = false>" in src
     o = PROBLEM.layers["o"]
     assert any(cfg.epilogue == "staged" for cfg in candidates(TMA_GEMM, o, 128))
     assert all(

@@ -217,7 +217,7 @@ def _stale_readme(root: Path, check: bool) -> list:
     "loops_of",
     metavar="TEXT",
     help="Also disassemble (cuobjdump) and print the steady-state MMA loop of each kernel whose name contains "
-    "TEXT (e.g. tma_gemv_kernel<4, 14): its instructions, MMAs and instructions per MMA, a GPU-free measure of "
+    "TEXT (e.g. tma_kernel<4, 14): its instructions, MMAs and instructions per MMA, a GPU-free measure of "
     "a consumer loop's issue cost.",
 )
 @click.option(

@@ -45,7 +45,7 @@ def probe_intake(json_path: Path | None, quick: bool) -> None:
     "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures."
 )
 def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
-    """Where a tma_gemv_kernel CTA's time goes, slot by slot: clock stamps patched into a copy of FILE (a markdown
+    """Where a tma_kernel CTA's time goes, slot by slot: clock stamps patched into a copy of FILE (a markdown
     table; generator/probes/slot_stamps.py says what each column is)."""
     from generator.probes import slot_stamps
 

@@ -1,4 +1,4 @@
-"""Where a CTA of tma_gemv_kernel spends its time, ring slot by ring slot (`python -m generator probe-slots`).
+"""Where a CTA of tma_kernel spends its time, ring slot by ring slot (`python -m generator probe-slots`).
 
 The probe patches clock stamps into the kernel's source inside a copy of the submission (its CUDA_SRC holds
 kernels_src/tma_gemv.cuh verbatim), loads the copy, and runs each launch cold (L2 read-flushed) `reps` times:
@@ -66,18 +66,18 @@ PATCHES = (
                 fence_regs(acc);
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
-                if (i >= kInFlight && lane == 0) bars.release((s + STAGES - kInFlight) % STAGES);""",
+                if (i >= kInFlight && lane == 0) bars.release((s + Stages - kInFlight) % Stages);""",
         """                wgmma_commit();
                 fence_regs(acc);
                 const long long c2 = clock64();
                 wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
                 fence_regs(acc);
                 const long long c3 = clock64();
-                if (i >= kInFlight && lane == 0) bars.release((s + STAGES - kInFlight) %% STAGES);
-                if (lane == 0 && (threadIdx.x >> 5) == 4 * G && i < %(slots)d) {
+                if (i >= kInFlight && lane == 0) bars.release((s + Stages - kInFlight) %% Stages);
+                if (lane == 0 && (threadIdx.x >> 5) == 4 * Warpgroup && i < %(slots)d) {
                     long long* st = %(row_g)s;
                     st[0] = c0, st[1] = c1, st[2] = c2, st[3] = c3, st[4] = clock64();
-                }""" % {"slots": STAMPED_SLOTS, "row_g": _ROW.format(g="G", i="i")},
+                }""" % {"slots": STAMPED_SLOTS, "row_g": _ROW.format(g="Warpgroup", i="i")},
     ),
     (
         """                issue(i, s, bars.acquire(s, round & 1, kStage));""",
@@ -100,11 +100,11 @@ PATCHES = (
     const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};""",
     ),
     (
-        """        finish_full<NB, WG, OutT, STAGED>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
-                                          cluster);
+        """        finish_full<NB, Warpgroups, Out, Staged>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
+                                                 cluster);
 }""",
-        """        finish_full<NB, WG, OutT, STAGED>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
-                                          cluster);
+        """        finish_full<NB, Warpgroups, Out, Staged>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
+                                                 cluster);
     if (lane == 0 && warp %% 4 == 0) {
         unsigned long long ns_exit;
         asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(ns_exit));
@@ -129,7 +129,7 @@ def patch(text: str, where: str = "the kernel's source") -> str:
             first = anchor.strip().splitlines()[0].strip()
             raise ProbeError(
                 f"{where}: the probe's anchor {number} ({first!r}) is there {found} times, not once:"
-                " generator/probes/slot_stamps.py's PATCHES no longer match tma_gemv_kernel"
+                " generator/probes/slot_stamps.py's PATCHES no longer match tma_kernel"
             )
         text = text.replace(anchor, replacement)
     return text
@@ -151,7 +151,7 @@ def parse_launches(specs) -> list:
             raise ProbeError(str(exc)) from None
         if launch.engine not in ("tma_gemv", "tma_gemm"):
             raise ProbeError(
-                f"{spec!r}: the probe stamps tma_gemv_kernel (tma_gemv, tma_gemm), not {launch.engine}"
+                f"{spec!r}: the probe stamps tma_kernel (tma_gemv, tma_gemm), not {launch.engine}"
             )
         fields = dict(zip(registry.BY_NAME[launch.engine].fields, launch.config))
         if fields["reduce"] == "semaphore":
