@@ -102,38 +102,38 @@ The engine per shape the judge sends (layer, m, n, engine, config):
   router     256   256  splitk_gemm     block_n=64 block_m=64 block_k=128 splits=8 warps=4 stages=4 loads=tma reduce=atomic
 
 CUDA kernels this file compiles (28, each a case of the launch table runtime.py builds):
-   0 compressed_gemv <groups=1, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
-   1 compressed_gemv <groups=1, NB=1, row_blocks=1, pipeline=0> (16, 1, 0)
-   2 compressed_gemv <groups=4, NB=1, row_blocks=1, pipeline=0> (8, 1, 0)
-   3 compressed_ring <NB=2, stages=8, warpgroups=4, groups=2> ()
-   4 compressed_ring <NB=4, stages=8, warpgroups=4, groups=2> ()
-   5 tma_gemv        <NB=1, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
-   6 tma_gemv        <NB=2, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
-   7 tma_gemv        <NB=2, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
-   8 tma_gemv        <NB=2, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
-   9 tma_gemv        <NB=2, stages=16, dual=False, half=True, warpgroups=1> (1, 0)
-  10 tma_gemv        <NB=4, stages=8, dual=False, half=False, warpgroups=1> (1, 0)
-  11 tma_gemv        <NB=4, stages=12, dual=False, half=False, warpgroups=1> (1, 0)
-  12 tma_gemv        <NB=4, stages=12, dual=False, half=True, warpgroups=1> (1, 0)
-  13 tma_gemv        <NB=4, stages=14, dual=False, half=True, warpgroups=1> (1, 0)
-  14 mma_gemv        <unroll=1, NB=4, row_blocks=1, pipeline=1, dual=True, atomic_out=True> (8, 16, 0)
-  15 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic_out=False> (8, 1, 0)
-  16 mma_gemv        <unroll=2, NB=1, row_blocks=2, pipeline=1, dual=False, atomic_out=False> (16, 1, 0)
-  17 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic_out=False> (8, 8, 1)
-  18 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=0, dual=True, atomic_out=False> (16, 4, 1)
-  19 mma_gemv        <unroll=4, NB=1, row_blocks=1, pipeline=1, dual=False, atomic_out=False> (8, 1, 0)
-  20 mma_gemv        <unroll=4, NB=1, row_blocks=2, pipeline=0, dual=False, atomic_out=False> (8, 1, 0)
-  21 mma_gemv        <unroll=4, NB=2, row_blocks=1, pipeline=2, dual=True, atomic_out=False> (16, 4, 1)
-  22 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic_out=False> (8, 1, 0)
-  23 mma_gemv        <unroll=8, NB=1, row_blocks=1, pipeline=0, dual=False, atomic_out=False> (16, 1, 0)
-  24 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (2, 0)
-  25 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1> (3, 3)
-  26 tma_gemm        <NB=8, stages=8, dual=False, half=False, warpgroups=1, staged=True> (1, 0)
-  27 tma_gemm        <NB=16, stages=6, dual=False, half=False, warpgroups=1, staged=True> (1, 0)
+   0 compressed_gemv groups=1 NB=1 row_blocks=1 pipeline=0 warps=8 splits=1 reduce=0 smem_bytes=4096 overflow_bytes=16464
+   1 compressed_gemv groups=1 NB=1 row_blocks=1 pipeline=0 warps=16 splits=1 reduce=0 smem_bytes=8192 overflow_bytes=33296
+   2 compressed_gemv groups=4 NB=1 row_blocks=1 pipeline=0 warps=8 splits=1 reduce=0 smem_bytes=4096 overflow_bytes=16912
+   3 compressed_ring NB=2 stages=8 warpgroups=4 groups=2 smem_bytes=144708
+   4 compressed_ring NB=4 stages=8 warpgroups=4 groups=2 smem_bytes=177476
+   5 tma_gemv        NB=1 stages=16 dual=False half=True warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=164864
+   6 tma_gemv        NB=2 stages=8 dual=False half=False warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=82944
+   7 tma_gemv        NB=2 stages=12 dual=False half=False warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=123904
+   8 tma_gemv        NB=2 stages=12 dual=False half=True warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=148480
+   9 tma_gemv        NB=2 stages=16 dual=False half=True warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=197632
+  10 tma_gemv        NB=4 stages=8 dual=False half=False warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=99328
+  11 tma_gemv        NB=4 stages=12 dual=False half=False warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=148480
+  12 tma_gemv        NB=4 stages=12 dual=False half=True warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=197632
+  13 tma_gemv        NB=4 stages=14 dual=False half=True warpgroups=1 out=__nv_bfloat16 staged=False splits=1 reduce=0 smem_bytes=230400
+  14 mma_gemv        unroll=1 NB=4 row_blocks=1 pipeline=1 dual=True atomic_out=True out=float warps=8 splits=16 reduce=6 smem_bytes=16384
+  15 mma_gemv        unroll=2 NB=1 row_blocks=2 pipeline=1 dual=False atomic_out=False out=__nv_bfloat16 warps=8 splits=1 reduce=0 smem_bytes=8192
+  16 mma_gemv        unroll=2 NB=1 row_blocks=2 pipeline=1 dual=False atomic_out=False out=__nv_bfloat16 warps=16 splits=1 reduce=0 smem_bytes=16384
+  17 mma_gemv        unroll=4 NB=1 row_blocks=1 pipeline=0 dual=True atomic_out=False out=float warps=8 splits=8 reduce=5 smem_bytes=7680
+  18 mma_gemv        unroll=4 NB=1 row_blocks=1 pipeline=0 dual=True atomic_out=False out=float warps=16 splits=4 reduce=5 smem_bytes=9728
+  19 mma_gemv        unroll=4 NB=1 row_blocks=1 pipeline=1 dual=False atomic_out=False out=__nv_bfloat16 warps=8 splits=1 reduce=0 smem_bytes=4096
+  20 mma_gemv        unroll=4 NB=1 row_blocks=2 pipeline=0 dual=False atomic_out=False out=__nv_bfloat16 warps=8 splits=1 reduce=0 smem_bytes=8192
+  21 mma_gemv        unroll=4 NB=2 row_blocks=1 pipeline=2 dual=True atomic_out=False out=float warps=16 splits=4 reduce=5 smem_bytes=19456
+  22 mma_gemv        unroll=8 NB=1 row_blocks=1 pipeline=0 dual=False atomic_out=False out=__nv_bfloat16 warps=8 splits=1 reduce=0 smem_bytes=4096
+  23 mma_gemv        unroll=8 NB=1 row_blocks=1 pipeline=0 dual=False atomic_out=False out=__nv_bfloat16 warps=16 splits=1 reduce=0 smem_bytes=8192
+  24 tma_gemm        NB=8 stages=8 dual=False half=False warpgroups=1 out=__nv_bfloat16 staged=False splits=2 reduce=4 smem_bytes=132096
+  25 tma_gemm        NB=8 stages=8 dual=False half=False warpgroups=1 out=__nv_bfloat16 staged=False splits=3 reduce=3 smem_bytes=132096
+  26 tma_gemm        NB=8 stages=8 dual=False half=False warpgroups=1 out=__nv_bfloat16 staged=True splits=1 reduce=0 smem_bytes=132096
+  27 tma_gemm        NB=16 stages=6 dual=False half=False warpgroups=1 out=__nv_bfloat16 staged=True splits=1 reduce=0 smem_bytes=148480
 """
 
 # Generated by `python -m generator build` (black 26.10.1) from kernels_src/ and tables/ (inputs
-# sha256:e7c2cabdea5e80d0).
+# sha256:5db7d39a446daac5).
 # Do not edit by hand: change the sources or tables and rebuild. Reading order: the problem and the tables,
 # prepare() and kernel_fn(), the engines, then the CUDA and C++ sources.
 
@@ -790,7 +790,7 @@ class PlanContext:
         plan_id = ext.plan(kernels.index(variant), n, layer.k, addresses, tuple(scalars), ws, sem)
         if plan_id < 0:
             raise RuntimeError(f"{variant.engine}: the extension's call layout does not hold these operands")
-        run, out_dtype, fallback = ext.run, torch.float32 if layer.dual else BF16, self.fallback(m)
+        run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(m)
         device = self.buffers["workspace"].device
         index = device.index
 
@@ -802,9 +802,7 @@ class PlanContext:
             out = torch.empty((m, n), dtype=out_dtype, device=device)
             refused = run(plan_id, pointer, out.data_ptr(), m, _raw_stream(index))
             if refused:
-                raise RuntimeError(
-                    f"{variant.engine} <{variant.template}> {variant.runtime} at m={m}: {refused}"
-                )
+                raise RuntimeError(f"{variant.engine} ({variant.describe()}) at m={m}: {refused}")
             return out
 
         call.holds = held
@@ -827,29 +825,46 @@ _EXTENSIONS = {}
 
 
 def launch_table(kernels) -> str:
-    """The C++ that maps a kernel number to its launcher instantiation: one case per kernel of this build. The
-    template arguments and the run-time arguments are the Variant's, in its engine's field order."""
+    """The C++ that maps a kernel number to its launcher: launch_cases(), then launcher<Case<number>>(call)."""
     lines = [
-        "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each.",
+        launch_cases(kernels),
         "const char* okc_launch(int kernel, const okc::Call& call) {",
         "    switch (kernel) {",
     ]
     for number, v in enumerate(kernels):
-        engine = BY_NAME[v.engine]
-        template = ", ".join(_cpp(a) for a in v.template)
-        runtime = "".join(", " + _cpp(a) for a in v.runtime)
-        names = ", ".join(f"{f}={_cpp(a)}" for f, a in zip(engine.template_fields, v.template))
         lines.append(
-            f"        case {number}: return {engine.launcher}<{template}>(call{runtime});  // {names}"
+            f"        case {number}: return {BY_NAME[v.engine].launcher}<okc::launch::Case{number}>(call);"
         )
     lines += ["    }", '    return "no such kernel in this build";', "}", ""]
     return "\n".join(lines)
 
 
-def _cpp(value) -> str:
+def launch_cases(kernels) -> str:
+    """Per kernel of this build, a struct of its Variant's arguments by name (okc::launch::Case<number>): what its
+    engine's launcher reads."""
+    lines = [
+        "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each, its launcher's",
+        "// arguments by name.",
+        "namespace okc::launch {",
+    ]
+    for number, v in enumerate(kernels):
+        lines.append(f"struct Case{number} {{  // {v.engine}")
+        lines += [f"    {_member(name, value)}" for name, value in v.args]
+        lines.append("};")
+    lines.append("}  // namespace okc::launch")
+    return "\n".join(lines)
+
+
+def _member(name: str, value) -> str:
+    """One launch argument as a member of its case's struct: a type, a flag, a mode's code by its enumerator
+    (engine.CudaCode) or a number."""
+    if isinstance(value, CudaType):
+        return f"using {name} = {value};"
     if isinstance(value, bool):
-        return "true" if value else "false"
-    return getattr(value, "cpp", None) or str(value)  # a mode's code by its enumerator (engine.CudaCode)
+        return f"static constexpr bool {name} = {'true' if value else 'false'};"
+    if hasattr(value, "cpp"):
+        return f"static constexpr {value.ctype} {name} = {value.cpp};"
+    return f"static constexpr int {name} = {value};"
 
 
 def cuda_source(cuda_src: str, kernels) -> str:
@@ -886,8 +901,12 @@ def build_extension(kernels):
 
 
 # ---- kernels_src/engine.py: What an engine is: a config of named fields, the rule saying where it runs, its table, what prepare() builds
-# Dynamic shared memory a block may take: Hopper's 227 KB less 1 KB for the kernels' static variables.
-SMEM_LIMIT = 226 * 1024
+# Shared memory a block may opt into on the H200 (static and dynamic together): 227 KB. Triton's kernels take theirs
+# dynamically and count their barriers in (splitk_gemm); the CUDA kernels keep STATIC_SMEM of it for their static
+# __shared__ variables (barriers, flags: 272 bytes at most today), the rest, SMEM_LIMIT, is their dynamic budget.
+SMEM_PER_BLOCK = 227 * 1024
+STATIC_SMEM = 1024
+SMEM_LIMIT = SMEM_PER_BLOCK - STATIC_SMEM
 # The split-K workspace every engine shares (one launch at a time), in floats: 36 MB (persistent_gemm's 128 x 256
 # partials of 132 CTAs take 33 MB).
 WORKSPACE_FLOATS = 9 * 1024 * 1024
@@ -930,6 +949,7 @@ class Layer(NamedTuple):
 
     @property
     def out_dtype(self) -> str:
+        """The output's dtype, the weight's: bf16 layers write bf16, the router fp32 (CUDA_TYPES: its C++ type)."""
         return self.dtype
 
     def n_for(self, m: int) -> int:
@@ -950,11 +970,32 @@ class Operand(NamedTuple):
 
 
 class Variant(NamedTuple):
-    """One compiled kernel: the engine, its C++ launcher's template arguments and run-time arguments."""
+    """One case of the launch table: the engine, the arguments that pick its kernel (its template arguments) and
+    the rest of its launch's, each ((name, value), ...). runtime.launch_table renders them all as one struct the
+    engine's launcher reads by name (`L::stages`): no argument order is written twice."""
 
     engine: str
-    template: tuple
-    runtime: tuple
+    kernel: tuple
+    launch: tuple
+
+    @classmethod
+    def of(cls, engine: str, kernel: dict, **launch) -> "Variant":
+        return cls(engine, tuple(kernel.items()), tuple(launch.items()))
+
+    @property
+    def args(self) -> tuple:
+        return self.kernel + self.launch
+
+    def describe(self) -> str:
+        return " ".join(f"{name}={value}" for name, value in self.args)
+
+
+class CudaType(str):
+    """A C++ type as a launch argument (the output's element type): the launch table renders it as `using`."""
+
+
+# The C++ element type of each dtype a layer's output may have (Layer.out_dtype).
+CUDA_TYPES = {"bfloat16": CudaType("__nv_bfloat16"), "float32": CudaType("float")}
 
 
 class CudaConstant(NamedTuple):
@@ -975,13 +1016,14 @@ class CudaConstant(NamedTuple):
 
 
 class CudaCode(int):
-    """A mode's code: compares, hashes and sorts as its number; the launch table writes its C++ name."""
+    """A mode's code: compares, hashes and sorts as its number; the launch table writes its C++ name (and type)."""
 
     cpp: str
+    ctype: str
 
-    def __new__(cls, value: int, cpp: str):
+    def __new__(cls, value: int, cpp: str, ctype: str):
         code = int.__new__(cls, value)
-        code.cpp = cpp
+        code.cpp, code.ctype = cpp, ctype
         return code
 
 
@@ -998,19 +1040,31 @@ class CudaEnum:
         return "k" + "".join(part[:1].upper() + part[1:] for part in member.split("_"))
 
     def code(self, member: str) -> CudaCode:
-        return CudaCode(self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}")
+        return CudaCode(
+            self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}"
+        )
 
     def cpp(self) -> str:
         codes = ", ".join(f"{self.enumerator(m)} = {i}" for i, m in enumerate(self.members))
         return f"// {self.meaning}\nenum class {self.name} : int {{ {codes} }};"
 
 
+# The split-K reductions, one vocabulary from the tables to the kernels: each engine's `reduce` field names some of
+# them, its launcher and kernel read the code. (tma_gemv.cuh's kernel compares cluster_gather, cluster_scatter and
+# atomic at run time: at these codes, its SASS is the one measured.)
+REDUCTION = CudaEnum(
+    "Reduce",
+    ("none", "cluster_gather", "cluster_scatter", "atomic", "semaphore", "cluster", "atomic_out"),
+    "engine.py REDUCTION: the split-K reductions (each engine's reduce field names some of them)",
+)
+
 # The constants every CUDA engine shares (each engine adds its own: Engine.cuda_constants).
 SHARED_CUDA_CONSTANTS = (
+    REDUCTION,
     CudaConstant(
         "kSmemOptInLimit",
         SMEM_LIMIT,
-        "engine.py SMEM_LIMIT: dynamic shared memory a block may take",
+        "engine.py SMEM_LIMIT: dynamic shared memory a CUDA kernel's block may take",
         "size_t",
     ),
     CudaConstant(
@@ -1083,8 +1137,9 @@ class Engine:
     m_min, m_max = 1, None  # the m range the engine serves (None: no upper bound)
     has_defaults = False  # the table may name a config per weight kind (plain, dual) for m's it does not list
     sweep_m: tuple = ()  # the m's its table lists, which `sweep` tunes (others borrow their entries)
-    launcher = ""  # C++ launcher template (CUDA engines)
-    template_fields: tuple = ()  # what the launcher's template arguments are, for the launch table's comments
+    launcher = (
+        ""  # C++ launcher template (CUDA engines): launcher<L>(call), L the launch table's case (variant)
+    )
     cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
     summary = ""  # one paragraph for the submission's docstring
 
@@ -1184,7 +1239,9 @@ class Engine:
         raise NotImplementedError(operand)
 
     def variant(self, cfg, layer: Layer, m: int) -> Variant | None:
-        """The CUDA kernel cfg runs at m tokens of `layer`, or None (not a CUDA engine)."""
+        """The launch-table case cfg runs at m tokens of `layer`: its launcher's arguments by name, the dynamic shared
+        memory (the engine's own figure, which its rule bounds) among them; None for an engine without CUDA.
+        """
         return None
 
     def plan(self, cfg, layer: Layer, m: int, ctx):
@@ -1217,8 +1274,8 @@ MMA_PIPELINE = CudaEnum(
 MMA_PIPELINES = MMA_PIPELINE.members
 FRAGMENTS = Operand("fragments")  # the weights repacked in mma fragment order (packing.pack_mma_a)
 MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic_out")
-# Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments, or two live
-# sets, under the 128 registers of a 512-thread CTA without spilling (the spills that set them: docs/mma-gemv.md).
+# Data registers a thread may hold (register_error): one set of weight and x fragments, or two live sets, under
+# the 128 registers of a 512-thread CTA without spilling (the spills that set them: docs/mma-gemv.md).
 MMA_BATCH_DATA_REGS = 112
 MMA_DOUBLE_DATA_REGS = 100
 
@@ -1255,8 +1312,9 @@ MmaGemvConfig = config_type("MmaGemvConfig", MMA_GEMV_FIELDS)
 
 
 def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
-    """Fragment registers one thread holds (mma_gemv.cuh, gemv_data_regs): weights 8 R (16 R dual) and x 4 NB
-    per K block, times unroll, times the live sets of each; plus the 4 R NB accumulators."""
+    """Fragment registers one thread holds: weights 8 R (16 R dual) and x 4 NB per K block, times unroll, times
+    the live sets of each (two and two double buffered, two and one double_w); plus the 4 R NB accumulators.
+    """
     double = cfg.pipeline in ("double", "double_l2")
     weight_sets = 2 if double or cfg.pipeline in ("double_w", "double_w_l2") else 1
     x_sets = 2 if double else 1
@@ -1265,7 +1323,7 @@ def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
 
 
 def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
-    """The register budget of mma_gemv.cuh's gemv_fits, with the two exceptions ptxas showed."""
+    """The register budget, with the two exceptions ptxas showed (docs/mma-gemv.md)."""
     if cfg.pipeline in ("double_w", "double_w_l2") and nb == 4 and cfg.unroll > 1:
         return f"unroll={cfg.unroll}, pipeline={cfg.pipeline} at NB=4: the x-single-buffered styles take unroll 1"
     one_set = cfg.pipeline in ("batch", "batch_l2")
@@ -1280,14 +1338,23 @@ def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
     return None
 
 
+def tiles_smem(warps: int, splits: int, row_blocks: int, cluster: bool, m: int) -> int:
+    """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
+    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile)."""
+    return (warps + (splits - 1 if cluster else 0)) * row_blocks * column_blocks(m) * 4 * 32 * 4
+
+
+def split_k_launch(cfg, m: int) -> dict:
+    """The launch arguments of both mma.sync GEMVs: warps, splits, the reduction and the tiles' shared memory."""
+    smem = tiles_smem(cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m)
+    return dict(warps=cfg.warps, splits=cfg.splits, reduce=REDUCTION.code(cfg.reduce), smem_bytes=smem)
+
+
 def tiles_smem_error(
     warps: int, splits: int, row_blocks: int, cluster: bool, m: int, extra: int = 0, extra_what: str = ""
 ) -> str | None:
-    """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
-    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile); `extra` bytes more (the
-    compressed GEMV's overflow pass, `extra_what`) come on top."""
-    tiles = warps + (splits - 1 if cluster else 0)
-    smem = tiles * row_blocks * column_blocks(m) * 4 * 32 * 4 + extra
+    """tiles_smem, and `extra` bytes more (the compressed GEMV's overflow pass, `extra_what`), within the limit."""
+    smem = tiles_smem(warps, splits, row_blocks, cluster, m) + extra
     if smem > SMEM_LIMIT:
         return (
             f"warps={warps}, row_blocks={row_blocks}, splits={splits} at m={m} need {smem} bytes of shared memory"
@@ -1322,14 +1389,7 @@ class MmaGemv(DecodeGemv):
     Config = MmaGemvConfig
     has_defaults = True
     launcher = "okc::launch_mma_gemv"
-    template_fields = ("unroll", "NB", "row_blocks", "pipeline", "dual", "atomic_out")
-    cuda_constants = (
-        MMA_PIPELINE,
-        CudaConstant("kBatchDataRegs", MMA_BATCH_DATA_REGS, "mma_gemv.py MMA_BATCH_DATA_REGS: one live set"),
-        CudaConstant(
-            "kDoubleDataRegs", MMA_DOUBLE_DATA_REGS, "mma_gemv.py MMA_DOUBLE_DATA_REGS: two live sets"
-        ),
-    )
+    cuda_constants = (MMA_PIPELINE,)
     summary = (
         "mma_gemv (m <= 32): mma.sync m16n8k16, bf16 x bf16 -> fp32, weights as the A operand repacked once into"
         " fragment order (each lane streams one 16-byte load per fragment), x as B (8 tokens per column block,"
@@ -1367,15 +1427,10 @@ class MmaGemv(DecodeGemv):
         return tuple(pack_mma_a(part) for part in parts)
 
     def variant(self, cfg, layer, m):
-        template = (
-            cfg.unroll,
-            column_blocks(m),
-            cfg.row_blocks,
-            MMA_PIPELINE.code(cfg.pipeline),
-            layer.dual,
-            cfg.reduce == "atomic_out",
-        )
-        return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
+        kernel = dict(unroll=cfg.unroll, NB=column_blocks(m), row_blocks=cfg.row_blocks)
+        kernel.update(pipeline=MMA_PIPELINE.code(cfg.pipeline), dual=layer.dual)
+        kernel.update(atomic_out=cfg.reduce == "atomic_out", out=CUDA_TYPES[layer.out_dtype])
+        return Variant.of(self.name, kernel, **split_k_launch(cfg, m))
 
     def plan(self, cfg, layer, m, ctx):
         packed = ctx.operands[FRAGMENTS]  # dual: hi, lo; plain: the one matrix
@@ -1393,16 +1448,16 @@ COMPRESSED_PIPELINES = MMA_PIPELINE.members[
 ]  # batch and double: as mma_gemv's, by the same MmaPipeline codes
 COMPRESSED = Operand("compressed")  # the 12-bit stream and its parts (compress.compress)
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
-# Data-register budgets (compressed_gemv.cuh, compressed_gemv_fits): batch under mma_gemv's because the decode needs
-# temporaries (the spill that set it: docs/compressed-gemv.md); double the plain kernel's.
+# Data-register budgets (the rule's): batch under mma_gemv's because the decode needs temporaries (the spill that
+# set it: docs/compressed-gemv.md); double the plain kernel's.
 COMPRESSED_BATCH_DATA_REGS = 104
 COMPRESSED_DOUBLE_DATA_REGS = 100
 
 
 def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
-    """Shared memory the overflow pass adds for a matrix with overflow entries (compressed_gemv.cuh,
-    compressed_gemv_overflow_bytes): a 2 KB tile per warp and the CTA's row_blocks x (groups_per_cta + 1) bucket offsets,
-    16-byte aligned. Fixed by the config and K, whatever the number of entries, so every config can run any
+    """Shared memory the overflow pass adds for a matrix with overflow entries (the launch's overflow_bytes, laid
+    out by compressed_gemv.cuh after the warps' tiles and the inbox): a 2 KB tile per warp and the CTA's row_blocks
+    x (groups_per_cta + 1) bucket offsets, 16-byte aligned. Fixed by the config and K, whatever the number of entries, so every config can run any
     matrix: it is counted for all of them."""
     return warps * 2048 + (row_blocks * (groups_per_cta + 1) * 4 + 15) // 16 * 16
 
@@ -1428,20 +1483,7 @@ class CompressedGemv(DecodeGemv):
     FIELDS = COMPRESSED_GEMV_FIELDS
     Config = CompressedGemvConfig
     launcher = "okc::launch_compressed_gemv"
-    template_fields = ("groups", "NB", "row_blocks", "pipeline")
-    cuda_constants = (
-        MMA_PIPELINE,
-        CudaConstant(
-            "kCompressedBatchDataRegs",
-            COMPRESSED_BATCH_DATA_REGS,
-            "compressed_gemv.py COMPRESSED_BATCH_DATA_REGS",
-        ),
-        CudaConstant(
-            "kCompressedDoubleDataRegs",
-            COMPRESSED_DOUBLE_DATA_REGS,
-            "compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS",
-        ),
-    )
+    cuda_constants = (MMA_PIPELINE,)
     summary = (
         "compressed_gemv (m <= 32, bf16 layers): the weights stream 12-bit and lossless (each weight's low byte"
         " plus a 4-bit index into a 16-entry table of sign/exponent bytes; 25 % fewer bytes than bf16) through"
@@ -1496,8 +1538,11 @@ class CompressedGemv(DecodeGemv):
         )  # CompressionError: prepare() keeps the layer on its bf16 engines
 
     def variant(self, cfg, layer, m):
-        template = (cfg.groups, column_blocks(m), cfg.row_blocks, MMA_PIPELINE.code(cfg.pipeline))
-        return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
+        """overflow_bytes: what the launcher adds to smem_bytes for a matrix with overflow entries."""
+        kernel = dict(groups=cfg.groups, NB=column_blocks(m), row_blocks=cfg.row_blocks)
+        kernel.update(pipeline=MMA_PIPELINE.code(cfg.pipeline))
+        overflow = overflow_smem(cfg.warps, cfg.row_blocks, layer.k // 64 // cfg.splits)
+        return Variant.of(self.name, kernel, **split_k_launch(cfg, m), overflow_bytes=overflow)
 
     def plan(self, cfg, layer, m, ctx):
         z = ctx.operands[COMPRESSED]  # row blocks outermost in every part: the unpooler's slice is a prefix
@@ -1514,20 +1559,13 @@ TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
 HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup
-TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths compiled in (the launcher refuses any other)
+TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths the engines admit
 TMA_TILES = ("full", "half")
 TILES = Operand(
     "tiles"
 )  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
 HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
-# The split-K reductions as tma_gemv.cuh's kernel numbers them, for both engines on it (tma_gemm: semaphore and
-# atomic); splits = 1 passes the semaphore's code and reduces nothing.
-TMA_REDUCE = CudaEnum(
-    "TmaReduce",
-    ("semaphore", "cluster_gather", "cluster_scatter", "atomic"),
-    "tma_gemv.py TMA_REDUCE: the split-K reductions of tma_gemv.cuh (tma_gemv's and tma_gemm's reduce)",
-)
 TMA_GEMV_FIELDS = (
     Field("splits", int, None, "CTAs that split a tile's K", bounds="1 .. K/64, uneven splits allowed"),
     Field(
@@ -1553,8 +1591,6 @@ TMA_GEMV_FIELDS = (
 TmaGemvConfig = config_type("TmaGemvConfig", TMA_GEMV_FIELDS)
 # What tma_gemv.cuh reads from here (both engines on it: tma_gemv and tma_gemm).
 TMA_CUDA_CONSTANTS = (
-    TMA_REDUCE,
-    CudaConstant("kTmaRingDepths", TMA_STAGES, "tma_gemv.py TMA_STAGES: the ring depths the launcher takes"),
     CudaConstant("kTmaTileRows", TILE_ROWS, "tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M"),
     CudaConstant(
         "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
@@ -1564,8 +1600,9 @@ TMA_CUDA_CONSTANTS = (
 
 
 def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
-    """A CTA's ring (tma_gemv.cuh, tma_smem_bytes): stages slots of each warpgroup's 8 KB weight block (two for
-    dual) and x's box(es) of 8 NB rows x 128 bytes, plus 1 KB to align it. tma_gemm's rule reads it too."""
+    """A CTA's ring: stages slots of each warpgroup's 8 KB weight block (two for dual) and x's box(es) of 8 NB
+    rows x 128 bytes, plus 1 KB to align it (tma_gemv.cuh asserts its layout fits). tma_gemm's rule reads it too.
+    """
     return (
         stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2)
         + 1024
@@ -1573,9 +1610,9 @@ def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: i
 
 
 def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring, then for a cluster
-    reduction the inbox: splits - 1 slots of 4 NB floats for each consumer thread a rank owns, all 128 (gather)
-    or at most ceil(128 / splits) (scatter)."""
+    """Shared memory of one CTA (the launch's smem_bytes): the ring, then for a cluster reduction the inbox:
+    splits - 1 slots of 4 NB floats for each consumer thread a rank owns, all 128 (gather) or at most
+    ceil(128 / splits) (scatter: tma_gemv.cuh, tma_owned_from)."""
     ring = ring_bytes(cfg.stages, nb, dual, 2 if cfg.tile == "half" else 1)
     if not cfg.reduce.startswith("cluster"):
         return ring
@@ -1583,12 +1620,24 @@ def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
     return ring + (cfg.splits - 1) * owned * 4 * nb * 4
 
 
+def tma_variant(engine, cfg, layer, nb, half, warpgroups, staged, smem) -> Variant:
+    """A launch of tma_gemv.cuh's kernel (both engines on it, through okc::launch_tma)."""
+    kernel = dict(NB=nb, stages=cfg.stages, dual=layer.dual, half=half, warpgroups=warpgroups)
+    kernel.update(out=CUDA_TYPES[layer.out_dtype], staged=staged)
+    return Variant.of(
+        engine,
+        kernel,
+        splits=cfg.splits,
+        reduce=REDUCTION.code(cfg.reduce),
+        smem_bytes=smem,
+    )
+
+
 class TmaGemv(DecodeGemv):
     name = "tma_gemv"
     FIELDS = TMA_GEMV_FIELDS
     Config = TmaGemvConfig
     launcher = "okc::launch_tma"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
     cuda_constants = TMA_CUDA_CONSTANTS
     summary = (
         "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
@@ -1634,9 +1683,10 @@ class TmaGemv(DecodeGemv):
         return tuple(pack(part) for part in parts)
 
     def variant(self, cfg, layer, m):
-        reduce = TMA_REDUCE.code("semaphore" if cfg.reduce == "none" else cfg.reduce)
-        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half", 1)
-        return Variant(self.name, template, (cfg.splits, reduce))
+        nb = column_blocks(m)
+        return tma_variant(
+            self.name, cfg, layer, nb, cfg.tile == "half", 1, False, smem_bytes(cfg, nb, layer.dual)
+        )
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands[self.operands(cfg, layer)[0]]
@@ -1674,13 +1724,14 @@ def group_bytes() -> int:
 
 
 def slot_bytes(groups: int) -> int:
-    """A slot's weight bytes (compressed_ring.cuh, compressed_ring_w_bytes): four row blocks x groups x (stream + header)."""
+    """A slot's weight bytes: four row blocks x groups x (stream + header)."""
     return 4 * groups * (group_bytes() + HEADER_BYTES)
 
 
 def ring_smem(cfg, nb: int) -> int:
-    """Dynamic shared memory of a CTA (compressed_ring.cuh, compressed_ring_smem_bytes): stages slots (weights padded to
-    1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow (StagedOverflow), 1 KB to align."""
+    """Dynamic shared memory of a CTA (the launch's smem_bytes; compressed_ring.cuh asserts its layout fits):
+    stages slots (weights padded to 1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow
+    (StagedOverflow: a count, then a row byte, an entry word and 32 bf16 of x per entry), 1 KB to align."""
     weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
     staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
     return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
@@ -1775,7 +1826,6 @@ class CompressedRing(DecodeGemv):
     FIELDS = COMPRESSED_RING_FIELDS
     Config = CompressedRingConfig
     launcher = "okc::launch_compressed_ring"
-    template_fields = ("NB", "stages", "warpgroups", "groups")
 
     @property
     def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
@@ -1823,7 +1873,9 @@ class CompressedRing(DecodeGemv):
         return ring_operands(parts[0], layer.name, operand.shape[0])
 
     def variant(self, cfg, layer, m):
-        return Variant(self.name, (column_blocks(m), cfg.stages, cfg.warpgroups, cfg.groups), ())
+        nb = column_blocks(m)
+        kernel = dict(NB=nb, stages=cfg.stages, warpgroups=cfg.warpgroups, groups=cfg.groups)
+        return Variant.of(self.name, kernel, smem_bytes=ring_smem(cfg, nb))
 
     def plan(self, cfg, layer, m, ctx):
         r = ctx.operands[self.operands(cfg, layer)[0]]
@@ -1904,7 +1956,6 @@ class PersistentGemm(Engine):
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)
     launcher = "okc::launch_persistent_gemm"
-    template_fields = ("rows", "tokens", "stages", "dual")
     summary = (
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
@@ -1946,7 +1997,9 @@ class PersistentGemm(Engine):
         return TMA_GEMV.build_operand(operand, parts, layer)
 
     def variant(self, cfg, layer, m):
-        return Variant(self.name, (cfg.rows, cfg.tokens, cfg.stages, layer.dual), (cfg.ctas,))
+        kernel = dict(rows=cfg.rows, tokens=cfg.tokens, stages=cfg.stages, dual=layer.dual)
+        smem = persistent_smem_bytes(cfg.rows, cfg.tokens, cfg.stages, layer.dual)
+        return Variant.of(self.name, kernel, ctas=cfg.ctas, smem_bytes=smem)
 
     def plan(self, cfg, layer, m, ctx):
         tiles, workspace = ctx.operands[TILES], ctx.buffers["workspace"]
@@ -2022,7 +2075,6 @@ class TmaGemm(Engine):
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
     launcher = "okc::launch_tma"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups", "staged")
     cuda_constants = TMA_CUDA_CONSTANTS
     summary = (
         "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
@@ -2075,11 +2127,9 @@ class TmaGemm(Engine):
         return TMA_GEMV.build_operand(operand, parts, layer)
 
     def variant(self, cfg, layer, m):
-        reduce = TMA_REDUCE.code("semaphore" if cfg.reduce == "none" else cfg.reduce)
-        template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups)
-        if cfg.epilogue == "staged":  # the launcher's STAGED, false by default
-            template += (True,)
-        return Variant(self.name, template, (cfg.splits, reduce))
+        nb = gemm_column_blocks(m)
+        staged, smem = cfg.epilogue == "staged", gemm_smem_bytes(cfg, nb, layer.dual)
+        return tma_variant(self.name, cfg, layer, nb, False, cfg.warpgroups, staged, smem)
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands[TILES]
@@ -2092,7 +2142,10 @@ TMA_GEMM = TmaGemm()
 
 # ---- kernels_src/splitk_gemm.py: Split-K GEMM for m > 32 tokens: out = x . W[:n]^T on Hopper's wgmma, weights on the MMA's M side.
 LOADS = ("tma", "pointers")
-REDUCE = ("none", "semaphore", "atomic")
+SPLITK_REDUCTIONS = ("none", "semaphore", "atomic")
+# The reduce codes the kernel branches on: engine.REDUCTION's (Triton reads a global only as a constexpr).
+_REDUCE_NONE = tl.constexpr(int(REDUCTION.code("none")))
+_REDUCE_SEMAPHORE = tl.constexpr(int(REDUCTION.code("semaphore")))
 SPLITK_GEMM_FIELDS = (
     Field("block_n", int, (64, 128, 256), "weight rows per program"),
     Field("block_m", int, (16, 32, 64, 128, 256), "tokens per program"),
@@ -2108,14 +2161,13 @@ SPLITK_GEMM_FIELDS = (
     Field(
         "reduce",
         str,
-        REDUCE,
+        SPLITK_REDUCTIONS,
         "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
         " zeroed accumulator, the last program writes out and re-zeroes)",
     ),
 )
 SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-SPLITK_SMEM_LIMIT = 227 * 1024  # shared memory per block on Hopper
 SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
 # Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
 # and with dual or pointer loads ptxas (sm_90a) spills at 128 accumulator registers per thread: those stop at 64.
@@ -2169,10 +2221,10 @@ def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
             f" and as many returned by its atomics: over {SPLITK_ATOMIC_ACC_REGS}, it spills"
         )
     smem = splitk_smem_bytes(cfg, dual)
-    if smem > SPLITK_SMEM_LIMIT:
+    if smem > SMEM_PER_BLOCK:
         return (
             f"stages={cfg.stages} of block_n={cfg.block_n}, block_m={cfg.block_m}, block_k={cfg.block_k}"
-            f"{' (dual)' if dual else ''} need about {smem} bytes of shared memory, over {SPLITK_SMEM_LIMIT}"
+            f"{' (dual)' if dual else ''} need about {smem} bytes of shared memory, over {SMEM_PER_BLOCK}"
         )
     padded = -(-m // cfg.block_m) * cfg.block_m  # tokens of the grid's token tiles
     tiles = (n // cfg.block_n) * (padded // cfg.block_m)
@@ -2241,7 +2293,7 @@ def _splitk_k_loop(
 def _splitk_ticket(counters, tile):
     """The ticket (both reductions): how many programs of this tile arrived before this one.
 
-    Memory ordering. Each thread's partial stores (REDUCE 1) or atomic adds (REDUCE 2) come before
+    Memory ordering. Each thread's partial stores (semaphore) or atomic adds (atomic) come before
     tl.debug_barrier() (bar.sync) in program order, and bar.sync orders them before everything the CTA's threads
     do after it. Triton lowers the scalar counter atomic to ONE thread, so that thread's acq_rel gpu-scope add
     releases, cumulatively, every write the barrier ordered before it: a program whose add returns splits - 1
@@ -2264,7 +2316,7 @@ def _splitk_semaphore_epilogue(
     acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, EPILOGUE_N: tl.constexpr,
 ):  # fmt: skip
-    """REDUCE = 1: the partial into its workspace slot; the last program to arrive sums the tile's slots in split
+    """reduce = semaphore: the partial into its workspace slot; the last program to arrive sums the tile's slots in split
     order 0, 1, ..., whoever it is (deterministic), writes out and resets the counter. acc is dead once stored,
     so the sum goes over EPILOGUE_N-row chunks, four splits' loads in flight at a time (one L2 round trip per four
     splits instead of per split; past `splits` they load 0.0)."""
@@ -2292,7 +2344,7 @@ def _splitk_semaphore_epilogue(
 def _splitk_atomic_epilogue(
     acc, slots, counters, out_ptrs, tile, splits, live, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr
 ):
-    """REDUCE = 2: the partial added into the zeroed accumulator; the last program to arrive reads the tile, writes
+    """reduce = atomic: the partial added into the zeroed accumulator; the last program to arrive reads the tile, writes
     out, stores zeros back over it and resets the counter."""
     tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
     arrived = _splitk_ticket(counters, tile)
@@ -2309,7 +2361,7 @@ def _splitk_gemm_kernel(
     w,  # TMA: descriptor of the weight [N_total, K], block [BLOCK_N, BLOCK_K]; pointers: bf16 weight
     w2,  # dual: the lo weight, as w; otherwise w again (never read)
     out,  # [M, N] bf16 (fp32 for dual), row-major
-    partials,  # fp32: the workspace (REDUCE = 1) or the zeroed accumulator (REDUCE = 2)
+    partials,  # fp32: the workspace (semaphore) or the zeroed accumulator (atomic)
     counters,  # int32 [tiles], zero between launches
     M,
     N,
@@ -2342,12 +2394,12 @@ def _splitk_gemm_kernel(
     tokens = off_m + rm
     live = (tokens < M)[None, :]  # [1, BLOCK_M]: output rows that exist
     out_ptrs = out + tokens[None, :] * N + (off_n + rn)[:, None]
-    if REDUCE == 0:
+    if REDUCE == _REDUCE_NONE:
         tl.store(out_ptrs, acc.to(out.dtype.element_ty), mask=live)
     else:
         tile = pid_m * tl.num_programs(0) + pid_n
         local = rm[None, :] * BLOCK_N + rn[:, None]  # one tile's fp32 slot, token-major as out
-        if REDUCE == 1:
+        if REDUCE == _REDUCE_SEMAPHORE:
             slots = partials + tile * splits * (BLOCK_N * BLOCK_M)  # [splits] tile slots, split-major
             _splitk_semaphore_epilogue(
                 acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N, BLOCK_N, BLOCK_M,
@@ -2366,7 +2418,7 @@ def splitk_constexprs(cfg, dual, upcast):
         BLOCK_K=cfg.block_k,
         TMA=cfg.loads == "tma",
         DUAL=dual,
-        REDUCE=REDUCE.index(cfg.reduce),
+        REDUCE=int(REDUCTION.code(cfg.reduce)),
         EPILOGUE_N=min(cfg.block_n, 1024 * cfg.warps // cfg.block_m),  # <= 32 fp32 per thread per chunk
         UPCAST=upcast,
     )
@@ -2568,7 +2620,7 @@ class SplitKGemm(Engine):
         descriptors = ctx.operands[self.operands(cfg, layer)[0]] if cfg.loads == "tma" else ()
         b = ctx.buffers
         workspace, counters, accumulator = b["workspace"], b["counters"], b["accumulator"]
-        out_dtype, device = (torch.float32 if layer.dual else torch.bfloat16), workspace.device
+        out_dtype, device = getattr(torch, layer.out_dtype), workspace.device
         bound = (
             None  # the BoundSplitKLaunch, made by the first call (prepare()'s warm-up); False: it cannot be
         )
@@ -2640,7 +2692,7 @@ def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
         w_t = hi_lo[:n].t()
         if w_t.device.type != "cuda":  # bf16 x bf16 -> fp32 GEMMs are CUDA's (the harness's CPU checks)
             return cpu_dual_plan(w_t.float())
-        return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=torch.float32)
+        return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=getattr(torch, layer.out_dtype))
     w_t = parts[0][:n].t()
     return lambda x: torch.mm(x, w_t)
 
@@ -2769,7 +2821,7 @@ def variants(layers, tables: dict) -> list:
     found = {engine.variant(cfg, layer, m) for layer, m, _, engine, cfg in routes(layers, tables)}
     found.discard(None)
     order = {engine.name: i for i, engine in enumerate(ENGINES)}
-    return sorted(found, key=lambda v: (order[v.engine], v.template, v.runtime))
+    return sorted(found, key=lambda v: (order[v.engine], v.kernel, v.launch))
 
 
 def shape_lines(layers, tables: dict, ms) -> list:
@@ -3073,7 +3125,9 @@ CUDA_SRC = r"""
 // CUDA side shares with Python, each written once, in Python.
 #include <cstddef>
 namespace okc {
-// engine.py SMEM_LIMIT: dynamic shared memory a block may take
+// engine.py REDUCTION: the split-K reductions (each engine's reduce field names some of them)
+enum class Reduce : int { kNone = 0, kClusterGather = 1, kClusterScatter = 2, kAtomic = 3, kSemaphore = 4, kCluster = 5, kAtomicOut = 6 };
+// engine.py SMEM_LIMIT: dynamic shared memory a CUDA kernel's block may take
 constexpr size_t kSmemOptInLimit = 231424;
 // engine.py SEMAPHORE_GROUPS: int offset of the tickets in the semaphore array
 constexpr int kTicketAt = 4096;
@@ -3089,28 +3143,16 @@ constexpr int kCallOperands = 4;
 constexpr int kCallScalars = 3;
 // mma_gemv.py MMA_PIPELINE: the software-pipelining styles (compressed_gemv: the first two)
 enum class MmaPipeline : int { kBatch = 0, kDouble = 1, kBatchL2 = 2, kDoubleL2 = 3, kDoubleW = 4, kDoubleWL2 = 5 };
-// compressed_gemv.py COMPRESSED_BATCH_DATA_REGS
-constexpr int kCompressedBatchDataRegs = 104;
-// compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS
-constexpr int kCompressedDoubleDataRegs = 100;
 // compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages
 constexpr int kStagedOverflowEntries = 64;
 // compress.py HEADER_BYTES: a K group's header
 constexpr int kCompressedHeaderBytes = 16;
-// tma_gemv.py TMA_REDUCE: the split-K reductions of tma_gemv.cuh (tma_gemv's and tma_gemm's reduce)
-enum class TmaReduce : int { kSemaphore = 0, kClusterGather = 1, kClusterScatter = 2, kAtomic = 3 };
-// tma_gemv.py TMA_STAGES: the ring depths the launcher takes
-constexpr int kTmaRingDepths[] = {2, 4, 6, 8, 12, 14, 16};
 // tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M
 constexpr int kTmaTileRows = 64;
 // tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16
 constexpr int kTmaTileK = 64;
 // tma_gemv.py CONSUMERS: threads of one consumer warpgroup
 constexpr int kTmaConsumers = 128;
-// mma_gemv.py MMA_BATCH_DATA_REGS: one live set
-constexpr int kBatchDataRegs = 112;
-// mma_gemv.py MMA_DOUBLE_DATA_REGS: two live sets
-constexpr int kDoubleDataRegs = 100;
 }  // namespace okc
 #line 1 "kernels_src/call.h"
 // What the Python side hands a kernel launch (kernels_src/runtime.py, PlanContext.cuda_plan): plain C++, so that
@@ -3538,8 +3580,6 @@ __device__ __forceinline__ void finish_tile(const Args& a, float* red, float* in
 #pragma once
 // #include "common.cuh"  (inlined above)
 
-#include <type_traits>
-
 namespace okc {
 
 // Software-pipelining styles (P: the table's pipeline, MmaPipeline, generated from mma_gemv.py's MMA_PIPELINE).
@@ -3564,25 +3604,6 @@ __host__ __device__ constexpr bool pipe_l2_hint(MmaPipeline p) {
     return p == MmaPipeline::kBatchL2 || p == MmaPipeline::kDoubleL2 || p == MmaPipeline::kDoubleWL2;
 }
 
-// Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
-// times the live sets of each (2 and 2 double buffered, 2 and 1 for DOUBLE_W); plus the 4*R*NB accumulators.
-// Budgets keep the kernel under 128 registers (512-thread CTAs) without spilling, as ptxas reports them: a
-// single set (kBatchDataRegs), or less (kDoubleDataRegs) for two live weight sets, which leave less room for
-// addresses. Both are mma_gemv.py's, rendered ahead of this file (its register_error applies the same rule to the
-// tables); the spills that set them: docs/mma-gemv.md.
-__host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, MmaPipeline p, bool dual) {
-    const int weight_sets = (pipe_double(p) || pipe_double_w(p)) ? 2 : 1, x_sets = pipe_double(p) ? 2 : 1;
-    return u * (weight_sets * 8 * r * (dual ? 2 : 1) + x_sets * 4 * nb) + 4 * r * nb;
-}
-// Exceptions, both as ptxas measured them (docs/mma-gemv.md): DOUBLE_W at NB = 4 takes U = 1 only (at U = 2
-// ptxas kept more x fragments live than the loop order needs, and spilled); DOUBLE at NB <= 2 without the dual
-// weights may take the single-set budget.
-__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, MmaPipeline p, bool dual) {
-    if (pipe_double_w(p) && nb == 4 && u > 1) return false;
-    const int budget = pipe_double_w(p) || (pipe_double(p) && (nb == 4 || dual)) ? kDoubleDataRegs : kBatchDataRegs;
-    return gemv_data_regs(u, nb, r, p, dual) <= budget;
-}
-
 struct MmaGemvArgs {
     const Frag* x;   // [M, K] bf16, row-major, 16-byte aligned
     const Frag* w;   // packed weights (dual: the hi half)
@@ -3593,12 +3614,6 @@ struct MmaGemvArgs {
     int M, N, K, S;
     int cluster;  // 1: the S split CTAs are one cluster and reduce through distributed shared memory
 };  // the atomic reduction is not a field: it is the kernel's ATOMIC template argument
-
-// Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for a cluster, rank
-// 0's cluster inbox of S - 1 more (`inbox_tiles`; common.cuh, finish_tile).
-__host__ __device__ constexpr size_t gemv_smem_bytes(int nw, int r, int nb, int inbox_tiles) {
-    return (size_t)(nw + inbox_tiles) * r * nb * 4 * 32 * sizeof(float);
-}
 
 constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lanes x 16 bytes
 
@@ -3827,14 +3842,22 @@ __global__ void __launch_bounds__(512, 1) mma_gemv_kernel(const MmaGemvArgs a) {
     finish_gemv<NB, RowBlocks, AtomicOut, Out>(a, red, acc, &inbox_full, warp, lane, ticket, seen);
 }
 
-// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
-// call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
-template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, bool AtomicOut>
-const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
-    static_assert(gemv_fits(Unroll, NB, RowBlocks, Pipeline, Dual),
-                  "mma_gemv.py's register_error admits only configs that fit");
-    if (c.M < 1 || c.M > 8 * NB) return "mma_gemv: M does not fit this kernel's column blocks";
-    using Out = std::conditional_t<Dual, float, __nv_bfloat16>;
+// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: mma_gemv.py's variant(), by
+// name). call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
+// Whether case L's layout fits the shared memory its engine's rule gives it: the warps' partial tiles, then for a
+// cluster rank 0's inbox of S - 1 more (finish_tile).
+template <typename L>
+constexpr bool mma_gemv_layout_fits() {
+    const int tiles = L::warps + (L::reduce == Reduce::kCluster ? L::splits - 1 : 0);
+    return tiles * L::row_blocks * L::NB * 4 * 32 * (int)sizeof(float) <= L::smem_bytes &&
+           L::smem_bytes <= (int)kSmemOptInLimit;
+}
+
+template <typename L>
+const char* launch_mma_gemv(const Call& c) {
+    constexpr bool cluster = L::reduce == Reduce::kCluster;
+    static_assert(mma_gemv_layout_fits<L>(), "the warps' tiles and the cluster inbox fit the engine's shared memory");
+    if (c.M < 1 || c.M > 8 * L::NB) return "mma_gemv: M does not fit this kernel's column blocks";
     const MmaGemvArgs a{static_cast<const Frag*>(c.x),
                         static_cast<const Frag*>(c.operand[0]),
                         static_cast<const Frag*>(c.operand[1]),
@@ -3844,15 +3867,12 @@ const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
                         c.M,
                         c.N,
                         c.K,
-                        splits,
+                        L::splits,
                         cluster};
-    const size_t smem =
-        gemv_smem_bytes(warps, RowBlocks, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
-    if (smem > kSmemOptInLimit)
-        return "mma_gemv: the warps' tiles and the cluster inbox exceed the shared memory limit";
-    auto kernel = mma_gemv_kernel<Unroll, NB, RowBlocks, Pipeline, Dual, AtomicOut, Out>;
-    return launch_splits(kernel, dim3(c.N / (16 * RowBlocks), splits), dim3(warps * 32), smem,
-                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
+    auto kernel =
+        mma_gemv_kernel<L::unroll, L::NB, L::row_blocks, L::pipeline, L::dual, L::atomic_out, typename L::out>;
+    return launch_splits(kernel, dim3(c.N / (16 * L::row_blocks), L::splits), dim3(L::warps * 32),
+                         (size_t)L::smem_bytes, static_cast<cudaStream_t>(c.stream), cluster, a);
 }
 
 }  // namespace okc
@@ -4242,13 +4262,11 @@ struct RingBarriers {
 
 #include <cudaTypedefs.h>
 
-#include <type_traits>
-
 namespace okc {
 
 // kTmaTileRows (weight rows per CTA: the wgmma M), kTmaTileK (K per ring slot: 64 bf16 = one 128-byte swizzle
-// row), kTmaConsumers (threads of one consumer warpgroup: warps 4g..4g+3), kTmaRingDepths and the TmaReduce codes
-// are tma_gemv.py's, rendered ahead of this file (registry.py, cuda_prelude).
+// row) and kTmaConsumers (threads of one consumer warpgroup: warps 4g..4g+3) are tma_gemv.py's, the Reduce codes
+// engine.py's, rendered ahead of this file (registry.py, cuda_prelude).
 constexpr int kTmaHalfRows = 32;                          // half tiles: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
 // Consumer warpgroups (WG) per CTA, then the producer warp. The GEMV runs one; the GEMM for m > 32 (engine
@@ -4256,36 +4274,11 @@ constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per
 // per 64 WG weight rows: at m = 128 a 64-row tile reads twice as many bytes of x as of weights.
 __host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
 
-// Whether `stages` is one of the ring depths the engines admit (kTmaRingDepths): the launcher refuses any other.
-constexpr bool tma_ring_depth(int stages) {
-    for (int depth : kTmaRingDepths)
-        if (depth == stages) return true;
-    return false;
-}
-
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
-// A slot: each warpgroup's weight block(s), then x's box (two boxes for half tiles); every part a multiple of
-// 1 KB: swizzle-aligned.
-__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual, bool half = false, int wg = 1) {
-    return kTmaWBytes * (dual ? 2 : 1) * wg + tma_x_bytes(nb) * (half ? 2 : 1);
-}
-// +1 KB: the dynamic shared memory base is only 16-byte aligned; the 128-byte swizzle needs 1024.
-__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual, bool half = false, int wg = 1) {
-    return stages * tma_stage_bytes(nb, dual, half, wg) + 1024;
-}
-__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual, bool half = false, int wg = 1) {
-    return tma_smem_bytes(nb, stages, dual, half, wg) <= (int)kSmemOptInLimit;
-}
 // cluster_scatter: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)),
 // and tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
 __host__ __device__ constexpr int tma_owned_from(int rank, int s) { return rank * kTmaConsumers / s; }
 __host__ __device__ constexpr int tma_owner(int t, int s) { return ((t + 1) * s - 1) / kTmaConsumers; }
-// The cluster inbox follows the ring: S - 1 slots (one per other rank, in rank order) of 4 NB floats for each
-// thread the rank owns: all 128 (c = 1, gather, rank 0), or at most ceil(128 / S) (c = 2, scatter). None for c = 0.
-__host__ __device__ constexpr int tma_inbox_bytes(int nb, int s, int c) {
-    return c == 0 ? 0 : (s - 1) * (c == 1 ? kTmaConsumers : (kTmaConsumers + s - 1) / s) * 4 * nb * 4;
-}
-
 struct TmaArgs {
     const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] blocks of 8 KB, each pre-swizzled (half tiles:
                         // pack_tma_half_bulk's [N/32][K/128])
@@ -4295,7 +4288,7 @@ struct TmaArgs {
     float* acc;         // reduce = atomic: a zeroed fp32 accumulator, [N/64][64 * 8 NB]; left zeroed
     int* sem;           // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    TmaReduce reduce;  // S > 1: how the splits meet (the clusters: the S split CTAs of a tile are one cluster)
+    Reduce reduce;  // S > 1: how the splits meet (the clusters: the S split CTAs of a tile are one cluster)
 };
 
 // Consumer warpgroup g's own named barrier (the producer warp may have left already, and the other warpgroups
@@ -4360,11 +4353,11 @@ template <int NB, int Stages, bool Dual, bool Half, int Warpgroups = 1>
 struct TmaStream {
     static_assert(Warpgroups == 1 || !Half, "half tiles run one warpgroup");
     static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32, "wgmma's N = 8 NB: 8 .. 32, 64, 128 or 256");
-    static constexpr int kAcc = 4 * NB;  // fp32 accumulators per consumer thread (per set)
-    static constexpr int kStage = tma_stage_bytes(NB, Dual, Half, Warpgroups);  // bytes TMA lands in one ring slot
+    static constexpr int kAcc = 4 * NB;                        // fp32 accumulators per consumer thread (per set)
     static constexpr int kWSet = kTmaWBytes * (Dual ? 2 : 1);  // one warpgroup's weight bytes in a slot
-    static constexpr int kXOffset = kWSet * Warpgroups;        // x's box follows the weight boxes
-    static constexpr int kSlotK = kTmaTileK * (Half ? 2 : 1);  // K one slot covers
+    static constexpr int kXOffset = kWSet * Warpgroups;        // x's box (two for half tiles) after the weights
+    static constexpr int kStage = kXOffset + tma_x_bytes(NB) * (Half ? 2 : 1);  // bytes TMA lands in a slot
+    static constexpr int kSlotK = kTmaTileK * (Half ? 2 : 1);                   // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back: half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work per
     // slot, so they keep 3 (the 64-row tiles 1); 1, 2 and 3 measured within 1 % of each other once the consumer
@@ -4496,7 +4489,7 @@ __device__ __forceinline__ void finish_cluster(const TmaArgs& a, float* inbox, u
                                                const float (&acc)[kAcc], int tile, int t) {
     inbox_ready();
     const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
-    const bool scattered = a.reduce == TmaReduce::kClusterScatter;
+    const bool scattered = a.reduce == Reduce::kClusterScatter;
     const int owner = scattered ? tma_owner(t, a.S) : 0;
     const int from = scattered ? tma_owned_from(owner, a.S) : 0;
     const int owned = scattered ? tma_owned_from(owner + 1, a.S) - from : kTmaConsumers;
@@ -4635,7 +4628,7 @@ __device__ __forceinline__ void finish_full(const TmaArgs& a, uint8_t* slots, fl
 #pragma unroll
             for (int e = 0; e < kAcc; ++e) tma_write<Out>(a, tile64 * kTmaTileRows, t, e, acc[e]);
         }
-    } else if (a.reduce == TmaReduce::kAtomic) {
+    } else if (a.reduce == Reduce::kAtomic) {
         finish_atomic<kAcc, Out>(a, acc, &is_last[g], tile64, t, g);
     } else if (cluster) {
         if constexpr (Warpgroups == 1 && NB <= 4)
@@ -4651,8 +4644,8 @@ __device__ __forceinline__ void finish_full(const TmaArgs& a, uint8_t* slots, fl
 template <int kAcc>
 __device__ __forceinline__ void open_tma_inbox(const TmaArgs& a, uint64_t* inbox_full) {
     const int rank = (int)cluster_rank();
-    const int owned = a.reduce == TmaReduce::kClusterScatter ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
-                                                             : (rank == 0 ? kTmaConsumers : 0);
+    const int owned = a.reduce == Reduce::kClusterScatter ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
+                                                          : (rank == 0 ? kTmaConsumers : 0);
     open_inbox(inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
 }
 
@@ -4679,7 +4672,7 @@ __global__ void __launch_bounds__(tma_threads(Warpgroups), 1)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};
     // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
-    const bool cluster = a.S > 1 && (a.reduce == TmaReduce::kClusterGather || a.reduce == TmaReduce::kClusterScatter);
+    const bool cluster = a.S > 1 && (a.reduce == Reduce::kClusterGather || a.reduce == Reduce::kClusterScatter);
 
     if (threadIdx.x == kTmaConsumers * Warpgroups) ring.start();
     if (cluster) open_tma_inbox<kAcc>(a, &inbox_full);
@@ -4747,23 +4740,37 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-// reduce (splits > 1): tma_gemv.py's and tma_gemm.py's variant(). WG consumer warpgroups (tma_gemm);
-// call.operand[2] = the zeroed accumulator (atomic). STAGED: tma_gemm's epilogue = staged (write_staged).
-template <int NB, int Stages, bool Dual, bool Half, int Warpgroups, bool Staged = false>
-const char* launch_tma(const Call& c, int splits, TmaReduce reduce) {
-    static_assert(tma_ring_depth(Stages), "a ring depth tma_gemv.py's TMA_STAGES does not list");
-    static_assert(tma_fits(NB, Stages, Dual, Half, Warpgroups), "the engines' rules admit only rings that fit");
-    if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
-    // the inbox's kind (tma_inbox_bytes): 0 none, 1 gather, 2 scatter
-    const int cluster = splits < 2                             ? 0
-                        : reduce == TmaReduce::kClusterGather  ? 1
-                        : reduce == TmaReduce::kClusterScatter ? 2
-                                                               : 0;
-    if (cluster && (Warpgroups != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
-    if (reduce == TmaReduce::kAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
-    if (c.N % (kTmaTileRows * Warpgroups)) return "tma_gemv: N is not a multiple of the CTA's rows";
+// A launch-table case L (kernels_src/runtime.py, launch_table: the engine's variant(), by name): call.operand[0] =
+// the packed tiles (dual: hi), [1] = the lo tiles (dual) or the tiles again, [2] = the zeroed accumulator (atomic).
+template <typename L>
+constexpr bool tma_cluster() {
+    return L::splits > 1 && (L::reduce == Reduce::kClusterGather || L::reduce == Reduce::kClusterScatter);
+}
+
+// Whether case L's layout fits the shared memory its engine's rule gives it: the ring (+1 KB to align it), then
+// for a cluster split the inbox, S - 1 partials of the most consumer threads a rank owns.
+template <typename L>
+constexpr bool tma_layout_fits() {
+    int owned = tma_cluster<L>() && L::reduce == Reduce::kClusterGather ? kTmaConsumers : 0;  // threads a rank owns
+    for (int rank = 0; tma_cluster<L>() && L::reduce == Reduce::kClusterScatter && rank < L::splits; ++rank) {
+        const int share = tma_owned_from(rank + 1, L::splits) - tma_owned_from(rank, L::splits);
+        owned = share > owned ? share : owned;
+    }
+    const int ring = L::stages * TmaStream<L::NB, L::stages, L::dual, L::half, L::warpgroups>::kStage + 1024;
+    return ring + (L::splits - 1) * owned * 4 * L::NB * 4 <= L::smem_bytes && L::smem_bytes <= (int)kSmemOptInLimit;
+}
+
+template <typename L>
+const char* launch_tma(const Call& c) {
+    constexpr bool cluster = tma_cluster<L>();
+    static_assert(tma_layout_fits<L>(), "the ring and the cluster inbox fit the engine's shared memory");
+    static_assert(!cluster || (L::warpgroups == 1 && L::NB <= 4), "the cluster reductions are the GEMV's");
+    static_assert(!L::staged || L::splits == 1, "the staged write is the plain one's (splits = 1)");
+    if (c.M < 1 || c.M > 8 * L::NB) return "tma_gemv: M does not fit this kernel's column blocks";
+    if (L::reduce == Reduce::kAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
+    if (c.N % (kTmaTileRows * L::warpgroups)) return "tma_gemv: N is not a multiple of the CTA's rows";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, Half ? 2 : 1);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, L::NB * 8, L::half ? 2 : 1);
     if (err != nullptr) return err;
     const TmaArgs a{static_cast<const uint8_t*>(c.operand[0]),
                     static_cast<const uint8_t*>(c.operand[1]),
@@ -4774,16 +4781,12 @@ const char* launch_tma(const Call& c, int splits, TmaReduce reduce) {
                     c.M,
                     c.N,
                     c.K,
-                    splits,
-                    reduce};
-    using Out = std::conditional_t<Dual, float, __nv_bfloat16>;
-    if (Staged && splits != 1) return "tma_gemv: the staged write is the plain one's (splits = 1)";
-    auto kernel = tma_kernel<NB, Stages, Dual, Half, Warpgroups, Out, Staged>;
-    const int smem = tma_smem_bytes(NB, Stages, Dual, Half, Warpgroups) + tma_inbox_bytes(NB, splits, cluster);
-    if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed the shared memory limit";
-    return launch_splits(kernel, dim3(c.N / (Half ? kTmaHalfRows : kTmaTileRows * Warpgroups), splits),
-                         dim3(tma_threads(Warpgroups)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
-                         x_map, a);
+                    L::splits,
+                    L::reduce};
+    auto kernel = tma_kernel<L::NB, L::stages, L::dual, L::half, L::warpgroups, typename L::out, L::staged>;
+    return launch_splits(kernel, dim3(c.N / (L::half ? kTmaHalfRows : kTmaTileRows * L::warpgroups), L::splits),
+                         dim3(tma_threads(L::warpgroups)), (size_t)L::smem_bytes, static_cast<cudaStream_t>(c.stream),
+                         cluster, x_map, a);
 }
 
 }  // namespace okc
@@ -4822,17 +4825,6 @@ constexpr int kCompressedParts = 3;                              // 16-byte part
 constexpr int kCompressedFragsPerGroup = kCompressedParts * 32;  // Frags (16 bytes) per row block and K group
 constexpr int kOverflowTileBytes = 16 * 64 * 2;                  // a warp's overflow tile: one bucket, 16 x 64 bf16
 
-// Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
-// buffered, + 4 R NB accumulators. The budgets (512-thread CTAs, 128 registers), kCompressedDoubleDataRegs and
-// kCompressedBatchDataRegs, are compressed_gemv.py's, rendered ahead of this file (docs/compressed-gemv.md).
-__host__ __device__ constexpr int compressed_gemv_data_regs(int ug, int nb, int r, MmaPipeline p) {
-    return (p == MmaPipeline::kDouble ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
-}
-__host__ __device__ constexpr bool compressed_gemv_fits(int ug, int nb, int r, MmaPipeline p) {
-    return compressed_gemv_data_regs(ug, nb, r, p) <=
-           (p == MmaPipeline::kDouble ? kCompressedDoubleDataRegs : kCompressedBatchDataRegs);
-}
-
 struct CompressedGemvArgs {
     const Frag* x;               // [M, K] bf16, row-major, 16-byte aligned
     const Frag* w;               // compressed stream: [N/16][K/64][3][32 lanes] Frags
@@ -4862,27 +4854,15 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Shared memory of a zgemv CTA: the warps' partial tiles, then (cluster only, `inbox_tiles` = S - 1) rank 0's
-// cluster inbox, then, for a matrix with overflow entries (`overflow_groups` = the K groups of a CTA, K/64 / S;
-// 0: none), one 2 KB overflow tile per warp and the CTA's R x (overflow_groups + 1) staged bucket offsets. All of
-// it is fixed by the config and K, never by the number of exceptions.
+// Shared memory of a CTA: the warps' partial tiles, then (cluster only, `inbox_tiles` = S - 1) rank 0's cluster
+// inbox, then, for a matrix with overflow entries, one 2 KB overflow tile per warp and the CTA's R x (K groups / S
+// + 1) staged bucket offsets (compressed_gemv.py, overflow_smem).
 __host__ __device__ constexpr size_t compressed_gemv_inbox_offset(int nw, int r, int nb) {
     return (size_t)nw * r * nb * 4 * 32 * sizeof(float);
 }
 __host__ __device__ constexpr size_t compressed_gemv_overflow_offset(int nw, int r, int nb, int inbox_tiles) {
     return compressed_gemv_inbox_offset(nw, r, nb) + (size_t)inbox_tiles * r * nb * 4 * 32 * sizeof(float);
 }
-__host__ __device__ constexpr size_t compressed_gemv_overflow_bytes(int nw, int r, int overflow_groups) {
-    return overflow_groups
-               ? (size_t)nw * kOverflowTileBytes + (((size_t)r * (overflow_groups + 1) * 4 + 15) & ~(size_t)15)
-               : 0;
-}
-__host__ __device__ constexpr size_t compressed_gemv_smem_bytes(int nw, int r, int nb, int overflow_groups,
-                                                                int inbox_tiles) {
-    return compressed_gemv_overflow_offset(nw, r, nb, inbox_tiles) +
-           compressed_gemv_overflow_bytes(nw, r, overflow_groups);
-}
-
 // Four hi bytes from four 4-bit codes (the low 16 bits of c).
 __device__ __forceinline__ uint32_t hi_bytes(uint32_t c, const uint4& t) {
     const uint32_t idx = c & 0x7777u;
@@ -5209,15 +5189,25 @@ __global__ void __launch_bounds__(512, 1) compressed_gemv_kernel(const Compresse
                 [&](int idx, float v) { write_compressed_element<NB>(a, rb0, idx, v); });
 }
 
-// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
-// call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3] their bucket
-// offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries (0:
-// none, and the pass after the loop is skipped).
-template <int Groups, int NB, int RowBlocks, MmaPipeline Pipeline>
-const char* launch_compressed_gemv(const Call& c, int warps, int splits, int cluster) {
-    static_assert(compressed_gemv_fits(Groups, NB, RowBlocks, Pipeline),
-                  "compressed_gemv.py's rule admits only configs that fit");
-    if (c.M < 1 || c.M > 8 * NB) return "compressed_gemv: M does not fit this kernel's column blocks";
+// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: compressed_gemv.py's variant(),
+// by name). call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3]
+// their bucket offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow
+// entries (0: none, the pass after the loop skipped and L::overflow_bytes not taken).
+// Whether case L's layout fits the shared memory its engine's rule gives it: the warps' tiles and the cluster inbox
+// in smem_bytes, the overflow tiles (and the bucket offsets, which K sizes) in overflow_bytes.
+template <typename L>
+constexpr bool compressed_gemv_layout_fits() {
+    const int inbox_tiles = L::reduce == Reduce::kCluster ? L::splits - 1 : 0;
+    return compressed_gemv_overflow_offset(L::warps, L::row_blocks, L::NB, inbox_tiles) <= L::smem_bytes &&
+           L::warps * kOverflowTileBytes < L::overflow_bytes &&
+           L::smem_bytes + L::overflow_bytes <= (int)kSmemOptInLimit;
+}
+
+template <typename L>
+const char* launch_compressed_gemv(const Call& c) {
+    constexpr bool cluster = L::reduce == Reduce::kCluster;
+    static_assert(compressed_gemv_layout_fits<L>(), "the tiles, the inbox and the overflow fit the engine's budget");
+    if (c.M < 1 || c.M > 8 * L::NB) return "compressed_gemv: M does not fit this kernel's column blocks";
     CompressedGemvArgs a{};
     a.x = static_cast<const Frag*>(c.x);
     a.w = static_cast<const Frag*>(c.operand[0]);
@@ -5229,14 +5219,11 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
     a.sem = c.sem;
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
-    a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
-    const size_t smem = compressed_gemv_smem_bytes(warps, RowBlocks, NB, a.n_overflow ? a.K / 64 / splits : 0,
-                                                   cluster ? splits - 1 : 0);
-    if (smem > kSmemOptInLimit)
-        return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed the shared memory limit";
-    auto kernel = compressed_gemv_kernel<Groups, NB, RowBlocks, Pipeline>;
-    return launch_splits(kernel, dim3(c.N / (16 * RowBlocks), splits), dim3(warps * 32), smem,
-                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
+    a.M = c.M, a.N = c.N, a.K = c.K, a.S = L::splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
+    const size_t smem = L::smem_bytes + (a.n_overflow ? L::overflow_bytes : 0);
+    auto kernel = compressed_gemv_kernel<L::groups, L::NB, L::row_blocks, L::pipeline>;
+    return launch_splits(kernel, dim3(c.N / (16 * L::row_blocks), L::splits), dim3(L::warps * 32), smem,
+                         static_cast<cudaStream_t>(c.stream), cluster, a);
 }
 
 }  // namespace okc
@@ -5280,15 +5267,6 @@ namespace okc {
 // kStagedOverflowEntries (overflow entries a CTA stages in shared memory) and kCompressedHeaderBytes (compress.py's
 // group header) are compressed_ring.py's, rendered ahead of this file (registry.py, cuda_prelude).
 constexpr int kCompressedGroupBytes = kCompressedFragsPerGroup * sizeof(Frag);  // 1536: one 16-row block x one K group
-__host__ __device__ constexpr int compressed_ring_w_bytes(int g) {
-    return 4 * g * (kCompressedGroupBytes + kCompressedHeaderBytes);
-}
-__host__ __device__ constexpr int compressed_ring_w_pad(int g) {
-    return (compressed_ring_w_bytes(g) + 1023) / 1024 * 1024;
-}
-__host__ __device__ constexpr int compressed_ring_stage_bytes(int nb, int g) {
-    return compressed_ring_w_pad(g) + g * tma_x_bytes(nb);
-}
 // The tile's overflow entries, staged by the stager warp (count > kStagedOverflowEntries: none
 // staged, add_overflow reads them from global memory).
 struct StagedOverflow {
@@ -5298,16 +5276,8 @@ struct StagedOverflow {
     __nv_bfloat16 x[kStagedOverflowEntries][32];  // x[token, k] for tokens < M, else 0
 };
 
-static_assert(sizeof(StagedOverflow) == 4 + 69 * kStagedOverflowEntries, "compressed_ring.py ring_smem counts it so");
-
-// The ring, then the staged overflow; +1 KB: the dynamic shared memory base is only 16-byte aligned, the 128-byte
-// swizzle of x's boxes needs 1024 (compressed_ring.py, ring_smem, says the same).
-__host__ __device__ constexpr int compressed_ring_smem_bytes(int nb, int stages, int g) {
-    return stages * compressed_ring_stage_bytes(nb, g) + (int)sizeof(StagedOverflow) + 1024;
-}
-
 struct CompressedRingArgs {
-    const uint8_t* slots;     // [N/64][K/(64 G)] slots of compressed_ring_w_bytes(G) (compressed_ring.py, ring_slots)
+    const uint8_t* slots;     // [N/64][K/(64 G)] slots of kWBytes (compressed_ring.py, ring_slots)
     const int* row_starts;    // [N + 1]: row r's overflow entries are [row_starts[r], row_starts[r + 1])
     const int* entry_rows;    // [E] each entry's row
     const uint32_t* entries;  // [E] k | bf16 bits << 16, by row, then k
@@ -5392,8 +5362,9 @@ __host__ __device__ constexpr int compressed_ring_threads(int wg) { return tma_t
 template <int NB, int Stages, int Warpgroups, int Groups>
 struct CompressedRingStream {
     static constexpr int kAcc = 4 * NB;
-    static constexpr int kStage = compressed_ring_stage_bytes(NB, Groups), kWBytes = compressed_ring_w_bytes(Groups),
-                         kWPad = compressed_ring_w_pad(Groups);
+    static constexpr int kWBytes = 4 * Groups * (kCompressedGroupBytes + kCompressedHeaderBytes);  // a slot's weights
+    static constexpr int kWPad = (kWBytes + 1023) / 1024 * 1024;  // x's boxes 1 KB aligned: the 128-byte swizzle
+    static constexpr int kStage = kWPad + Groups * tma_x_bytes(NB);
     static constexpr int kSlotK = 64 * Groups;
     static constexpr int kXBytes = tma_x_bytes(NB);
     static constexpr uint32_t kBytes =
@@ -5544,19 +5515,24 @@ __global__ void __launch_bounds__(compressed_ring_threads(Warpgroups), 1)
     for (int e = 0; e < Stream::kAcc; ++e) store_element(a.out, a.M, a.N, row0, t, e, acc[e]);  // phase write
 }
 
-// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
-// call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its entries;
-// call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
-template <int NB, int Stages, int Warpgroups, int Groups>
+// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: compressed_ring.py's variant(),
+// by name). call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its
+// entries; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
+// Whether case L's layout fits the shared memory its engine's rule gives it: the ring (+1 KB to align it), then
+// the staged overflow.
+template <typename L>
+constexpr bool compressed_ring_layout_fits() {
+    const int ring = L::stages * CompressedRingStream<L::NB, L::stages, L::warpgroups, L::groups>::kStage + 1024;
+    return ring + (int)sizeof(StagedOverflow) <= L::smem_bytes && L::smem_bytes <= (int)kSmemOptInLimit;
+}
+
+template <typename L>
 const char* launch_compressed_ring(const Call& c) {
-    static_assert(tma_ring_depth(Stages) && Stages % Warpgroups == 0,
-                  "compressed_ring.py's rule admits only these rings");
-    static_assert(compressed_ring_smem_bytes(NB, Stages, Groups) <= (int)kSmemOptInLimit,
-                  "the rule admits only rings that fit");
-    if (c.M < 1 || c.M > 8 * NB) return "compressed_ring: M does not fit this kernel's column blocks";
-    if (c.N % kTmaTileRows || c.K % (64 * Groups)) return "compressed_ring: N or K does not fit the tile and slot";
+    static_assert(compressed_ring_layout_fits<L>(), "the ring and the staged overflow fit the engine's budget");
+    if (c.M < 1 || c.M > 8 * L::NB) return "compressed_ring: M does not fit this kernel's column blocks";
+    if (c.N % kTmaTileRows || c.K % (64 * L::groups)) return "compressed_ring: N or K does not fit the tile and slot";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, Groups);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, L::NB * 8, L::groups);
     if (err != nullptr) return err;
     CompressedRingArgs a{};
     a.slots = static_cast<const uint8_t*>(c.operand[0]);
@@ -5568,10 +5544,9 @@ const char* launch_compressed_ring(const Call& c) {
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.n_overflow = (int)c.scalar[2];
-    auto kernel = compressed_ring_kernel<NB, Stages, Warpgroups, Groups>;
-    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(compressed_ring_threads(Warpgroups)),
-                         (size_t)compressed_ring_smem_bytes(NB, Stages, Groups), static_cast<cudaStream_t>(c.stream),
-                         false, x_map, a);
+    auto kernel = compressed_ring_kernel<L::NB, L::stages, L::warpgroups, L::groups>;
+    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(compressed_ring_threads(L::warpgroups)),
+                         (size_t)L::smem_bytes, static_cast<cudaStream_t>(c.stream), false, x_map, a);
 }
 
 }  // namespace okc
@@ -5936,9 +5911,12 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
 // ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
 // tiles (DUAL) or the tiles again; call.scalar[0] = the workspace's floats. ctas: the persistent grid, cooperative
 // when stream-K tiles wait on each other.
-template <int ROWS, int TOKENS, int STAGES, bool DUAL>
-const char* launch_persistent_gemm(const Call& c, int ctas) {
+template <typename L>
+const char* launch_persistent_gemm(const Call& c) {
+    constexpr int ROWS = L::rows, TOKENS = L::tokens, STAGES = L::stages, ctas = L::ctas;
+    constexpr bool DUAL = L::dual;
     using S = GemmShape<ROWS, TOKENS, STAGES, DUAL>;
+    static_assert(S::kSmem <= L::smem_bytes, "the ring and the staging fit the shared memory the engine's rule gives");
     if (c.M < 1 || c.N % ROWS || c.K % kGemmSlotK || ctas < 1) return "persistent_gemm: N or K does not fit the tile";
     const int tiles = c.N / ROWS * ((c.M + TOKENS - 1) / TOKENS);
     const long long stream_k_tiles = tiles % ctas;  // tiles past the full waves
@@ -5959,9 +5937,9 @@ const char* launch_persistent_gemm(const Call& c, int ctas) {
                      c.K,
                      ctas};
     auto kernel = persistent_gemm_kernel<ROWS, TOKENS, STAGES, DUAL>;
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::smem_bytes);
     cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(ctas), config.blockDim = dim3(kGemmThreads), config.dynamicSmemBytes = S::kSmem;
+    config.gridDim = dim3(ctas), config.blockDim = dim3(kGemmThreads), config.dynamicSmemBytes = L::smem_bytes;
     config.stream = static_cast<cudaStream_t>(c.stream);
     cudaLaunchAttribute cooperative;
     cooperative.id = cudaLaunchAttributeCooperative, cooperative.val.cooperative = 1;
@@ -5981,7 +5959,9 @@ BINDING_SRC = r"""
 // CUDA side shares with Python, each written once, in Python.
 #include <cstddef>
 namespace okc {
-// engine.py SMEM_LIMIT: dynamic shared memory a block may take
+// engine.py REDUCTION: the split-K reductions (each engine's reduce field names some of them)
+enum class Reduce : int { kNone = 0, kClusterGather = 1, kClusterScatter = 2, kAtomic = 3, kSemaphore = 4, kCluster = 5, kAtomicOut = 6 };
+// engine.py SMEM_LIMIT: dynamic shared memory a CUDA kernel's block may take
 constexpr size_t kSmemOptInLimit = 231424;
 // engine.py SEMAPHORE_GROUPS: int offset of the tickets in the semaphore array
 constexpr int kTicketAt = 4096;
@@ -5997,28 +5977,16 @@ constexpr int kCallOperands = 4;
 constexpr int kCallScalars = 3;
 // mma_gemv.py MMA_PIPELINE: the software-pipelining styles (compressed_gemv: the first two)
 enum class MmaPipeline : int { kBatch = 0, kDouble = 1, kBatchL2 = 2, kDoubleL2 = 3, kDoubleW = 4, kDoubleWL2 = 5 };
-// compressed_gemv.py COMPRESSED_BATCH_DATA_REGS
-constexpr int kCompressedBatchDataRegs = 104;
-// compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS
-constexpr int kCompressedDoubleDataRegs = 100;
 // compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages
 constexpr int kStagedOverflowEntries = 64;
 // compress.py HEADER_BYTES: a K group's header
 constexpr int kCompressedHeaderBytes = 16;
-// tma_gemv.py TMA_REDUCE: the split-K reductions of tma_gemv.cuh (tma_gemv's and tma_gemm's reduce)
-enum class TmaReduce : int { kSemaphore = 0, kClusterGather = 1, kClusterScatter = 2, kAtomic = 3 };
-// tma_gemv.py TMA_STAGES: the ring depths the launcher takes
-constexpr int kTmaRingDepths[] = {2, 4, 6, 8, 12, 14, 16};
 // tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M
 constexpr int kTmaTileRows = 64;
 // tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16
 constexpr int kTmaTileK = 64;
 // tma_gemv.py CONSUMERS: threads of one consumer warpgroup
 constexpr int kTmaConsumers = 128;
-// mma_gemv.py MMA_BATCH_DATA_REGS: one live set
-constexpr int kBatchDataRegs = 112;
-// mma_gemv.py MMA_DOUBLE_DATA_REGS: two live sets
-constexpr int kDoubleDataRegs = 100;
 }  // namespace okc
 #line 1 "kernels_src/call.h"
 // What the Python side hands a kernel launch (kernels_src/runtime.py, PlanContext.cuda_plan): plain C++, so that

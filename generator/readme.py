@@ -58,7 +58,7 @@ def facts(problem, tables: dict) -> list[tuple[re.Pattern, tuple]]:
         (re.compile(r"routes every m = 1 \.\. (\d+)"), (str(registry.plan_max_m(tables)),)),
         (
             re.compile(r"(\d+) cases, (\d+) distinct kernels"),
-            (str(len(kernels)), str(len({(v.engine, v.template) for v in kernels}))),
+            (str(len(kernels)), str(len({(v.engine, v.kernel) for v in kernels}))),
         ),
     ]
 

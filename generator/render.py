@@ -56,13 +56,8 @@ def engine_summaries(width: int = BLACK_LINE_LENGTH) -> list[str]:
 
 
 def kernel_lines(kernels) -> list[str]:
-    """One line per compiled kernel: its engine and its launcher's template and run-time arguments, by name."""
-    lines = []
-    for number, variant in enumerate(kernels):
-        engine = registry.BY_NAME[variant.engine]
-        names = ", ".join(f"{f}={v}" for f, v in zip(engine.template_fields, variant.template))
-        lines.append(f"{number:>2} {variant.engine:<15} <{names}> {variant.runtime}")
-    return lines
+    """One line per case of the launch table: its engine and its launcher's arguments, by name."""
+    return [f"{number:>2} {variant.engine:<15} {variant.describe()}" for number, variant in enumerate(kernels)]
 
 
 def width_rule(problem: Problem) -> str:

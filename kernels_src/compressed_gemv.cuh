@@ -32,17 +32,6 @@ constexpr int kCompressedParts = 3;                              // 16-byte part
 constexpr int kCompressedFragsPerGroup = kCompressedParts * 32;  // Frags (16 bytes) per row block and K group
 constexpr int kOverflowTileBytes = 16 * 64 * 2;                  // a warp's overflow tile: one bucket, 16 x 64 bf16
 
-// Data registers per thread: per trip UG x (12 R raw weight regs + 8 NB x regs) + R header words, twice if double
-// buffered, + 4 R NB accumulators. The budgets (512-thread CTAs, 128 registers), kCompressedDoubleDataRegs and
-// kCompressedBatchDataRegs, are compressed_gemv.py's, rendered ahead of this file (docs/compressed-gemv.md).
-__host__ __device__ constexpr int compressed_gemv_data_regs(int ug, int nb, int r, MmaPipeline p) {
-    return (p == MmaPipeline::kDouble ? 2 : 1) * (ug * (12 * r + 8 * nb) + r) + 4 * r * nb;
-}
-__host__ __device__ constexpr bool compressed_gemv_fits(int ug, int nb, int r, MmaPipeline p) {
-    return compressed_gemv_data_regs(ug, nb, r, p) <=
-           (p == MmaPipeline::kDouble ? kCompressedDoubleDataRegs : kCompressedBatchDataRegs);
-}
-
 struct CompressedGemvArgs {
     const Frag* x;               // [M, K] bf16, row-major, 16-byte aligned
     const Frag* w;               // compressed stream: [N/16][K/64][3][32 lanes] Frags
@@ -72,27 +61,15 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Shared memory of a zgemv CTA: the warps' partial tiles, then (cluster only, `inbox_tiles` = S - 1) rank 0's
-// cluster inbox, then, for a matrix with overflow entries (`overflow_groups` = the K groups of a CTA, K/64 / S;
-// 0: none), one 2 KB overflow tile per warp and the CTA's R x (overflow_groups + 1) staged bucket offsets. All of
-// it is fixed by the config and K, never by the number of exceptions.
+// Shared memory of a CTA: the warps' partial tiles, then (cluster only, `inbox_tiles` = S - 1) rank 0's cluster
+// inbox, then, for a matrix with overflow entries, one 2 KB overflow tile per warp and the CTA's R x (K groups / S
+// + 1) staged bucket offsets (compressed_gemv.py, overflow_smem).
 __host__ __device__ constexpr size_t compressed_gemv_inbox_offset(int nw, int r, int nb) {
     return (size_t)nw * r * nb * 4 * 32 * sizeof(float);
 }
 __host__ __device__ constexpr size_t compressed_gemv_overflow_offset(int nw, int r, int nb, int inbox_tiles) {
     return compressed_gemv_inbox_offset(nw, r, nb) + (size_t)inbox_tiles * r * nb * 4 * 32 * sizeof(float);
 }
-__host__ __device__ constexpr size_t compressed_gemv_overflow_bytes(int nw, int r, int overflow_groups) {
-    return overflow_groups
-               ? (size_t)nw * kOverflowTileBytes + (((size_t)r * (overflow_groups + 1) * 4 + 15) & ~(size_t)15)
-               : 0;
-}
-__host__ __device__ constexpr size_t compressed_gemv_smem_bytes(int nw, int r, int nb, int overflow_groups,
-                                                                int inbox_tiles) {
-    return compressed_gemv_overflow_offset(nw, r, nb, inbox_tiles) +
-           compressed_gemv_overflow_bytes(nw, r, overflow_groups);
-}
-
 // Four hi bytes from four 4-bit codes (the low 16 bits of c).
 __device__ __forceinline__ uint32_t hi_bytes(uint32_t c, const uint4& t) {
     const uint32_t idx = c & 0x7777u;
@@ -419,15 +396,25 @@ __global__ void __launch_bounds__(512, 1) compressed_gemv_kernel(const Compresse
                 [&](int idx, float v) { write_compressed_element<NB>(a, rb0, idx, v); });
 }
 
-// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
-// call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3] their bucket
-// offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries (0:
-// none, and the pass after the loop is skipped).
-template <int Groups, int NB, int RowBlocks, MmaPipeline Pipeline>
-const char* launch_compressed_gemv(const Call& c, int warps, int splits, int cluster) {
-    static_assert(compressed_gemv_fits(Groups, NB, RowBlocks, Pipeline),
-                  "compressed_gemv.py's rule admits only configs that fit");
-    if (c.M < 1 || c.M > 8 * NB) return "compressed_gemv: M does not fit this kernel's column blocks";
+// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: compressed_gemv.py's variant(),
+// by name). call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3]
+// their bucket offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow
+// entries (0: none, the pass after the loop skipped and L::overflow_bytes not taken).
+// Whether case L's layout fits the shared memory its engine's rule gives it: the warps' tiles and the cluster inbox
+// in smem_bytes, the overflow tiles (and the bucket offsets, which K sizes) in overflow_bytes.
+template <typename L>
+constexpr bool compressed_gemv_layout_fits() {
+    const int inbox_tiles = L::reduce == Reduce::kCluster ? L::splits - 1 : 0;
+    return compressed_gemv_overflow_offset(L::warps, L::row_blocks, L::NB, inbox_tiles) <= L::smem_bytes &&
+           L::warps * kOverflowTileBytes < L::overflow_bytes &&
+           L::smem_bytes + L::overflow_bytes <= (int)kSmemOptInLimit;
+}
+
+template <typename L>
+const char* launch_compressed_gemv(const Call& c) {
+    constexpr bool cluster = L::reduce == Reduce::kCluster;
+    static_assert(compressed_gemv_layout_fits<L>(), "the tiles, the inbox and the overflow fit the engine's budget");
+    if (c.M < 1 || c.M > 8 * L::NB) return "compressed_gemv: M does not fit this kernel's column blocks";
     CompressedGemvArgs a{};
     a.x = static_cast<const Frag*>(c.x);
     a.w = static_cast<const Frag*>(c.operand[0]);
@@ -439,14 +426,11 @@ const char* launch_compressed_gemv(const Call& c, int warps, int splits, int clu
     a.sem = c.sem;
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
-    a.M = c.M, a.N = c.N, a.K = c.K, a.S = splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
-    const size_t smem = compressed_gemv_smem_bytes(warps, RowBlocks, NB, a.n_overflow ? a.K / 64 / splits : 0,
-                                                   cluster ? splits - 1 : 0);
-    if (smem > kSmemOptInLimit)
-        return "compressed_gemv: tiles, overflow tiles and offsets and cluster inbox exceed the shared memory limit";
-    auto kernel = compressed_gemv_kernel<Groups, NB, RowBlocks, Pipeline>;
-    return launch_splits(kernel, dim3(c.N / (16 * RowBlocks), splits), dim3(warps * 32), smem,
-                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
+    a.M = c.M, a.N = c.N, a.K = c.K, a.S = L::splits, a.n_overflow = (int)c.scalar[2], a.cluster = cluster;
+    const size_t smem = L::smem_bytes + (a.n_overflow ? L::overflow_bytes : 0);
+    auto kernel = compressed_gemv_kernel<L::groups, L::NB, L::row_blocks, L::pipeline>;
+    return launch_splits(kernel, dim3(c.N / (16 * L::row_blocks), L::splits), dim3(L::warps * 32), smem,
+                         static_cast<cudaStream_t>(c.stream), cluster, a);
 }
 
 }  // namespace okc

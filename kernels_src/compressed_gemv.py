@@ -5,7 +5,6 @@ Design and the measurements behind each field: docs/compressed-gemv.md."""
 
 from kernels_src.compress import compress, table_scalars
 from kernels_src.engine import (
-    CudaConstant,
     DecodeGemv,
     Field,
     Operand,
@@ -14,23 +13,23 @@ from kernels_src.engine import (
     config_type,
     split_rule,
 )
-from kernels_src.mma_gemv import MMA_PIPELINE, split_error, tiles_smem_error
+from kernels_src.mma_gemv import MMA_PIPELINE, split_error, split_k_launch, tiles_smem_error
 
 COMPRESSED_PIPELINES = MMA_PIPELINE.members[
     :2
 ]  # batch and double: as mma_gemv's, by the same MmaPipeline codes
 COMPRESSED = Operand("compressed")  # the 12-bit stream and its parts (compress.compress)
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
-# Data-register budgets (compressed_gemv.cuh, compressed_gemv_fits): batch under mma_gemv's because the decode needs
-# temporaries (the spill that set it: docs/compressed-gemv.md); double the plain kernel's.
+# Data-register budgets (the rule's): batch under mma_gemv's because the decode needs temporaries (the spill that
+# set it: docs/compressed-gemv.md); double the plain kernel's.
 COMPRESSED_BATCH_DATA_REGS = 104
 COMPRESSED_DOUBLE_DATA_REGS = 100
 
 
 def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
-    """Shared memory the overflow pass adds for a matrix with overflow entries (compressed_gemv.cuh,
-    compressed_gemv_overflow_bytes): a 2 KB tile per warp and the CTA's row_blocks x (groups_per_cta + 1) bucket offsets,
-    16-byte aligned. Fixed by the config and K, whatever the number of entries, so every config can run any
+    """Shared memory the overflow pass adds for a matrix with overflow entries (the launch's overflow_bytes, laid
+    out by compressed_gemv.cuh after the warps' tiles and the inbox): a 2 KB tile per warp and the CTA's row_blocks
+    x (groups_per_cta + 1) bucket offsets, 16-byte aligned. Fixed by the config and K, whatever the number of entries, so every config can run any
     matrix: it is counted for all of them."""
     return warps * 2048 + (row_blocks * (groups_per_cta + 1) * 4 + 15) // 16 * 16
 
@@ -51,16 +50,7 @@ class CompressedGemv(DecodeGemv):
     FIELDS = COMPRESSED_GEMV_FIELDS
     Config = CompressedGemvConfig
     launcher = "okc::launch_compressed_gemv"
-    template_fields = ("groups", "NB", "row_blocks", "pipeline")
-    cuda_constants = (
-        MMA_PIPELINE,
-        CudaConstant(
-            "kCompressedBatchDataRegs", COMPRESSED_BATCH_DATA_REGS, "compressed_gemv.py COMPRESSED_BATCH_DATA_REGS"
-        ),
-        CudaConstant(
-            "kCompressedDoubleDataRegs", COMPRESSED_DOUBLE_DATA_REGS, "compressed_gemv.py COMPRESSED_DOUBLE_DATA_REGS"
-        ),
-    )
+    cuda_constants = (MMA_PIPELINE,)
     summary = (
         "compressed_gemv (m <= 32, bf16 layers): the weights stream 12-bit and lossless (each weight's low byte"
         " plus a 4-bit index into a 16-entry table of sign/exponent bytes; 25 % fewer bytes than bf16) through"
@@ -115,8 +105,11 @@ class CompressedGemv(DecodeGemv):
         )  # CompressionError: prepare() keeps the layer on its bf16 engines
 
     def variant(self, cfg, layer, m):
-        template = (cfg.groups, column_blocks(m), cfg.row_blocks, MMA_PIPELINE.code(cfg.pipeline))
-        return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
+        """overflow_bytes: what the launcher adds to smem_bytes for a matrix with overflow entries."""
+        kernel = dict(groups=cfg.groups, NB=column_blocks(m), row_blocks=cfg.row_blocks)
+        kernel.update(pipeline=MMA_PIPELINE.code(cfg.pipeline))
+        overflow = overflow_smem(cfg.warps, cfg.row_blocks, layer.k // 64 // cfg.splits)
+        return Variant.of(self.name, kernel, **split_k_launch(cfg, m), overflow_bytes=overflow)
 
     def plan(self, cfg, layer, m, ctx):
         z = ctx.operands[COMPRESSED]  # row blocks outermost in every part: the unpooler's slice is a prefix

@@ -37,15 +37,6 @@ namespace okc {
 // kStagedOverflowEntries (overflow entries a CTA stages in shared memory) and kCompressedHeaderBytes (compress.py's
 // group header) are compressed_ring.py's, rendered ahead of this file (registry.py, cuda_prelude).
 constexpr int kCompressedGroupBytes = kCompressedFragsPerGroup * sizeof(Frag);  // 1536: one 16-row block x one K group
-__host__ __device__ constexpr int compressed_ring_w_bytes(int g) {
-    return 4 * g * (kCompressedGroupBytes + kCompressedHeaderBytes);
-}
-__host__ __device__ constexpr int compressed_ring_w_pad(int g) {
-    return (compressed_ring_w_bytes(g) + 1023) / 1024 * 1024;
-}
-__host__ __device__ constexpr int compressed_ring_stage_bytes(int nb, int g) {
-    return compressed_ring_w_pad(g) + g * tma_x_bytes(nb);
-}
 // The tile's overflow entries, staged by the stager warp (count > kStagedOverflowEntries: none
 // staged, add_overflow reads them from global memory).
 struct StagedOverflow {
@@ -55,16 +46,8 @@ struct StagedOverflow {
     __nv_bfloat16 x[kStagedOverflowEntries][32];  // x[token, k] for tokens < M, else 0
 };
 
-static_assert(sizeof(StagedOverflow) == 4 + 69 * kStagedOverflowEntries, "compressed_ring.py ring_smem counts it so");
-
-// The ring, then the staged overflow; +1 KB: the dynamic shared memory base is only 16-byte aligned, the 128-byte
-// swizzle of x's boxes needs 1024 (compressed_ring.py, ring_smem, says the same).
-__host__ __device__ constexpr int compressed_ring_smem_bytes(int nb, int stages, int g) {
-    return stages * compressed_ring_stage_bytes(nb, g) + (int)sizeof(StagedOverflow) + 1024;
-}
-
 struct CompressedRingArgs {
-    const uint8_t* slots;     // [N/64][K/(64 G)] slots of compressed_ring_w_bytes(G) (compressed_ring.py, ring_slots)
+    const uint8_t* slots;     // [N/64][K/(64 G)] slots of kWBytes (compressed_ring.py, ring_slots)
     const int* row_starts;    // [N + 1]: row r's overflow entries are [row_starts[r], row_starts[r + 1])
     const int* entry_rows;    // [E] each entry's row
     const uint32_t* entries;  // [E] k | bf16 bits << 16, by row, then k
@@ -149,8 +132,9 @@ __host__ __device__ constexpr int compressed_ring_threads(int wg) { return tma_t
 template <int NB, int Stages, int Warpgroups, int Groups>
 struct CompressedRingStream {
     static constexpr int kAcc = 4 * NB;
-    static constexpr int kStage = compressed_ring_stage_bytes(NB, Groups), kWBytes = compressed_ring_w_bytes(Groups),
-                         kWPad = compressed_ring_w_pad(Groups);
+    static constexpr int kWBytes = 4 * Groups * (kCompressedGroupBytes + kCompressedHeaderBytes);  // a slot's weights
+    static constexpr int kWPad = (kWBytes + 1023) / 1024 * 1024;  // x's boxes 1 KB aligned: the 128-byte swizzle
+    static constexpr int kStage = kWPad + Groups * tma_x_bytes(NB);
     static constexpr int kSlotK = 64 * Groups;
     static constexpr int kXBytes = tma_x_bytes(NB);
     static constexpr uint32_t kBytes =
@@ -301,19 +285,24 @@ __global__ void __launch_bounds__(compressed_ring_threads(Warpgroups), 1)
     for (int e = 0; e < Stream::kAcc; ++e) store_element(a.out, a.M, a.N, row0, t, e, acc[e]);  // phase write
 }
 
-// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
-// call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its entries;
-// call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
-template <int NB, int Stages, int Warpgroups, int Groups>
+// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: compressed_ring.py's variant(),
+// by name). call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its
+// entries; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
+// Whether case L's layout fits the shared memory its engine's rule gives it: the ring (+1 KB to align it), then
+// the staged overflow.
+template <typename L>
+constexpr bool compressed_ring_layout_fits() {
+    const int ring = L::stages * CompressedRingStream<L::NB, L::stages, L::warpgroups, L::groups>::kStage + 1024;
+    return ring + (int)sizeof(StagedOverflow) <= L::smem_bytes && L::smem_bytes <= (int)kSmemOptInLimit;
+}
+
+template <typename L>
 const char* launch_compressed_ring(const Call& c) {
-    static_assert(tma_ring_depth(Stages) && Stages % Warpgroups == 0,
-                  "compressed_ring.py's rule admits only these rings");
-    static_assert(compressed_ring_smem_bytes(NB, Stages, Groups) <= (int)kSmemOptInLimit,
-                  "the rule admits only rings that fit");
-    if (c.M < 1 || c.M > 8 * NB) return "compressed_ring: M does not fit this kernel's column blocks";
-    if (c.N % kTmaTileRows || c.K % (64 * Groups)) return "compressed_ring: N or K does not fit the tile and slot";
+    static_assert(compressed_ring_layout_fits<L>(), "the ring and the staged overflow fit the engine's budget");
+    if (c.M < 1 || c.M > 8 * L::NB) return "compressed_ring: M does not fit this kernel's column blocks";
+    if (c.N % kTmaTileRows || c.K % (64 * L::groups)) return "compressed_ring: N or K does not fit the tile and slot";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, Groups);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, L::NB * 8, L::groups);
     if (err != nullptr) return err;
     CompressedRingArgs a{};
     a.slots = static_cast<const uint8_t*>(c.operand[0]);
@@ -325,10 +314,9 @@ const char* launch_compressed_ring(const Call& c) {
     a.table = make_uint4((uint32_t)c.scalar[0], (uint32_t)(c.scalar[0] >> 32), (uint32_t)c.scalar[1],
                          (uint32_t)(c.scalar[1] >> 32));
     a.M = c.M, a.N = c.N, a.K = c.K, a.n_overflow = (int)c.scalar[2];
-    auto kernel = compressed_ring_kernel<NB, Stages, Warpgroups, Groups>;
-    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(compressed_ring_threads(Warpgroups)),
-                         (size_t)compressed_ring_smem_bytes(NB, Stages, Groups), static_cast<cudaStream_t>(c.stream),
-                         false, x_map, a);
+    auto kernel = compressed_ring_kernel<L::NB, L::stages, L::warpgroups, L::groups>;
+    return launch_splits(kernel, dim3(c.N / kTmaTileRows), dim3(compressed_ring_threads(L::warpgroups)),
+                         (size_t)L::smem_bytes, static_cast<cudaStream_t>(c.stream), false, x_map, a);
 }
 
 }  // namespace okc

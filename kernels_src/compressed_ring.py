@@ -45,13 +45,14 @@ def group_bytes() -> int:
 
 
 def slot_bytes(groups: int) -> int:
-    """A slot's weight bytes (compressed_ring.cuh, compressed_ring_w_bytes): four row blocks x groups x (stream + header)."""
+    """A slot's weight bytes: four row blocks x groups x (stream + header)."""
     return 4 * groups * (group_bytes() + HEADER_BYTES)
 
 
 def ring_smem(cfg, nb: int) -> int:
-    """Dynamic shared memory of a CTA (compressed_ring.cuh, compressed_ring_smem_bytes): stages slots (weights padded to
-    1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow (StagedOverflow), 1 KB to align."""
+    """Dynamic shared memory of a CTA (the launch's smem_bytes; compressed_ring.cuh asserts its layout fits):
+    stages slots (weights padded to 1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow
+    (StagedOverflow: a count, then a row byte, an entry word and 32 bf16 of x per entry), 1 KB to align."""
     weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
     staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
     return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
@@ -142,7 +143,6 @@ class CompressedRing(DecodeGemv):
     FIELDS = COMPRESSED_RING_FIELDS
     Config = CompressedRingConfig
     launcher = "okc::launch_compressed_ring"
-    template_fields = ("NB", "stages", "warpgroups", "groups")
 
     @property
     def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
@@ -188,7 +188,9 @@ class CompressedRing(DecodeGemv):
         return ring_operands(parts[0], layer.name, operand.shape[0])
 
     def variant(self, cfg, layer, m):
-        return Variant(self.name, (column_blocks(m), cfg.stages, cfg.warpgroups, cfg.groups), ())
+        nb = column_blocks(m)
+        kernel = dict(NB=nb, stages=cfg.stages, warpgroups=cfg.warpgroups, groups=cfg.groups)
+        return Variant.of(self.name, kernel, smem_bytes=ring_smem(cfg, nb))
 
     def plan(self, cfg, layer, m, ctx):
         r = ctx.operands[self.operands(cfg, layer)[0]]

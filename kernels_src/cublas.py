@@ -40,7 +40,7 @@ def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
         w_t = hi_lo[:n].t()
         if w_t.device.type != "cuda":  # bf16 x bf16 -> fp32 GEMMs are CUDA's (the harness's CPU checks)
             return cpu_dual_plan(w_t.float())
-        return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=torch.float32)
+        return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=getattr(torch, layer.out_dtype))
     w_t = parts[0][:n].t()
     return lambda x: torch.mm(x, w_t)
 

@@ -7,14 +7,19 @@ A config field is declared once, as a Field: its name, type, allowed values, one
 engine's Config (a NamedTuple), its `values` / `modes`, its table's header and `make_config` are derived from its
 FIELDS. A mode the CUDA side reads is a CudaEnum, and every constant both languages need is a CudaConstant: both
 are rendered into the C++ ahead of the kernels (registry.cuda_prelude), so the CUDA side never types a code or a
-figure of its own. A CUDA engine turns a config, a layer and m into a Variant: the template arguments of its C++
-launcher (the host launcher at the end of its .cuh) and the run-time arguments after the call; runtime.py's
-launch_table() writes one call per Variant, mode codes by their C++ names."""
+figure of its own. A CUDA engine turns a config, a layer and m into a Variant: its C++ launcher's arguments by
+name, the shared memory its rule counts among them; runtime.py's launch_table() renders each as a struct of
+constants the launcher (at the end of the engine's .cuh) reads by name, and the CUDA side only asserts that its
+layout fits."""
 
 from typing import NamedTuple
 
-# Dynamic shared memory a block may take: Hopper's 227 KB less 1 KB for the kernels' static variables.
-SMEM_LIMIT = 226 * 1024
+# Shared memory a block may opt into on the H200 (static and dynamic together): 227 KB. Triton's kernels take theirs
+# dynamically and count their barriers in (splitk_gemm); the CUDA kernels keep STATIC_SMEM of it for their static
+# __shared__ variables (barriers, flags: 272 bytes at most today), the rest, SMEM_LIMIT, is their dynamic budget.
+SMEM_PER_BLOCK = 227 * 1024
+STATIC_SMEM = 1024
+SMEM_LIMIT = SMEM_PER_BLOCK - STATIC_SMEM
 # The split-K workspace every engine shares (one launch at a time), in floats: 36 MB (persistent_gemm's 128 x 256
 # partials of 132 CTAs take 33 MB).
 WORKSPACE_FLOATS = 9 * 1024 * 1024
@@ -57,6 +62,7 @@ class Layer(NamedTuple):
 
     @property
     def out_dtype(self) -> str:
+        """The output's dtype, the weight's: bf16 layers write bf16, the router fp32 (CUDA_TYPES: its C++ type)."""
         return self.dtype
 
     def n_for(self, m: int) -> int:
@@ -77,11 +83,32 @@ class Operand(NamedTuple):
 
 
 class Variant(NamedTuple):
-    """One compiled kernel: the engine, its C++ launcher's template arguments and run-time arguments."""
+    """One case of the launch table: the engine, the arguments that pick its kernel (its template arguments) and
+    the rest of its launch's, each ((name, value), ...). runtime.launch_table renders them all as one struct the
+    engine's launcher reads by name (`L::stages`): no argument order is written twice."""
 
     engine: str
-    template: tuple
-    runtime: tuple
+    kernel: tuple
+    launch: tuple
+
+    @classmethod
+    def of(cls, engine: str, kernel: dict, **launch) -> "Variant":
+        return cls(engine, tuple(kernel.items()), tuple(launch.items()))
+
+    @property
+    def args(self) -> tuple:
+        return self.kernel + self.launch
+
+    def describe(self) -> str:
+        return " ".join(f"{name}={value}" for name, value in self.args)
+
+
+class CudaType(str):
+    """A C++ type as a launch argument (the output's element type): the launch table renders it as `using`."""
+
+
+# The C++ element type of each dtype a layer's output may have (Layer.out_dtype).
+CUDA_TYPES = {"bfloat16": CudaType("__nv_bfloat16"), "float32": CudaType("float")}
 
 
 class CudaConstant(NamedTuple):
@@ -102,13 +129,14 @@ class CudaConstant(NamedTuple):
 
 
 class CudaCode(int):
-    """A mode's code: compares, hashes and sorts as its number; the launch table writes its C++ name."""
+    """A mode's code: compares, hashes and sorts as its number; the launch table writes its C++ name (and type)."""
 
     cpp: str
+    ctype: str
 
-    def __new__(cls, value: int, cpp: str):
+    def __new__(cls, value: int, cpp: str, ctype: str):
         code = int.__new__(cls, value)
-        code.cpp = cpp
+        code.cpp, code.ctype = cpp, ctype
         return code
 
 
@@ -125,19 +153,29 @@ class CudaEnum:
         return "k" + "".join(part[:1].upper() + part[1:] for part in member.split("_"))
 
     def code(self, member: str) -> CudaCode:
-        return CudaCode(self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}")
+        return CudaCode(self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}")
 
     def cpp(self) -> str:
         codes = ", ".join(f"{self.enumerator(m)} = {i}" for i, m in enumerate(self.members))
         return f"// {self.meaning}\nenum class {self.name} : int {{ {codes} }};"
 
 
+# The split-K reductions, one vocabulary from the tables to the kernels: each engine's `reduce` field names some of
+# them, its launcher and kernel read the code. (tma_gemv.cuh's kernel compares cluster_gather, cluster_scatter and
+# atomic at run time: at these codes, its SASS is the one measured.)
+REDUCTION = CudaEnum(
+    "Reduce",
+    ("none", "cluster_gather", "cluster_scatter", "atomic", "semaphore", "cluster", "atomic_out"),
+    "engine.py REDUCTION: the split-K reductions (each engine's reduce field names some of them)",
+)
+
 # The constants every CUDA engine shares (each engine adds its own: Engine.cuda_constants).
 SHARED_CUDA_CONSTANTS = (
+    REDUCTION,
     CudaConstant(
         "kSmemOptInLimit",
         SMEM_LIMIT,
-        "engine.py SMEM_LIMIT: dynamic shared memory a block may take",
+        "engine.py SMEM_LIMIT: dynamic shared memory a CUDA kernel's block may take",
         "size_t",
     ),
     CudaConstant(
@@ -210,8 +248,7 @@ class Engine:
     m_min, m_max = 1, None  # the m range the engine serves (None: no upper bound)
     has_defaults = False  # the table may name a config per weight kind (plain, dual) for m's it does not list
     sweep_m: tuple = ()  # the m's its table lists, which `sweep` tunes (others borrow their entries)
-    launcher = ""  # C++ launcher template (CUDA engines)
-    template_fields: tuple = ()  # what the launcher's template arguments are, for the launch table's comments
+    launcher = ""  # C++ launcher template (CUDA engines): launcher<L>(call), L the launch table's case (variant)
     cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
     summary = ""  # one paragraph for the submission's docstring
 
@@ -311,7 +348,8 @@ class Engine:
         raise NotImplementedError(operand)
 
     def variant(self, cfg, layer: Layer, m: int) -> Variant | None:
-        """The CUDA kernel cfg runs at m tokens of `layer`, or None (not a CUDA engine)."""
+        """The launch-table case cfg runs at m tokens of `layer`: its launcher's arguments by name, the dynamic shared
+        memory (the engine's own figure, which its rule bounds) among them; None for an engine without CUDA."""
         return None
 
     def plan(self, cfg, layer: Layer, m: int, ctx):

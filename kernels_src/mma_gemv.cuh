@@ -24,8 +24,6 @@
 #pragma once
 #include "common.cuh"
 
-#include <type_traits>
-
 namespace okc {
 
 // Software-pipelining styles (P: the table's pipeline, MmaPipeline, generated from mma_gemv.py's MMA_PIPELINE).
@@ -50,25 +48,6 @@ __host__ __device__ constexpr bool pipe_l2_hint(MmaPipeline p) {
     return p == MmaPipeline::kBatchL2 || p == MmaPipeline::kDoubleL2 || p == MmaPipeline::kDoubleWL2;
 }
 
-// Data registers one thread holds: weight fragments 8R (16R dual) and x fragments 4*NB per K block, times U,
-// times the live sets of each (2 and 2 double buffered, 2 and 1 for DOUBLE_W); plus the 4*R*NB accumulators.
-// Budgets keep the kernel under 128 registers (512-thread CTAs) without spilling, as ptxas reports them: a
-// single set (kBatchDataRegs), or less (kDoubleDataRegs) for two live weight sets, which leave less room for
-// addresses. Both are mma_gemv.py's, rendered ahead of this file (its register_error applies the same rule to the
-// tables); the spills that set them: docs/mma-gemv.md.
-__host__ __device__ constexpr int gemv_data_regs(int u, int nb, int r, MmaPipeline p, bool dual) {
-    const int weight_sets = (pipe_double(p) || pipe_double_w(p)) ? 2 : 1, x_sets = pipe_double(p) ? 2 : 1;
-    return u * (weight_sets * 8 * r * (dual ? 2 : 1) + x_sets * 4 * nb) + 4 * r * nb;
-}
-// Exceptions, both as ptxas measured them (docs/mma-gemv.md): DOUBLE_W at NB = 4 takes U = 1 only (at U = 2
-// ptxas kept more x fragments live than the loop order needs, and spilled); DOUBLE at NB <= 2 without the dual
-// weights may take the single-set budget.
-__host__ __device__ constexpr bool gemv_fits(int u, int nb, int r, MmaPipeline p, bool dual) {
-    if (pipe_double_w(p) && nb == 4 && u > 1) return false;
-    const int budget = pipe_double_w(p) || (pipe_double(p) && (nb == 4 || dual)) ? kDoubleDataRegs : kBatchDataRegs;
-    return gemv_data_regs(u, nb, r, p, dual) <= budget;
-}
-
 struct MmaGemvArgs {
     const Frag* x;   // [M, K] bf16, row-major, 16-byte aligned
     const Frag* w;   // packed weights (dual: the hi half)
@@ -79,12 +58,6 @@ struct MmaGemvArgs {
     int M, N, K, S;
     int cluster;  // 1: the S split CTAs are one cluster and reduce through distributed shared memory
 };  // the atomic reduction is not a field: it is the kernel's ATOMIC template argument
-
-// Shared memory of a gemv CTA: its NW warps' partial tiles (16 R rows x 8 NB tokens, fp32) and, for a cluster, rank
-// 0's cluster inbox of S - 1 more (`inbox_tiles`; common.cuh, finish_tile).
-__host__ __device__ constexpr size_t gemv_smem_bytes(int nw, int r, int nb, int inbox_tiles) {
-    return (size_t)(nw + inbox_tiles) * r * nb * 4 * 32 * sizeof(float);
-}
 
 constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lanes x 16 bytes
 
@@ -313,14 +286,22 @@ __global__ void __launch_bounds__(512, 1) mma_gemv_kernel(const MmaGemvArgs a) {
     finish_gemv<NB, RowBlocks, AtomicOut, Out>(a, red, acc, &inbox_full, warp, lane, ticket, seen);
 }
 
-// ---- Host launcher: one instantiation per kernel the tables reach (kernels_src/runtime.py, launch_table).
-// call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
-template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, bool AtomicOut>
-const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
-    static_assert(gemv_fits(Unroll, NB, RowBlocks, Pipeline, Dual),
-                  "mma_gemv.py's register_error admits only configs that fit");
-    if (c.M < 1 || c.M > 8 * NB) return "mma_gemv: M does not fit this kernel's column blocks";
-    using Out = std::conditional_t<Dual, float, __nv_bfloat16>;
+// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: mma_gemv.py's variant(), by
+// name). call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
+// Whether case L's layout fits the shared memory its engine's rule gives it: the warps' partial tiles, then for a
+// cluster rank 0's inbox of S - 1 more (finish_tile).
+template <typename L>
+constexpr bool mma_gemv_layout_fits() {
+    const int tiles = L::warps + (L::reduce == Reduce::kCluster ? L::splits - 1 : 0);
+    return tiles * L::row_blocks * L::NB * 4 * 32 * (int)sizeof(float) <= L::smem_bytes &&
+           L::smem_bytes <= (int)kSmemOptInLimit;
+}
+
+template <typename L>
+const char* launch_mma_gemv(const Call& c) {
+    constexpr bool cluster = L::reduce == Reduce::kCluster;
+    static_assert(mma_gemv_layout_fits<L>(), "the warps' tiles and the cluster inbox fit the engine's shared memory");
+    if (c.M < 1 || c.M > 8 * L::NB) return "mma_gemv: M does not fit this kernel's column blocks";
     const MmaGemvArgs a{static_cast<const Frag*>(c.x),
                         static_cast<const Frag*>(c.operand[0]),
                         static_cast<const Frag*>(c.operand[1]),
@@ -330,15 +311,12 @@ const char* launch_mma_gemv(const Call& c, int warps, int splits, int cluster) {
                         c.M,
                         c.N,
                         c.K,
-                        splits,
+                        L::splits,
                         cluster};
-    const size_t smem =
-        gemv_smem_bytes(warps, RowBlocks, NB, cluster ? splits - 1 : 0);  // 128 KB at 16 warps, R = NB = 4
-    if (smem > kSmemOptInLimit)
-        return "mma_gemv: the warps' tiles and the cluster inbox exceed the shared memory limit";
-    auto kernel = mma_gemv_kernel<Unroll, NB, RowBlocks, Pipeline, Dual, AtomicOut, Out>;
-    return launch_splits(kernel, dim3(c.N / (16 * RowBlocks), splits), dim3(warps * 32), smem,
-                         static_cast<cudaStream_t>(c.stream), cluster != 0, a);
+    auto kernel =
+        mma_gemv_kernel<L::unroll, L::NB, L::row_blocks, L::pipeline, L::dual, L::atomic_out, typename L::out>;
+    return launch_splits(kernel, dim3(c.N / (16 * L::row_blocks), L::splits), dim3(L::warps * 32),
+                         (size_t)L::smem_bytes, static_cast<cudaStream_t>(c.stream), cluster, a);
 }
 
 }  // namespace okc

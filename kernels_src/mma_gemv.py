@@ -5,12 +5,13 @@ Design and the measurements behind each field: docs/mma-gemv.md."""
 
 from kernels_src.engine import (
     CLUSTER_MAX,
+    CUDA_TYPES,
+    REDUCTION,
     SEMAPHORE_GROUPS,
     SMEM_LIMIT,
     TICKET_GROUPS,
     TICKET_SPLITS,
     WORKSPACE_FLOATS,
-    CudaConstant,
     CudaEnum,
     DecodeGemv,
     Field,
@@ -31,8 +32,8 @@ MMA_PIPELINE = CudaEnum(
 MMA_PIPELINES = MMA_PIPELINE.members
 FRAGMENTS = Operand("fragments")  # the weights repacked in mma fragment order (packing.pack_mma_a)
 MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic_out")
-# Data registers a thread may hold (mma_gemv.cuh, gemv_fits): one set of weight and x fragments, or two live
-# sets, under the 128 registers of a 512-thread CTA without spilling (the spills that set them: docs/mma-gemv.md).
+# Data registers a thread may hold (register_error): one set of weight and x fragments, or two live sets, under
+# the 128 registers of a 512-thread CTA without spilling (the spills that set them: docs/mma-gemv.md).
 MMA_BATCH_DATA_REGS = 112
 MMA_DOUBLE_DATA_REGS = 100
 
@@ -69,8 +70,8 @@ MmaGemvConfig = config_type("MmaGemvConfig", MMA_GEMV_FIELDS)
 
 
 def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
-    """Fragment registers one thread holds (mma_gemv.cuh, gemv_data_regs): weights 8 R (16 R dual) and x 4 NB
-    per K block, times unroll, times the live sets of each; plus the 4 R NB accumulators."""
+    """Fragment registers one thread holds: weights 8 R (16 R dual) and x 4 NB per K block, times unroll, times
+    the live sets of each (two and two double buffered, two and one double_w); plus the 4 R NB accumulators."""
     double = cfg.pipeline in ("double", "double_l2")
     weight_sets = 2 if double or cfg.pipeline in ("double_w", "double_w_l2") else 1
     x_sets = 2 if double else 1
@@ -79,7 +80,7 @@ def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
 
 
 def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
-    """The register budget of mma_gemv.cuh's gemv_fits, with the two exceptions ptxas showed."""
+    """The register budget, with the two exceptions ptxas showed (docs/mma-gemv.md)."""
     if cfg.pipeline in ("double_w", "double_w_l2") and nb == 4 and cfg.unroll > 1:
         return f"unroll={cfg.unroll}, pipeline={cfg.pipeline} at NB=4: the x-single-buffered styles take unroll 1"
     one_set = cfg.pipeline in ("batch", "batch_l2")
@@ -94,14 +95,23 @@ def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
     return None
 
 
+def tiles_smem(warps: int, splits: int, row_blocks: int, cluster: bool, m: int) -> int:
+    """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
+    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile)."""
+    return (warps + (splits - 1 if cluster else 0)) * row_blocks * column_blocks(m) * 4 * 32 * 4
+
+
+def split_k_launch(cfg, m: int) -> dict:
+    """The launch arguments of both mma.sync GEMVs: warps, splits, the reduction and the tiles' shared memory."""
+    smem = tiles_smem(cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m)
+    return dict(warps=cfg.warps, splits=cfg.splits, reduce=REDUCTION.code(cfg.reduce), smem_bytes=smem)
+
+
 def tiles_smem_error(
     warps: int, splits: int, row_blocks: int, cluster: bool, m: int, extra: int = 0, extra_what: str = ""
 ) -> str | None:
-    """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
-    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile); `extra` bytes more (the
-    compressed GEMV's overflow pass, `extra_what`) come on top."""
-    tiles = warps + (splits - 1 if cluster else 0)
-    smem = tiles * row_blocks * column_blocks(m) * 4 * 32 * 4 + extra
+    """tiles_smem, and `extra` bytes more (the compressed GEMV's overflow pass, `extra_what`), within the limit."""
+    smem = tiles_smem(warps, splits, row_blocks, cluster, m) + extra
     if smem > SMEM_LIMIT:
         return (
             f"warps={warps}, row_blocks={row_blocks}, splits={splits} at m={m} need {smem} bytes of shared memory"
@@ -136,14 +146,7 @@ class MmaGemv(DecodeGemv):
     Config = MmaGemvConfig
     has_defaults = True
     launcher = "okc::launch_mma_gemv"
-    template_fields = ("unroll", "NB", "row_blocks", "pipeline", "dual", "atomic_out")
-    cuda_constants = (
-        MMA_PIPELINE,
-        CudaConstant("kBatchDataRegs", MMA_BATCH_DATA_REGS, "mma_gemv.py MMA_BATCH_DATA_REGS: one live set"),
-        CudaConstant(
-            "kDoubleDataRegs", MMA_DOUBLE_DATA_REGS, "mma_gemv.py MMA_DOUBLE_DATA_REGS: two live sets"
-        ),
-    )
+    cuda_constants = (MMA_PIPELINE,)
     summary = (
         "mma_gemv (m <= 32): mma.sync m16n8k16, bf16 x bf16 -> fp32, weights as the A operand repacked once into"
         " fragment order (each lane streams one 16-byte load per fragment), x as B (8 tokens per column block,"
@@ -181,15 +184,10 @@ class MmaGemv(DecodeGemv):
         return tuple(pack_mma_a(part) for part in parts)
 
     def variant(self, cfg, layer, m):
-        template = (
-            cfg.unroll,
-            column_blocks(m),
-            cfg.row_blocks,
-            MMA_PIPELINE.code(cfg.pipeline),
-            layer.dual,
-            cfg.reduce == "atomic_out",
-        )
-        return Variant(self.name, template, (cfg.warps, cfg.splits, int(cfg.reduce == "cluster")))
+        kernel = dict(unroll=cfg.unroll, NB=column_blocks(m), row_blocks=cfg.row_blocks)
+        kernel.update(pipeline=MMA_PIPELINE.code(cfg.pipeline), dual=layer.dual)
+        kernel.update(atomic_out=cfg.reduce == "atomic_out", out=CUDA_TYPES[layer.out_dtype])
+        return Variant.of(self.name, kernel, **split_k_launch(cfg, m))
 
     def plan(self, cfg, layer, m, ctx):
         packed = ctx.operands[FRAGMENTS]  # dual: hi, lo; plain: the one matrix

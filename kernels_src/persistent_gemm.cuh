@@ -358,9 +358,12 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
 // ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
 // tiles (DUAL) or the tiles again; call.scalar[0] = the workspace's floats. ctas: the persistent grid, cooperative
 // when stream-K tiles wait on each other.
-template <int ROWS, int TOKENS, int STAGES, bool DUAL>
-const char* launch_persistent_gemm(const Call& c, int ctas) {
+template <typename L>
+const char* launch_persistent_gemm(const Call& c) {
+    constexpr int ROWS = L::rows, TOKENS = L::tokens, STAGES = L::stages, ctas = L::ctas;
+    constexpr bool DUAL = L::dual;
     using S = GemmShape<ROWS, TOKENS, STAGES, DUAL>;
+    static_assert(S::kSmem <= L::smem_bytes, "the ring and the staging fit the shared memory the engine's rule gives");
     if (c.M < 1 || c.N % ROWS || c.K % kGemmSlotK || ctas < 1) return "persistent_gemm: N or K does not fit the tile";
     const int tiles = c.N / ROWS * ((c.M + TOKENS - 1) / TOKENS);
     const long long stream_k_tiles = tiles % ctas;  // tiles past the full waves
@@ -381,9 +384,9 @@ const char* launch_persistent_gemm(const Call& c, int ctas) {
                      c.K,
                      ctas};
     auto kernel = persistent_gemm_kernel<ROWS, TOKENS, STAGES, DUAL>;
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::smem_bytes);
     cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(ctas), config.blockDim = dim3(kGemmThreads), config.dynamicSmemBytes = S::kSmem;
+    config.gridDim = dim3(ctas), config.blockDim = dim3(kGemmThreads), config.dynamicSmemBytes = L::smem_bytes;
     config.stream = static_cast<cudaStream_t>(c.stream);
     cudaLaunchAttribute cooperative;
     cooperative.id = cudaLaunchAttributeCooperative, cooperative.val.cooperative = 1;

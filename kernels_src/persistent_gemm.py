@@ -72,7 +72,6 @@ class PersistentGemm(Engine):
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)
     launcher = "okc::launch_persistent_gemm"
-    template_fields = ("rows", "tokens", "stages", "dual")
     summary = (
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
@@ -114,7 +113,9 @@ class PersistentGemm(Engine):
         return TMA_GEMV.build_operand(operand, parts, layer)
 
     def variant(self, cfg, layer, m):
-        return Variant(self.name, (cfg.rows, cfg.tokens, cfg.stages, layer.dual), (cfg.ctas,))
+        kernel = dict(rows=cfg.rows, tokens=cfg.tokens, stages=cfg.stages, dual=layer.dual)
+        smem = persistent_smem_bytes(cfg.rows, cfg.tokens, cfg.stages, layer.dual)
+        return Variant.of(self.name, kernel, ctas=cfg.ctas, smem_bytes=smem)
 
     def plan(self, cfg, layer, m, ctx):
         tiles, workspace = ctx.operands[TILES], ctx.buffers["workspace"]

@@ -127,7 +127,7 @@ def variants(layers, tables: dict) -> list:
     found = {engine.variant(cfg, layer, m) for layer, m, _, engine, cfg in routes(layers, tables)}
     found.discard(None)
     order = {engine.name: i for i, engine in enumerate(ENGINES)}
-    return sorted(found, key=lambda v: (order[v.engine], v.template, v.runtime))
+    return sorted(found, key=lambda v: (order[v.engine], v.kernel, v.launch))
 
 
 def shape_lines(layers, tables: dict, ms) -> list:

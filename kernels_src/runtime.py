@@ -17,6 +17,7 @@ from kernels_src.engine import (
     CALL_SCALARS,
     SEMAPHORES,
     WORKSPACE_FLOATS,
+    CudaType,
     Layer,
 )
 from kernels_src.packing import split_hi_lo
@@ -249,7 +250,7 @@ class PlanContext:
         plan_id = ext.plan(kernels.index(variant), n, layer.k, addresses, tuple(scalars), ws, sem)
         if plan_id < 0:
             raise RuntimeError(f"{variant.engine}: the extension's call layout does not hold these operands")
-        run, out_dtype, fallback = ext.run, torch.float32 if layer.dual else BF16, self.fallback(m)
+        run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(m)
         device = self.buffers["workspace"].device
         index = device.index
 
@@ -262,7 +263,7 @@ class PlanContext:
             refused = run(plan_id, pointer, out.data_ptr(), m, _raw_stream(index))
             if refused:
                 raise RuntimeError(
-                    f"{variant.engine} <{variant.template}> {variant.runtime} at m={m}: {refused}"
+                    f"{variant.engine} ({variant.describe()}) at m={m}: {refused}"
                 )
             return out
 
@@ -286,29 +287,44 @@ _EXTENSIONS = {}
 
 
 def launch_table(kernels) -> str:
-    """The C++ that maps a kernel number to its launcher instantiation: one case per kernel of this build. The
-    template arguments and the run-time arguments are the Variant's, in its engine's field order."""
+    """The C++ that maps a kernel number to its launcher: launch_cases(), then launcher<Case<number>>(call)."""
     lines = [
-        "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each.",
+        launch_cases(kernels),
         "const char* okc_launch(int kernel, const okc::Call& call) {",
         "    switch (kernel) {",
     ]
     for number, v in enumerate(kernels):
-        engine = BY_NAME[v.engine]
-        template = ", ".join(_cpp(a) for a in v.template)
-        runtime = "".join(", " + _cpp(a) for a in v.runtime)
-        names = ", ".join(f"{f}={_cpp(a)}" for f, a in zip(engine.template_fields, v.template))
-        lines.append(
-            f"        case {number}: return {engine.launcher}<{template}>(call{runtime});  // {names}"
-        )
+        lines.append(f"        case {number}: return {BY_NAME[v.engine].launcher}<okc::launch::Case{number}>(call);")
     lines += ["    }", '    return "no such kernel in this build";', "}", ""]
     return "\n".join(lines)
 
 
-def _cpp(value) -> str:
+def launch_cases(kernels) -> str:
+    """Per kernel of this build, a struct of its Variant's arguments by name (okc::launch::Case<number>): what its
+    engine's launcher reads."""
+    lines = [
+        "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each, its launcher's",
+        "// arguments by name.",
+        "namespace okc::launch {",
+    ]
+    for number, v in enumerate(kernels):
+        lines.append(f"struct Case{number} {{  // {v.engine}")
+        lines += [f"    {_member(name, value)}" for name, value in v.args]
+        lines.append("};")
+    lines.append("}  // namespace okc::launch")
+    return "\n".join(lines)
+
+
+def _member(name: str, value) -> str:
+    """One launch argument as a member of its case's struct: a type, a flag, a mode's code by its enumerator
+    (engine.CudaCode) or a number."""
+    if isinstance(value, CudaType):
+        return f"using {name} = {value};"
     if isinstance(value, bool):
-        return "true" if value else "false"
-    return getattr(value, "cpp", None) or str(value)  # a mode's code by its enumerator (engine.CudaCode)
+        return f"static constexpr bool {name} = {'true' if value else 'false'};"
+    if hasattr(value, "cpp"):
+        return f"static constexpr {value.ctype} {name} = {value.cpp};"
+    return f"static constexpr int {name} = {value};"
 
 
 def cuda_source(cuda_src: str, kernels) -> str:

@@ -30,15 +30,15 @@ K / BLOCK_K steps are cut into `splits` contiguous runs, run s taking steps [s *
 
 The epilogues
 =============
-splits == 1 (REDUCE = 0): a plain masked store (tokens >= M are never written).
+splits == 1 (reduce none): a plain masked store (tokens >= M are never written).
 splits > 1 need a reduction over the programs of one (row tile, token tile); both kinds leave their state as
 they found it, so CUDA-graph replays need no clearing launch:
 
-* semaphore (REDUCE = 1): every program stores its fp32 partial tile into the workspace (slot [tile, split],
+* semaphore: every program stores its fp32 partial tile into the workspace (slot [tile, split],
   real tokens only), then takes a ticket on the tile's counter; the program that draws the last ticket sums
   the partials in split order 0 .. splits - 1 whoever it is (deterministic), loading them past L1 in
   EPILOGUE_N-row chunks with four splits in flight at a time, writes out and resets the counter to 0.
-* atomic (REDUCE = 2): every program adds its partial into a zeroed fp32 accumulator (fp32 atomic adds, real
+* atomic: every program adds its partial into a zeroed fp32 accumulator (fp32 atomic adds, real
   tokens only), then takes a ticket; the last one reads the accumulated tile past L1, writes out (bf16 or
   fp32), stores zeros back over it and resets the counter. One tile read instead of splits, and no
   workspace of splits tiles; the summation order is not fixed.
@@ -48,7 +48,7 @@ program's partial (the argument is spelled out at the epilogue).
 
 What is constexpr
 =================
-BLOCK_N, BLOCK_M, BLOCK_K, TMA (load style), DUAL (two weights), REDUCE (0 none, 1 semaphore, 2 atomic),
+BLOCK_N, BLOCK_M, BLOCK_K, TMA (load style), DUAL (two weights), REDUCE (reduce's code: engine.REDUCTION),
 EPILOGUE_N (the semaphore sum's chunk rows, derived from the block shape and warps: no compiles of its own) and
 UPCAST (interpreter only, see `_splitk_mma`); also num_warps / num_stages and the argument types (pointer
 element types, descriptor block shapes). M and splits are runtime and never specialised
@@ -64,6 +64,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and accumulator (atomic) the caller passes
     ACCUMULATOR_FLOATS,
+    REDUCTION,
+    SMEM_PER_BLOCK,
     WORKSPACE_FLOATS,
     Engine,
     Field,
@@ -73,7 +75,10 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
 )
 
 LOADS = ("tma", "pointers")
-REDUCE = ("none", "semaphore", "atomic")
+SPLITK_REDUCTIONS = ("none", "semaphore", "atomic")
+# The reduce codes the kernel branches on: engine.REDUCTION's (Triton reads a global only as a constexpr).
+_REDUCE_NONE = tl.constexpr(int(REDUCTION.code("none")))
+_REDUCE_SEMAPHORE = tl.constexpr(int(REDUCTION.code("semaphore")))
 SPLITK_GEMM_FIELDS = (
     Field("block_n", int, (64, 128, 256), "weight rows per program"),
     Field("block_m", int, (16, 32, 64, 128, 256), "tokens per program"),
@@ -89,14 +94,13 @@ SPLITK_GEMM_FIELDS = (
     Field(
         "reduce",
         str,
-        REDUCE,
+        SPLITK_REDUCTIONS,
         "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
         " zeroed accumulator, the last program writes out and re-zeroes)",
     ),
 )
 SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-SPLITK_SMEM_LIMIT = 227 * 1024  # shared memory per block on Hopper
 SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
 # Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
 # and with dual or pointer loads ptxas (sm_90a) spills at 128 accumulator registers per thread: those stop at 64.
@@ -150,10 +154,10 @@ def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
             f" and as many returned by its atomics: over {SPLITK_ATOMIC_ACC_REGS}, it spills"
         )
     smem = splitk_smem_bytes(cfg, dual)
-    if smem > SPLITK_SMEM_LIMIT:
+    if smem > SMEM_PER_BLOCK:
         return (
             f"stages={cfg.stages} of block_n={cfg.block_n}, block_m={cfg.block_m}, block_k={cfg.block_k}"
-            f"{' (dual)' if dual else ''} need about {smem} bytes of shared memory, over {SPLITK_SMEM_LIMIT}"
+            f"{' (dual)' if dual else ''} need about {smem} bytes of shared memory, over {SMEM_PER_BLOCK}"
         )
     padded = -(-m // cfg.block_m) * cfg.block_m  # tokens of the grid's token tiles
     tiles = (n // cfg.block_n) * (padded // cfg.block_m)
@@ -222,7 +226,7 @@ def _splitk_k_loop(
 def _splitk_ticket(counters, tile):
     """The ticket (both reductions): how many programs of this tile arrived before this one.
 
-    Memory ordering. Each thread's partial stores (REDUCE 1) or atomic adds (REDUCE 2) come before
+    Memory ordering. Each thread's partial stores (semaphore) or atomic adds (atomic) come before
     tl.debug_barrier() (bar.sync) in program order, and bar.sync orders them before everything the CTA's threads
     do after it. Triton lowers the scalar counter atomic to ONE thread, so that thread's acq_rel gpu-scope add
     releases, cumulatively, every write the barrier ordered before it: a program whose add returns splits - 1
@@ -245,7 +249,7 @@ def _splitk_semaphore_epilogue(
     acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, EPILOGUE_N: tl.constexpr,
 ):  # fmt: skip
-    """REDUCE = 1: the partial into its workspace slot; the last program to arrive sums the tile's slots in split
+    """reduce = semaphore: the partial into its workspace slot; the last program to arrive sums the tile's slots in split
     order 0, 1, ..., whoever it is (deterministic), writes out and resets the counter. acc is dead once stored,
     so the sum goes over EPILOGUE_N-row chunks, four splits' loads in flight at a time (one L2 round trip per four
     splits instead of per split; past `splits` they load 0.0)."""
@@ -273,7 +277,7 @@ def _splitk_semaphore_epilogue(
 def _splitk_atomic_epilogue(
     acc, slots, counters, out_ptrs, tile, splits, live, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr
 ):
-    """REDUCE = 2: the partial added into the zeroed accumulator; the last program to arrive reads the tile, writes
+    """reduce = atomic: the partial added into the zeroed accumulator; the last program to arrive reads the tile, writes
     out, stores zeros back over it and resets the counter."""
     tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
     arrived = _splitk_ticket(counters, tile)
@@ -290,7 +294,7 @@ def _splitk_gemm_kernel(
     w,  # TMA: descriptor of the weight [N_total, K], block [BLOCK_N, BLOCK_K]; pointers: bf16 weight
     w2,  # dual: the lo weight, as w; otherwise w again (never read)
     out,  # [M, N] bf16 (fp32 for dual), row-major
-    partials,  # fp32: the workspace (REDUCE = 1) or the zeroed accumulator (REDUCE = 2)
+    partials,  # fp32: the workspace (semaphore) or the zeroed accumulator (atomic)
     counters,  # int32 [tiles], zero between launches
     M,
     N,
@@ -321,12 +325,12 @@ def _splitk_gemm_kernel(
     tokens = off_m + rm
     live = (tokens < M)[None, :]  # [1, BLOCK_M]: output rows that exist
     out_ptrs = out + tokens[None, :] * N + (off_n + rn)[:, None]
-    if REDUCE == 0:
+    if REDUCE == _REDUCE_NONE:
         tl.store(out_ptrs, acc.to(out.dtype.element_ty), mask=live)
     else:
         tile = pid_m * tl.num_programs(0) + pid_n
         local = rm[None, :] * BLOCK_N + rn[:, None]  # one tile's fp32 slot, token-major as out
-        if REDUCE == 1:
+        if REDUCE == _REDUCE_SEMAPHORE:
             slots = partials + tile * splits * (BLOCK_N * BLOCK_M)  # [splits] tile slots, split-major
             _splitk_semaphore_epilogue(
                 acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N, BLOCK_N, BLOCK_M,
@@ -345,7 +349,7 @@ def splitk_constexprs(cfg, dual, upcast):
         BLOCK_K=cfg.block_k,
         TMA=cfg.loads == "tma",
         DUAL=dual,
-        REDUCE=REDUCE.index(cfg.reduce),
+        REDUCE=int(REDUCTION.code(cfg.reduce)),
         EPILOGUE_N=min(cfg.block_n, 1024 * cfg.warps // cfg.block_m),  # <= 32 fp32 per thread per chunk
         UPCAST=upcast,
     )
@@ -540,7 +544,7 @@ class SplitKGemm(Engine):
         descriptors = ctx.operands[self.operands(cfg, layer)[0]] if cfg.loads == "tma" else ()
         b = ctx.buffers
         workspace, counters, accumulator = b["workspace"], b["counters"], b["accumulator"]
-        out_dtype, device = (torch.float32 if layer.dual else torch.bfloat16), workspace.device
+        out_dtype, device = getattr(torch, layer.out_dtype), workspace.device
         bound = (
             None  # the BoundSplitKLaunch, made by the first call (prepare()'s warm-up); False: it cannot be
         )

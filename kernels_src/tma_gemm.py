@@ -13,7 +13,6 @@ from kernels_src.engine import (
     WORKSPACE_FLOATS,
     Engine,
     Field,
-    Variant,
     config_type,
     split_rule,
 )
@@ -23,9 +22,9 @@ from kernels_src.tma_gemv import (
     TILES,
     TMA_CUDA_CONSTANTS,
     TMA_GEMV,
-    TMA_REDUCE,
     TMA_STAGES,
     ring_bytes,
+    tma_variant,
 )
 
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
@@ -91,7 +90,6 @@ class TmaGemm(Engine):
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
     launcher = "okc::launch_tma"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups", "staged")
     cuda_constants = TMA_CUDA_CONSTANTS
     summary = (
         "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
@@ -142,11 +140,9 @@ class TmaGemm(Engine):
         return TMA_GEMV.build_operand(operand, parts, layer)
 
     def variant(self, cfg, layer, m):
-        reduce = TMA_REDUCE.code("semaphore" if cfg.reduce == "none" else cfg.reduce)
-        template = (gemm_column_blocks(m), cfg.stages, layer.dual, False, cfg.warpgroups)
-        if cfg.epilogue == "staged":  # the launcher's STAGED, false by default
-            template += (True,)
-        return Variant(self.name, template, (cfg.splits, reduce))
+        nb = gemm_column_blocks(m)
+        staged, smem = cfg.epilogue == "staged", gemm_smem_bytes(cfg, nb, layer.dual)
+        return tma_variant(self.name, cfg, layer, nb, False, cfg.warpgroups, staged, smem)
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands[TILES]

@@ -53,13 +53,11 @@
 
 #include <cudaTypedefs.h>
 
-#include <type_traits>
-
 namespace okc {
 
 // kTmaTileRows (weight rows per CTA: the wgmma M), kTmaTileK (K per ring slot: 64 bf16 = one 128-byte swizzle
-// row), kTmaConsumers (threads of one consumer warpgroup: warps 4g..4g+3), kTmaRingDepths and the TmaReduce codes
-// are tma_gemv.py's, rendered ahead of this file (registry.py, cuda_prelude).
+// row) and kTmaConsumers (threads of one consumer warpgroup: warps 4g..4g+3) are tma_gemv.py's, the Reduce codes
+// engine.py's, rendered ahead of this file (registry.py, cuda_prelude).
 constexpr int kTmaHalfRows = 32;                          // half tiles: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
 // Consumer warpgroups (WG) per CTA, then the producer warp. The GEMV runs one; the GEMM for m > 32 (engine
@@ -67,36 +65,11 @@ constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per
 // per 64 WG weight rows: at m = 128 a 64-row tile reads twice as many bytes of x as of weights.
 __host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
 
-// Whether `stages` is one of the ring depths the engines admit (kTmaRingDepths): the launcher refuses any other.
-constexpr bool tma_ring_depth(int stages) {
-    for (int depth : kTmaRingDepths)
-        if (depth == stages) return true;
-    return false;
-}
-
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
-// A slot: each warpgroup's weight block(s), then x's box (two boxes for half tiles); every part a multiple of
-// 1 KB: swizzle-aligned.
-__host__ __device__ constexpr int tma_stage_bytes(int nb, bool dual, bool half = false, int wg = 1) {
-    return kTmaWBytes * (dual ? 2 : 1) * wg + tma_x_bytes(nb) * (half ? 2 : 1);
-}
-// +1 KB: the dynamic shared memory base is only 16-byte aligned; the 128-byte swizzle needs 1024.
-__host__ __device__ constexpr int tma_smem_bytes(int nb, int stages, bool dual, bool half = false, int wg = 1) {
-    return stages * tma_stage_bytes(nb, dual, half, wg) + 1024;
-}
-__host__ __device__ constexpr bool tma_fits(int nb, int stages, bool dual, bool half = false, int wg = 1) {
-    return tma_smem_bytes(nb, stages, dual, half, wg) <= (int)kSmemOptInLimit;
-}
 // cluster_scatter: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)),
 // and tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
 __host__ __device__ constexpr int tma_owned_from(int rank, int s) { return rank * kTmaConsumers / s; }
 __host__ __device__ constexpr int tma_owner(int t, int s) { return ((t + 1) * s - 1) / kTmaConsumers; }
-// The cluster inbox follows the ring: S - 1 slots (one per other rank, in rank order) of 4 NB floats for each
-// thread the rank owns: all 128 (c = 1, gather, rank 0), or at most ceil(128 / S) (c = 2, scatter). None for c = 0.
-__host__ __device__ constexpr int tma_inbox_bytes(int nb, int s, int c) {
-    return c == 0 ? 0 : (s - 1) * (c == 1 ? kTmaConsumers : (kTmaConsumers + s - 1) / s) * 4 * nb * 4;
-}
-
 struct TmaArgs {
     const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] blocks of 8 KB, each pre-swizzled (half tiles:
                         // pack_tma_half_bulk's [N/32][K/128])
@@ -106,7 +79,7 @@ struct TmaArgs {
     float* acc;         // reduce = atomic: a zeroed fp32 accumulator, [N/64][64 * 8 NB]; left zeroed
     int* sem;           // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    TmaReduce reduce;  // S > 1: how the splits meet (the clusters: the S split CTAs of a tile are one cluster)
+    Reduce reduce;  // S > 1: how the splits meet (the clusters: the S split CTAs of a tile are one cluster)
 };
 
 // Consumer warpgroup g's own named barrier (the producer warp may have left already, and the other warpgroups
@@ -171,11 +144,11 @@ template <int NB, int Stages, bool Dual, bool Half, int Warpgroups = 1>
 struct TmaStream {
     static_assert(Warpgroups == 1 || !Half, "half tiles run one warpgroup");
     static_assert(NB <= 4 || NB == 8 || NB == 16 || NB == 32, "wgmma's N = 8 NB: 8 .. 32, 64, 128 or 256");
-    static constexpr int kAcc = 4 * NB;  // fp32 accumulators per consumer thread (per set)
-    static constexpr int kStage = tma_stage_bytes(NB, Dual, Half, Warpgroups);  // bytes TMA lands in one ring slot
+    static constexpr int kAcc = 4 * NB;                        // fp32 accumulators per consumer thread (per set)
     static constexpr int kWSet = kTmaWBytes * (Dual ? 2 : 1);  // one warpgroup's weight bytes in a slot
-    static constexpr int kXOffset = kWSet * Warpgroups;        // x's box follows the weight boxes
-    static constexpr int kSlotK = kTmaTileK * (Half ? 2 : 1);  // K one slot covers
+    static constexpr int kXOffset = kWSet * Warpgroups;        // x's box (two for half tiles) after the weights
+    static constexpr int kStage = kXOffset + tma_x_bytes(NB) * (Half ? 2 : 1);  // bytes TMA lands in a slot
+    static constexpr int kSlotK = kTmaTileK * (Half ? 2 : 1);                   // K one slot covers
     // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back: half tiles feed 72
     // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work per
     // slot, so they keep 3 (the 64-row tiles 1); 1, 2 and 3 measured within 1 % of each other once the consumer
@@ -307,7 +280,7 @@ __device__ __forceinline__ void finish_cluster(const TmaArgs& a, float* inbox, u
                                                const float (&acc)[kAcc], int tile, int t) {
     inbox_ready();
     const int rank = (int)cluster_rank();  // split `rank`: the cluster spans grid.y
-    const bool scattered = a.reduce == TmaReduce::kClusterScatter;
+    const bool scattered = a.reduce == Reduce::kClusterScatter;
     const int owner = scattered ? tma_owner(t, a.S) : 0;
     const int from = scattered ? tma_owned_from(owner, a.S) : 0;
     const int owned = scattered ? tma_owned_from(owner + 1, a.S) - from : kTmaConsumers;
@@ -446,7 +419,7 @@ __device__ __forceinline__ void finish_full(const TmaArgs& a, uint8_t* slots, fl
 #pragma unroll
             for (int e = 0; e < kAcc; ++e) tma_write<Out>(a, tile64 * kTmaTileRows, t, e, acc[e]);
         }
-    } else if (a.reduce == TmaReduce::kAtomic) {
+    } else if (a.reduce == Reduce::kAtomic) {
         finish_atomic<kAcc, Out>(a, acc, &is_last[g], tile64, t, g);
     } else if (cluster) {
         if constexpr (Warpgroups == 1 && NB <= 4)
@@ -462,8 +435,8 @@ __device__ __forceinline__ void finish_full(const TmaArgs& a, uint8_t* slots, fl
 template <int kAcc>
 __device__ __forceinline__ void open_tma_inbox(const TmaArgs& a, uint64_t* inbox_full) {
     const int rank = (int)cluster_rank();
-    const int owned = a.reduce == TmaReduce::kClusterScatter ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
-                                                             : (rank == 0 ? kTmaConsumers : 0);
+    const int owned = a.reduce == Reduce::kClusterScatter ? tma_owned_from(rank + 1, a.S) - tma_owned_from(rank, a.S)
+                                                          : (rank == 0 ? kTmaConsumers : 0);
     open_inbox(inbox_full, (uint32_t)((a.S - 1) * owned * kAcc * sizeof(float)));
 }
 
@@ -490,7 +463,7 @@ __global__ void __launch_bounds__(tma_threads(Warpgroups), 1)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};
     // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
-    const bool cluster = a.S > 1 && (a.reduce == TmaReduce::kClusterGather || a.reduce == TmaReduce::kClusterScatter);
+    const bool cluster = a.S > 1 && (a.reduce == Reduce::kClusterGather || a.reduce == Reduce::kClusterScatter);
 
     if (threadIdx.x == kTmaConsumers * Warpgroups) ring.start();
     if (cluster) open_tma_inbox<kAcc>(a, &inbox_full);
@@ -558,23 +531,37 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-// reduce (splits > 1): tma_gemv.py's and tma_gemm.py's variant(). WG consumer warpgroups (tma_gemm);
-// call.operand[2] = the zeroed accumulator (atomic). STAGED: tma_gemm's epilogue = staged (write_staged).
-template <int NB, int Stages, bool Dual, bool Half, int Warpgroups, bool Staged = false>
-const char* launch_tma(const Call& c, int splits, TmaReduce reduce) {
-    static_assert(tma_ring_depth(Stages), "a ring depth tma_gemv.py's TMA_STAGES does not list");
-    static_assert(tma_fits(NB, Stages, Dual, Half, Warpgroups), "the engines' rules admit only rings that fit");
-    if (c.M < 1 || c.M > 8 * NB) return "tma_gemv: M does not fit this kernel's column blocks";
-    // the inbox's kind (tma_inbox_bytes): 0 none, 1 gather, 2 scatter
-    const int cluster = splits < 2                             ? 0
-                        : reduce == TmaReduce::kClusterGather  ? 1
-                        : reduce == TmaReduce::kClusterScatter ? 2
-                                                               : 0;
-    if (cluster && (Warpgroups != 1 || NB > 4)) return "tma_gemv: the cluster reductions are the GEMV's (m <= 32)";
-    if (reduce == TmaReduce::kAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
-    if (c.N % (kTmaTileRows * Warpgroups)) return "tma_gemv: N is not a multiple of the CTA's rows";
+// A launch-table case L (kernels_src/runtime.py, launch_table: the engine's variant(), by name): call.operand[0] =
+// the packed tiles (dual: hi), [1] = the lo tiles (dual) or the tiles again, [2] = the zeroed accumulator (atomic).
+template <typename L>
+constexpr bool tma_cluster() {
+    return L::splits > 1 && (L::reduce == Reduce::kClusterGather || L::reduce == Reduce::kClusterScatter);
+}
+
+// Whether case L's layout fits the shared memory its engine's rule gives it: the ring (+1 KB to align it), then
+// for a cluster split the inbox, S - 1 partials of the most consumer threads a rank owns.
+template <typename L>
+constexpr bool tma_layout_fits() {
+    int owned = tma_cluster<L>() && L::reduce == Reduce::kClusterGather ? kTmaConsumers : 0;  // threads a rank owns
+    for (int rank = 0; tma_cluster<L>() && L::reduce == Reduce::kClusterScatter && rank < L::splits; ++rank) {
+        const int share = tma_owned_from(rank + 1, L::splits) - tma_owned_from(rank, L::splits);
+        owned = share > owned ? share : owned;
+    }
+    const int ring = L::stages * TmaStream<L::NB, L::stages, L::dual, L::half, L::warpgroups>::kStage + 1024;
+    return ring + (L::splits - 1) * owned * 4 * L::NB * 4 <= L::smem_bytes && L::smem_bytes <= (int)kSmemOptInLimit;
+}
+
+template <typename L>
+const char* launch_tma(const Call& c) {
+    constexpr bool cluster = tma_cluster<L>();
+    static_assert(tma_layout_fits<L>(), "the ring and the cluster inbox fit the engine's shared memory");
+    static_assert(!cluster || (L::warpgroups == 1 && L::NB <= 4), "the cluster reductions are the GEMV's");
+    static_assert(!L::staged || L::splits == 1, "the staged write is the plain one's (splits = 1)");
+    if (c.M < 1 || c.M > 8 * L::NB) return "tma_gemv: M does not fit this kernel's column blocks";
+    if (L::reduce == Reduce::kAtomic && c.operand[2] == nullptr) return "tma_gemv: reduce=atomic needs its accumulator";
+    if (c.N % (kTmaTileRows * L::warpgroups)) return "tma_gemv: N is not a multiple of the CTA's rows";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, NB * 8, Half ? 2 : 1);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, L::NB * 8, L::half ? 2 : 1);
     if (err != nullptr) return err;
     const TmaArgs a{static_cast<const uint8_t*>(c.operand[0]),
                     static_cast<const uint8_t*>(c.operand[1]),
@@ -585,16 +572,12 @@ const char* launch_tma(const Call& c, int splits, TmaReduce reduce) {
                     c.M,
                     c.N,
                     c.K,
-                    splits,
-                    reduce};
-    using Out = std::conditional_t<Dual, float, __nv_bfloat16>;
-    if (Staged && splits != 1) return "tma_gemv: the staged write is the plain one's (splits = 1)";
-    auto kernel = tma_kernel<NB, Stages, Dual, Half, Warpgroups, Out, Staged>;
-    const int smem = tma_smem_bytes(NB, Stages, Dual, Half, Warpgroups) + tma_inbox_bytes(NB, splits, cluster);
-    if (smem > (int)kSmemOptInLimit) return "tma_gemv: the ring and the cluster inbox exceed the shared memory limit";
-    return launch_splits(kernel, dim3(c.N / (Half ? kTmaHalfRows : kTmaTileRows * Warpgroups), splits),
-                         dim3(tma_threads(Warpgroups)), (size_t)smem, static_cast<cudaStream_t>(c.stream), cluster != 0,
-                         x_map, a);
+                    L::splits,
+                    L::reduce};
+    auto kernel = tma_kernel<L::NB, L::stages, L::dual, L::half, L::warpgroups, typename L::out, L::staged>;
+    return launch_splits(kernel, dim3(c.N / (L::half ? kTmaHalfRows : kTmaTileRows * L::warpgroups), L::splits),
+                         dim3(tma_threads(L::warpgroups)), (size_t)L::smem_bytes, static_cast<cudaStream_t>(c.stream),
+                         cluster, x_map, a);
 }
 
 }  // namespace okc

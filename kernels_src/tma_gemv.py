@@ -4,10 +4,11 @@ Design and the measurements behind each field: docs/tma-gemv.md."""
 
 from kernels_src.engine import (
     CLUSTER_MAX,
+    CUDA_TYPES,
+    REDUCTION,
     SMEM_LIMIT,
     WORKSPACE_FLOATS,
     CudaConstant,
-    CudaEnum,
     DecodeGemv,
     Field,
     Operand,
@@ -22,18 +23,11 @@ TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
 HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup
-TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths compiled in (the launcher refuses any other)
+TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths the engines admit
 TMA_TILES = ("full", "half")
 TILES = Operand("tiles")  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
 HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
-# The split-K reductions as tma_gemv.cuh's kernel numbers them, for both engines on it (tma_gemm: semaphore and
-# atomic); splits = 1 passes the semaphore's code and reduces nothing.
-TMA_REDUCE = CudaEnum(
-    "TmaReduce",
-    ("semaphore", "cluster_gather", "cluster_scatter", "atomic"),
-    "tma_gemv.py TMA_REDUCE: the split-K reductions of tma_gemv.cuh (tma_gemv's and tma_gemm's reduce)",
-)
 TMA_GEMV_FIELDS = (
     Field("splits", int, None, "CTAs that split a tile's K", bounds="1 .. K/64, uneven splits allowed"),
     Field(
@@ -59,8 +53,6 @@ TMA_GEMV_FIELDS = (
 TmaGemvConfig = config_type("TmaGemvConfig", TMA_GEMV_FIELDS)
 # What tma_gemv.cuh reads from here (both engines on it: tma_gemv and tma_gemm).
 TMA_CUDA_CONSTANTS = (
-    TMA_REDUCE,
-    CudaConstant("kTmaRingDepths", TMA_STAGES, "tma_gemv.py TMA_STAGES: the ring depths the launcher takes"),
     CudaConstant("kTmaTileRows", TILE_ROWS, "tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M"),
     CudaConstant(
         "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
@@ -70,15 +62,15 @@ TMA_CUDA_CONSTANTS = (
 
 
 def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
-    """A CTA's ring (tma_gemv.cuh, tma_smem_bytes): stages slots of each warpgroup's 8 KB weight block (two for
-    dual) and x's box(es) of 8 NB rows x 128 bytes, plus 1 KB to align it. tma_gemm's rule reads it too."""
+    """A CTA's ring: stages slots of each warpgroup's 8 KB weight block (two for dual) and x's box(es) of 8 NB
+    rows x 128 bytes, plus 1 KB to align it (tma_gemv.cuh asserts its layout fits). tma_gemm's rule reads it too."""
     return stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2) + 1024
 
 
 def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA (tma_gemv.cuh, tma_smem_bytes + tma_inbox_bytes): the ring, then for a cluster
-    reduction the inbox: splits - 1 slots of 4 NB floats for each consumer thread a rank owns, all 128 (gather)
-    or at most ceil(128 / splits) (scatter)."""
+    """Shared memory of one CTA (the launch's smem_bytes): the ring, then for a cluster reduction the inbox:
+    splits - 1 slots of 4 NB floats for each consumer thread a rank owns, all 128 (gather) or at most
+    ceil(128 / splits) (scatter: tma_gemv.cuh, tma_owned_from)."""
     ring = ring_bytes(cfg.stages, nb, dual, 2 if cfg.tile == "half" else 1)
     if not cfg.reduce.startswith("cluster"):
         return ring
@@ -86,12 +78,24 @@ def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
     return ring + (cfg.splits - 1) * owned * 4 * nb * 4
 
 
+def tma_variant(engine, cfg, layer, nb, half, warpgroups, staged, smem) -> Variant:
+    """A launch of tma_gemv.cuh's kernel (both engines on it, through okc::launch_tma)."""
+    kernel = dict(NB=nb, stages=cfg.stages, dual=layer.dual, half=half, warpgroups=warpgroups)
+    kernel.update(out=CUDA_TYPES[layer.out_dtype], staged=staged)
+    return Variant.of(
+        engine,
+        kernel,
+        splits=cfg.splits,
+        reduce=REDUCTION.code(cfg.reduce),
+        smem_bytes=smem,
+    )
+
+
 class TmaGemv(DecodeGemv):
     name = "tma_gemv"
     FIELDS = TMA_GEMV_FIELDS
     Config = TmaGemvConfig
     launcher = "okc::launch_tma"
-    template_fields = ("NB", "stages", "dual", "half", "warpgroups")
     cuda_constants = TMA_CUDA_CONSTANTS
     summary = (
         "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
@@ -135,9 +139,8 @@ class TmaGemv(DecodeGemv):
         return tuple(pack(part) for part in parts)
 
     def variant(self, cfg, layer, m):
-        reduce = TMA_REDUCE.code("semaphore" if cfg.reduce == "none" else cfg.reduce)
-        template = (column_blocks(m), cfg.stages, layer.dual, cfg.tile == "half", 1)
-        return Variant(self.name, template, (cfg.splits, reduce))
+        nb = column_blocks(m)
+        return tma_variant(self.name, cfg, layer, nb, cfg.tile == "half", 1, False, smem_bytes(cfg, nb, layer.dual))
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands[self.operands(cfg, layer)[0]]

@@ -72,7 +72,7 @@ def test_a_refusal_is_raised_as_one_line(built, monkeypatch):
     module, binding, _ = built
     monkeypatch.setattr(module, "_raw_stream", lambda index: 77)  # no CUDA stream on this machine
     state = module.Prepared(1)
-    state.kernels = [module.Variant("mma_gemv", (1, 1, 1, 0, False, False), (4, 1, 0))]
+    state.kernels = [module.Variant.of("mma_gemv", dict(NB=1), warps=4)]
     state.extension = binding
     state.parts, state.operands = {"o": ()}, {"o": {}}
     state.buffers = {name: _Tensor() for name in ("workspace", "semaphores", "counters", "accumulator")}
@@ -82,7 +82,7 @@ def test_a_refusal_is_raised_as_one_line(built, monkeypatch):
     call = ctx.cuda_plan(state.kernels[0], layer, 1, (_Tensor(),))
     with pytest.raises(
         RuntimeError,
-        match=r"^mma_gemv <\(1, 1, 1, 0, False, False\)> \(4, 1, 0\) at m=1: kernel 0: M=1 N=8192 K=1024 op0=4096 s2=0 stream=77$",
+        match=r"^mma_gemv \(NB=1 warps=4\) at m=1: kernel 0: M=1 N=8192 K=1024 op0=4096 s2=0 stream=77$",
     ):
         call(_Tensor(bf16=True))
 
@@ -115,7 +115,7 @@ def test_a_plan_holds_what_its_pointers_point_at(built):
     operand = _Tensor()
     buffers = {name: _Tensor() for name in ("workspace", "semaphores", "counters", "accumulator")}
     state = module.Prepared(1)
-    state.kernels = [module.Variant("mma_gemv", (1, 1, 1, 0, False, False), (4, 1, 0))]
+    state.kernels = [module.Variant.of("mma_gemv", dict(NB=1), warps=4)]
     state.extension = binding
     state.parts, state.operands, state.buffers = {"o": ()}, {"o": {}}, buffers
     layer = module.Layer("o", 8192, 1024, "bfloat16")

@@ -172,7 +172,7 @@ def test_the_rule_counts_the_ring_and_refuses_in_one_line():
     assert "bytes of shared memory" in COMPRESSED_RING.config_error(big, unpooler, 32)
     wide = Layer("wide", 256, 1 << 17, "bfloat16")
     assert "K <= 65536" in COMPRESSED_RING.config_error(ok, wide, 16)  # an entry's k is 16 bits
-    # the ring and StagedOverflow (4 + 69 bytes an entry: compressed_ring.cuh asserts the same size)
+    # the ring and StagedOverflow (4 + 69 bytes an entry; compressed_ring.cuh asserts its layout fits the sum)
     assert ring_smem(ok, 4) == 8 * (13312 + 2 * 4096) + 4 + 69 * STAGED_ENTRIES + 1024
     # what sweep times at m = 32: every depth that fits, 1 / 2 / 4 warpgroups, 1 or 2 groups a slot
     got = {tuple(c) for c in candidates(COMPRESSED_RING, unpooler, 32)}

@@ -77,7 +77,7 @@ def test_a_redefinition_would_be_found():
     names = [item.name for item in declared()]
     definition = re.compile(r"\b(" + "|".join(names) + r")\b\s*(\[\s*\])?\s*=[^=]")
     assert definition.search("constexpr size_t kSmemOptInLimit = 226 * 1024;")
-    assert definition.search("constexpr int kTmaRingDepths[] = {2, 4};")
+    assert definition.search("constexpr int kTmaConsumers[] = {2, 4};")
     assert not definition.search("if (smem > kSmemOptInLimit) return")
 
 
@@ -86,7 +86,7 @@ def test_mode_codes_are_enum_classes_not_integers():
     Python side has no hand map of mode names to numbers."""
     for path in CUDA_FILES:
         for number, line in code_lines(path):
-            assert not re.search(r"\b(P|p|reduce|a\.reduce)\s*[!=]=\s*\d", line), f"{path.name}:{number}: {line}"
+            assert not re.search(r"\b(Pipeline|p|reduce|a\.reduce|L::reduce)\s*[!=]=\s*\d", line), f"{path.name}:{number}: {line}"
     for path in sorted(SRC.glob("*.py")):
         text = path.read_text()
         assert not re.search(r'\{\s*"[a-z_]+"\s*:\s*\d+\s*,', text), path.name
@@ -100,10 +100,10 @@ def test_the_launch_table_names_mode_codes():
     layer = Layer("o", 8192, 1024, "bfloat16")
     cfg = MmaGemvConfig(warps=8, splits=1, unroll=2, pipeline="double_w_l2", row_blocks=2, reduce="none")
     variant = MMA_GEMV.variant(cfg, layer, 8)
-    assert variant.template[3] == 5  # its code: the member's position
-    assert "okc::launch_mma_gemv<2, 1, 2, okc::MmaPipeline::kDoubleWL2, false, false>(call, 8, 1, 0" in (
-        launch_table([variant])
-    )
+    assert dict(variant.args)["pipeline"] == 5  # its code: the member's position
+    table = launch_table([variant])
+    assert "static constexpr okc::MmaPipeline pipeline = okc::MmaPipeline::kDoubleWL2;" in table
+    assert "static constexpr okc::Reduce reduce = okc::Reduce::kNone;" in table
 
 
 def test_the_submission_carries_the_prelude_ahead_of_both_sources():

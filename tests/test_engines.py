@@ -1,5 +1,5 @@
-"""The engine registry: routing, each engine's rule (Python and the CUDA headers agree), and the kernels a build
-compiles (exactly those its routes reach)."""
+"""The engine registry: routing, each engine's rule (and the CUDA layouts fit the shared memory it gives them),
+and the kernels a build compiles (exactly those its routes reach)."""
 
 import itertools
 import re
@@ -18,10 +18,10 @@ from generator.tables import load_tables
 from kernels_src import registry
 from kernels_src.compressed_gemv import COMPRESSED_GEMV, CompressedGemvConfig
 from kernels_src.compressed_ring import COMPRESSED_RING, CompressedRingConfig
-from kernels_src.engine import SMEM_LIMIT, Layer, column_blocks
-from kernels_src.mma_gemv import MMA_GEMV, MMA_PIPELINES, MmaGemvConfig, tiles_smem_error
+from kernels_src.engine import Layer, column_blocks
+from kernels_src.mma_gemv import MMA_GEMV, MmaGemvConfig, tiles_smem_error
 from kernels_src.registry import Table, route
-from kernels_src.tma_gemv import TMA_STAGES, TMA_GEMV, TmaGemvConfig, smem_bytes
+from kernels_src.tma_gemv import TMA_GEMV, TmaGemvConfig, smem_bytes
 
 PROBLEM = load_problem()
 O, POOLER, ROUTER = PROBLEM.layers["o"], PROBLEM.layers["pooler"], PROBLEM.layers["router"]
@@ -328,30 +328,6 @@ SRC = REPO_ROOT / "kernels_src"
 M_OF_NB = {1: 8, 2: 16, 4: 32}
 
 
-@needs_nvcc
-def test_python_and_cuda_agree_on_which_mma_configs_exist(tmp_path):
-    out = _host_program_output(
-        tmp_path,
-        "rule",
-        f'#include "{SRC}/mma_gemv.cuh"\n#include <cstdio>\n'
-        "int main() { for (int u : {1, 2, 4, 8}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4})"
-        f" for (int p = 0; p < {len(MMA_PIPELINES)}; ++p) for (int d = 0; d < 2; ++d)"
-        ' printf("%d %d %d %d %d %d\\n", u, nb, r, p, d,'
-        " (int)okc::gemv_fits(u, nb, r, static_cast<okc::MmaPipeline>(p), d)); }\n",
-    )
-    cpp = {tuple(map(int, line.split()[:5])): bool(int(line.split()[5])) for line in out.splitlines()}
-    for u, nb, r, p, d in itertools.product(
-        (1, 2, 4, 8), (1, 2, 4), (1, 2, 4), range(len(MMA_PIPELINES)), (0, 1)
-    ):
-        layer = ROUTER if d else POOLER
-        error = MMA_GEMV.config_error(
-            mma(warps=4, splits=1, unroll=u, pipeline=MMA_PIPELINES[p], row_blocks=r, reduce="none"),
-            layer,
-            M_OF_NB[nb],
-        )
-        assert (error is None) == cpp[(u, nb, r, p, d)], (u, nb, r, p, d, error)
-
-
 def test_every_layers_row_groups_fit_the_semaphore_counters():
     """The semaphore reductions take one counter per 16-row group (engine.py SEMAPHORE_GROUPS, the first part of
     the one int32 array runtime.py allocates; mma_gemv.py asserts its ticket slots follow them, common.cuh that
@@ -361,52 +337,73 @@ def test_every_layers_row_groups_fit_the_semaphore_counters():
     assert max(layer.n for layer in PROBLEM.layers.values()) // 16 <= SEMAPHORE_GROUPS
 
 
+# The layout-fit check each CUDA launcher static_asserts (its case's smem_bytes, from its engine's rule, against the
+# shared memory its kernel lays out).
+LAYOUT_FITS = {
+    "tma_gemv": "tma_layout_fits",
+    "tma_gemm": "tma_layout_fits",
+    "mma_gemv": "mma_gemv_layout_fits",
+    "compressed_gemv": "compressed_gemv_layout_fits",
+    "compressed_ring": "compressed_ring_layout_fits",
+}
+# Launch arguments no layout-fit check reads (the checks of cases differing only in these are one check).
+NOT_LAYOUT = {"unroll", "pipeline", "out"}
+
+
+def admitted_variants():
+    """The launch-table case of every config each CUDA engine's rule admits on the problem's layers, at the largest
+    m of each of its classes (splits, which the fields leave to the rule, in 1 .. 32), one per layout."""
+    found = {}
+    for engine in registry.ENGINES:
+        if engine.name not in LAYOUT_FITS:
+            continue
+        fields = [f.allowed if f.allowed is not None else (1, 2, 3, 4, 8, 16, 32) for f in engine.FIELDS]
+        layers, ms = PROBLEM.layers.values(), engine.class_maxima()
+        for layer, m, values in itertools.product(layers, ms, itertools.product(*fields)):
+            cfg = engine.Config(*values)
+            if engine.config_error(cfg, layer, m) is None:
+                v = engine.variant(cfg, layer, m)
+                layout = tuple((name, value) for name, value in v.args if name not in NOT_LAYOUT)
+                found.setdefault((v.engine, layout), v)
+    return list(found.values())
+
+
 @needs_nvcc
-def test_python_and_cuda_agree_on_the_tma_ring_and_the_cluster_inbox(tmp_path):
-    """One list of ring depths; the shared memory of every (NB, stages, dual, tile, reduce, splits) as the header
-    computes it equals tma_gemv.py's, and a config is refused exactly when it exceeds the limit."""
+def test_every_admitted_configs_shared_memory_holds_its_kernels_layout(tmp_path):
+    """Each engine's rule sizes a launch's shared memory (smem_bytes, rendered into its launch-table case); each
+    launcher static_asserts that its kernel's layout fits in it (ring, cluster inbox, warps' tiles, staged overflow).
+    Here that check runs on every config the rules admit, and on a case one byte short, which it must refuse."""
+    from kernels_src.engine import Variant
+    from kernels_src.runtime import launch_cases
+
+    cases = admitted_variants()
+    tight = next(v for v in cases if v.engine == "tma_gemv" and dict(v.args)["splits"] == 1)
+    short = Variant(tight.engine, tight.kernel, tuple((n, x - 1 if n == "smem_bytes" else x) for n, x in tight.launch))
+    cases.append(short)
+    fits = ", ".join(f"okc::{LAYOUT_FITS[v.engine]}<okc::launch::Case{i}>()" for i, v in enumerate(cases))
     out = _host_program_output(
         tmp_path,
-        "tma_rule",
-        f'#include "{SRC}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
-        ' printf("limit %d\\n", (int)okc::kSmemOptInLimit);\n'
-        " for (int s : {1, 2, 3, 8, 16}) for (int nb : {1, 2, 4}) for (int st : okc::kTmaRingDepths)\n"
-        "  for (int d = 0; d < 2; ++d) for (int h = 0; h < 2; ++h) for (int c = 0; c <= 2; ++c)\n"
-        '   printf("%d %d %d %d %d %d %d\\n", s, nb, st, d, h, c, okc::tma_smem_bytes(nb, st, d, h) +'
-        " okc::tma_inbox_bytes(nb, s, c));\n}\n",
-    )
-    rows = [line.split() for line in out.splitlines()]
-    assert int(rows[0][1]) == SMEM_LIMIT
-    refused = checked = 0
-    reduces = {0: "semaphore", 1: "cluster_gather", 2: "cluster_scatter"}
-    for row in rows:
-        if row[0] == "limit":
-            continue
-        s, nb, stages, dual, half, c, smem = map(int, row)
-        reduce = "none" if s == 1 and c == 0 else reduces[c]
-        if (s == 1) != (reduce == "none") or (half and (s > 1 or dual)):
-            continue  # not a config the engine admits for other reasons
-        cfg = TmaGemvConfig(splits=s, stages=stages, tile="half" if half else "full", reduce=reduce)
-        assert smem_bytes(cfg, nb, bool(dual)) == smem, row
-        layer = ROUTER if dual else PROBLEM.layers["qkv_gate"]
-        error = TMA_GEMV.config_error(cfg, layer, M_OF_NB[nb])
-        assert (error is None) == (smem <= SMEM_LIMIT), (row, error)
-        refused += smem > SMEM_LIMIT
-        checked += 1
-    assert refused > 0 and checked > 100  # the limit binds somewhere, or this test would prove nothing
+        "layout_fits",
+        f'#include "{SRC}/mma_gemv.cuh"\n#include "{SRC}/compressed_ring.cuh"\n#include <cstdio>\n'
+        + launch_cases(cases)
+        + f'\nconstexpr bool kFits[] = {{{fits}}};\nint main() {{ for (bool f : kFits) printf("%d\\n", f); }}\n',
+    ).split()
+    assert {v.engine for v in cases} == set(LAYOUT_FITS) and len(cases) > 1000
+    assert out[:-1] == ["1"] * (len(cases) - 1), [cases[i] for i, fits in enumerate(out) if fits != "1"][:3]
+    assert out[-1] == "0"  # one byte short of the ring: refused
 
 
 @needs_nvcc
 def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
     """tma_gemv.cuh's tma_owned_from / tma_owner, compiled: for every splits a cluster may have, the ranks' thread
     ranges tile 0..127, each rank owns at least one thread, tma_owner names the range a thread is in, and the largest
-    share fits the inbox tma_inbox_bytes sizes (ceil(128 / S) threads)."""
+    share is the ceil(128 / S) threads tma_gemv.py's smem_bytes gives each rank's inbox."""
     out = _host_program_output(
         tmp_path,
         "owners",
         f'#include "{SRC}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
         " for (int s = 2; s <= 16; ++s) {\n"
-        '  printf("s %d %d", s, okc::tma_inbox_bytes(1, s, 2));\n'
+        '  printf("s %d", s);\n'
         '  for (int r = 0; r <= s; ++r) printf(" %d", okc::tma_owned_from(r, s));\n'
         '  for (int t = 0; t < 128; ++t) printf(" %d", okc::tma_owner(t, s));\n'
         '  printf("\\n");\n }\n}\n',
@@ -415,61 +412,31 @@ def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
     assert len(lines) == 15
     for line in lines:
         values = list(map(int, line.split()[1:]))
-        s, inbox_bytes = values[0], values[1]
-        starts, owners = values[2 : 3 + s], values[3 + s :]
+        s = values[0]
+        starts, owners = values[1 : 2 + s], values[2 + s :]
         assert starts[0] == 0 and starts[-1] == 128 and len(owners) == 128
         shares = [b - a for a, b in zip(starts, starts[1:])]
         assert min(shares) >= 1
         assert all(starts[owners[t]] <= t < starts[owners[t] + 1] for t in range(128)), s
-        assert inbox_bytes == (s - 1) * max(shares) * 4 * 4, s  # NB = 1: 4 floats per thread
+        scatter = TmaGemvConfig(splits=s, stages=4, tile="full", reduce="cluster_scatter")
+        none = TmaGemvConfig(splits=1, stages=4, tile="full", reduce="none")
+        assert smem_bytes(scatter, 1, False) - smem_bytes(none, 1, False) == (s - 1) * max(shares) * 4 * 4, s
 
 
 @needs_nvcc
-def test_python_and_cuda_agree_on_the_overflow_pass_shared_memory(tmp_path):
-    """compressed_gemv.py's overflow_smem (which its rule counts for every config) against the header's
-    compressed_gemv_overflow_bytes, which the launcher adds for a matrix with overflow entries; and it stays bounded: 2 KB a
-    warp plus the CTA's bucket offsets, whatever the number of exceptions."""
-    from kernels_src.compressed_gemv import overflow_smem
-
+def test_the_overflow_tile_index_inverts_the_tile_map(tmp_path):
+    """compressed_gemv.cuh's tile_index (where the overflow pass puts a weight) inverts tile_coords (where the
+    epilogue reads it), for every NB."""
     lines = _host_program_output(
         tmp_path,
-        "zovf",
-        f'#include "{SRC}/compressed_gemv.cuh"\n#include <cstdio>\n'
-        "int main() { for (int nw : {1, 2, 4, 8, 16}) for (int r : {1, 2, 4}) for (int g : {1, 2, 16, 64, 128})"
-        ' printf("%d %d %d %zu %zu\\n", nw, r, g, okc::compressed_gemv_overflow_bytes(nw, r, g),'
-        " okc::compressed_gemv_smem_bytes(nw, r, 2, g, 3) - okc::compressed_gemv_smem_bytes(nw, r, 2, 0, 3)); }\n",
-    ).splitlines()
-    assert len(lines) == 75
-    for line in lines:
-        nw, r, g, cuda_bytes, added = map(int, line.split())
-        assert cuda_bytes == added == overflow_smem(nw, r, g), line
-    assert overflow_smem(16, 4, 128) <= 16 * 2048 + 4 * 129 * 4 + 16
-
-
-@needs_nvcc
-def test_python_and_cuda_agree_on_the_compressed_gemv(tmp_path):
-    """compressed_gemv_fits() against compressed_gemv.py's rule, and the exception pass's tile index against the map the
-    epilogue uses."""
-    lines = _host_program_output(
-        tmp_path,
-        "zrule",
+        "tile_index",
         f'#include "{SRC}/compressed_gemv.cuh"\n#include <cstdio>\n'
         "template <int NB> int bad_indices() { int bad = 0; for (int idx = 0; idx < 4 * NB * 4 * 32; ++idx) {"
         " int r = 0, i = 0, t = 0; okc::tile_coords<NB>(idx, r, i, t); bad += okc::tile_index<NB>(r, i, t) != idx; }"
         " return bad; }\n"
-        'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>());'
-        " for (int u : {1, 2, 4}) for (int nb : {1, 2, 4}) for (int r : {1, 2, 4}) for (int p = 0; p < 2; ++p)"
-        ' printf("%d %d %d %d %d\\n", u, nb, r, p, (int)okc::compressed_gemv_fits(u, nb, r, static_cast<okc::MmaPipeline>(p)));'
-        " }\n",
+        'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>()); }\n',
     ).splitlines()
-    assert lines[0] == "bad 0"
-    for line in lines[1:]:
-        ug, nb, r, p, fits = map(int, line.split())
-        cfg = CompressedGemvConfig(
-            warps=4, splits=1, groups=ug, pipeline=("batch", "double")[p], row_blocks=r, reduce="none"
-        )
-        error = COMPRESSED_GEMV.config_error(cfg, POOLER, M_OF_NB[nb])
-        assert (error is None) == bool(fits), (ug, nb, r, p, error)
+    assert lines == ["bad 0"]
 
 
 def test_wgmma_serialisation_is_read_from_ptxas_info():
@@ -539,7 +506,7 @@ def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path):
 
     t = {name: table.as_registry() for name, table in load_tables(PROBLEM).items()}
     wanted = registry.variants(PROBLEM.layers.values(), t)
-    templates = {(v.engine, v.template) for v in wanted}  # kernels differing in run-time arguments share one
+    templates = {(v.engine, v.kernel) for v in wanted}  # cases differing in their launch arguments share one
     report = "".join(
         f"ptxas info    : Compiling entry function '_Z{i}k' for 'sm_90a'\n"
         f"ptxas info    : Function properties for _Z{i}k\n"

@@ -12,7 +12,7 @@ from generator import REPO_ROOT
 from generator.candidates import candidates
 from generator.problem import load_problem
 from kernels_src import registry
-from kernels_src.engine import ACCUMULATOR_FLOATS, SMEM_LIMIT, Layer, Variant
+from kernels_src.engine import ACCUMULATOR_FLOATS, REDUCTION, SMEM_LIMIT, Layer
 from kernels_src.registry import Table, route
 from kernels_src.splitk_gemm import SPLITK_GEMM
 from kernels_src.tma_gemm import TMA_GEMM, TmaGemmConfig, gemm_column_blocks, gemm_smem_bytes
@@ -126,7 +126,8 @@ def test_the_atomic_tile_fits_the_shared_accumulator_on_every_layer():
 
 
 def test_smem_matches_the_kernels_slot_layout():
-    # tma_gemv.cuh's tma_smem_bytes: stages x (8 KB a weight block x (2 for dual) x WG + 8 NB x 128 bytes) + 1 KB
+    # the kernel's slots (tma_gemv.cuh, TmaStream): stages x (8 KB a weight block x (2 for dual) x WG + 8 NB x 128
+    # bytes) + 1 KB
     assert (
         gemm_smem_bytes(TmaGemmConfig(warpgroups=2, splits=1, stages=6, reduce="none"), 16, False)
         == 6 * (16384 + 16384) + 1024
@@ -141,17 +142,24 @@ def test_smem_matches_the_kernels_slot_layout():
     )
 
 
-def test_variants_are_the_shared_kernels_template_and_reduce_codes():
-    v = TMA_GEMM.variant(TmaGemmConfig(warpgroups=2, splits=7, stages=6, reduce="atomic"), QKV, 100)
-    assert v == Variant("tma_gemm", (16, 6, False, False, 2), (7, 3))
-    assert TMA_GEMM.variant(
-        TmaGemmConfig(warpgroups=1, splits=3, stages=4, reduce="semaphore"), ROUTER, 64
-    ) == Variant("tma_gemm", (8, 4, True, False, 1), (3, 0))
-    # the GEMV passes one warpgroup through the same launcher and its cluster codes 1 / 2
+def test_variants_are_the_shared_launchers_arguments_by_name():
+    """Both engines launch tma_gemv.cuh's kernel through one launcher, with the same arguments by name: the GEMV
+    with one warpgroup, the GEMM with its column blocks and warpgroups; reduce by the shared REDUCTION's code,
+    the output type from the layer, shared memory from each engine's rule."""
+    cfg = TmaGemmConfig(warpgroups=2, splits=7, stages=6, reduce="atomic")
+    v = dict(TMA_GEMM.variant(cfg, QKV, 100).args)
+    assert v == dict(
+        NB=16, stages=6, dual=False, half=False, warpgroups=2, staged=False, out="__nv_bfloat16", splits=7,
+        reduce=REDUCTION.code("atomic"), smem_bytes=gemm_smem_bytes(cfg, 16, False),
+    )  # fmt: skip
+    semaphore = TmaGemmConfig(warpgroups=1, splits=3, stages=4, reduce="semaphore")
+    router = dict(TMA_GEMM.variant(semaphore, ROUTER, 64).args)
+    assert (router["NB"], router["dual"], router["out"]) == (8, True, "float")
+    assert router["reduce"] == REDUCTION.code("semaphore")
     gemv = TMA_GEMV.variant(TmaGemvConfig(splits=3, stages=8, tile="full", reduce="cluster_scatter"), QKV, 32)
-    assert gemv == Variant("tma_gemv", (4, 8, False, False, 1), (3, 2))
+    assert [name for name, _ in gemv.args] == list(v) and dict(gemv.args)["warpgroups"] == 1
+    assert dict(gemv.args)["reduce"] == REDUCTION.code("cluster_scatter")
     assert TMA_GEMM.launcher == TMA_GEMV.launcher
-    assert TMA_GEMM.template_fields[:5] == TMA_GEMV.template_fields  # + the launcher's STAGED
     assert TMA_GEMM.operands(
         TmaGemmConfig(warpgroups=1, splits=1, stages=4, reduce="none"), QKV
     ) == TMA_GEMV.operands(
@@ -194,9 +202,9 @@ def test_the_reduce_codes_are_named_in_the_launch_table():
         TMA_GEMV.variant(TmaGemvConfig(splits=1, stages=8, tile="full", reduce="none"), QKV, 32),
     ]
     table = launch_table(kernels)
-    assert "(call, 3, okc::TmaReduce::kAtomic);" in table
-    assert "(call, 4, okc::TmaReduce::kClusterScatter);" in table
-    assert "(call, 1, okc::TmaReduce::kSemaphore);" in table  # splits = 1 reduces nothing
+    assert "static constexpr okc::Reduce reduce = okc::Reduce::kAtomic;" in table
+    assert "static constexpr okc::Reduce reduce = okc::Reduce::kClusterScatter;" in table
+    assert "static constexpr okc::Reduce reduce = okc::Reduce::kNone;" in table  # splits = 1 reduces nothing
 
 
 @pytest.mark.parametrize("m", TMA_GEMM.sweep_m)
@@ -235,10 +243,9 @@ def test_every_config_the_gpu_tests_name_runs_on_some_shape():
 
 
 @needs("nvcc")
-def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
-    """tma_gemv.cuh's own arithmetic, compiled: for every (NB, stages, dual, warpgroups) the GEMM can take, the
-    header's shared memory equals gemm_smem_bytes, tma_fits agrees with the rule's limit, and the thread count
-    under __launch_bounds__ is the one register_budget divides 64 K by."""
+def test_the_register_budget_divides_by_the_kernels_threads(tmp_path):
+    """The thread count under tma_kernel's __launch_bounds__ (tma_gemv.cuh, tma_threads) is the one register_budget
+    divides 64 K registers by."""
     from test_engines import _host_program_output
 
     from kernels_src.tma_gemm import register_budget
@@ -246,50 +253,31 @@ def test_python_and_cuda_agree_on_the_gemm_ring_and_threads(tmp_path):
     src = REPO_ROOT / "kernels_src"
     out = _host_program_output(
         tmp_path,
-        "gemm_rule",
+        "gemm_threads",
         f'#include "{src}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
-        ' for (int wg : {1, 2, 4}) printf("threads %d %d\\n", wg, okc::tma_threads(wg));\n'
-        " for (int nb : {8, 16, 32}) for (int st : okc::kTmaRingDepths) for (int d = 0; d < 2; ++d)\n"
-        "  for (int wg : {1, 2, 4})\n"
-        '   printf("%d %d %d %d %d %d\\n", nb, st, d, wg, okc::tma_smem_bytes(nb, st, d, false, wg),'
-        " (int)okc::tma_fits(nb, st, d, false, wg));\n}\n",
+        ' for (int wg : {1, 2, 4}) printf("%d %d\\n", wg, okc::tma_threads(wg));\n}\n',
     )
-    rows = [line.split() for line in out.splitlines()]
-    for _, wg, threads in (r for r in rows if r[0] == "threads"):
-        assert min(255, 65536 // int(threads) // 8 * 8) == register_budget(int(wg))
-    m_of_nb = {8: 64, 16: 128, 32: 256}
-    checked = refused = 0
-    for row in rows:
-        if row[0] == "threads":
-            continue
-        nb, stages, dual, wg, smem, fits = map(int, row)
-        cfg = TmaGemmConfig(warpgroups=wg, splits=1, stages=stages, reduce="none")
-        assert gemm_smem_bytes(cfg, nb, bool(dual)) == smem, row
-        layer = ROUTER if dual else QKV
-        error = TMA_GEMM.config_error(cfg, layer, m_of_nb[nb])
-        if error is not None and "shared memory" not in error:
-            continue  # refused for its registers or its N, not its ring
-        assert (error is None) == bool(fits) == (smem <= SMEM_LIMIT), (row, error)
-        checked += 1
-        refused += not fits
-    assert checked > 50 and refused > 0  # the limit binds somewhere, or this would prove nothing
+    rows = [tuple(map(int, line.split())) for line in out.splitlines()]
+    assert len(rows) == 3
+    for wg, threads in rows:
+        assert min(255, 65536 // threads // 8 * 8) == register_budget(wg)
 
 
-def test_the_staged_epilogue_is_a_template_argument_of_the_same_launcher():
-    """epilogue=staged adds the launcher's STAGED (true) to the template; every direct config keeps the five
-    arguments it had, so their kernels are the ones the tables reached before."""
+def test_the_staged_epilogue_is_an_argument_of_the_same_launcher():
+    """epilogue=staged sets the launcher's `staged` (the kernel's Staged template argument); direct configs pass
+    false, so their kernels are the ones the tables reached before."""
     from kernels_src.runtime import launch_table
 
     staged = TmaGemmConfig(warpgroups=1, splits=1, stages=6, reduce="none", epilogue="staged")
     direct = TmaGemmConfig(warpgroups=1, splits=1, stages=6, reduce="none")
     assert TMA_GEMM.config_error(staged, PROBLEM.layers["o"], 128) is None
-    assert TMA_GEMM.variant(staged, QKV, 128) == Variant("tma_gemm", (16, 6, False, False, 1, True), (1, 0))
-    assert TMA_GEMM.variant(direct, QKV, 128) == Variant("tma_gemm", (16, 6, False, False, 1), (1, 0))
+    assert dict(TMA_GEMM.variant(staged, QKV, 128).args)["staged"] is True
+    assert dict(TMA_GEMM.variant(direct, QKV, 128).args)["staged"] is False
     table = launch_table([TMA_GEMM.variant(staged, QKV, 128)])
-    assert "okc::launch_tma<16, 6, false, false, 1, true>(call, 1, okc::TmaReduce::kSemaphore);" in table
-    assert "staged=true" in table
+    assert "static constexpr bool staged = true;" in table
+    assert "case 0: return okc::launch_tma<okc::launch::Case0>(call);" in table
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
-    assert "template <int NB, int Stages, bool Dual, bool Half, int Warpgroups, bool Staged = false>" in src
+    assert "typename L::out, L::staged>" in src  # the kernel's Staged
     o = PROBLEM.layers["o"]
     assert any(cfg.epilogue == "staged" for cfg in candidates(TMA_GEMM, o, 128))
     assert all(

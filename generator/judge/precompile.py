@@ -22,7 +22,7 @@ def compile_splitk_gemm(module, cfg, layer, device="cuda") -> None:
     weights = tuple(
         torch.randn(cfg.block_n, k, device=device).to(torch.bfloat16) for _ in range(2 if dual else 1)
     )
-    out = torch.empty(m, cfg.block_n, dtype=torch.float32 if dual else torch.bfloat16, device=device)
+    out = torch.empty(m, cfg.block_n, dtype=getattr(torch, layer.out_dtype), device=device)
     counters = torch.zeros(module.COUNTERS, dtype=torch.int32, device=device)
     accumulator = torch.zeros(padded * cfg.block_n, dtype=torch.float32, device=device)
     workspace = torch.empty(padded * cfg.block_n * cfg.splits, dtype=torch.float32, device=device)

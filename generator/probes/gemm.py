@@ -48,7 +48,8 @@ def run(module: ModuleType, m: int, n: int, k: int, configs, reps: int) -> list[
 
     from generator.judge.timing import L2Flusher, settle, time_cold_us, time_warm_us
 
-    variants = [module.Variant(GEMM_ENGINE, (r, t, s, False), (c,)) for r, t, s, c in configs]
+    layer = module.Layer("probe", n, k, "bfloat16")
+    variants = [module.PERSISTENT_GEMM.variant(module.GemmConfig(*c), layer, m) for c in configs]
     ext = module.build_extension(variants)
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
