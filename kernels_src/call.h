@@ -1,7 +1,6 @@
-// What the Python side hands a kernel launch (kernels_src/runtime.py, PlanContext.cuda_plan): plain C++, so that
-// binding.cpp needs no CUDA and no torch headers. prepare() fills the per-plan part once; each call adds x, out, M
-// and the stream. Which operand and scalar slot holds what is each engine's launcher's to say (its .cuh). How many
-// there are, kCallOperands and kCallScalars, is engine.py's (CALL_OPERANDS, CALL_SCALARS), rendered ahead of this.
+// What a launch gets from Python (runtime.py, PlanContext.cuda_plan), in plain C++ so that binding.cpp needs neither
+// CUDA nor torch headers: prepare() fills the plan's part, each call adds x, out, M and the stream. Each launcher
+// (its .cuh) says which operand and scalar slot holds what.
 #pragma once
 
 namespace okc {

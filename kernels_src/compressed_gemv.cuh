@@ -1,28 +1,8 @@
-// Compressed tensor-core GEMV (engine compressed_gemv, kernels_src/compressed_gemv.py), m <= 32:
-// out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless format of kernels_src/compress.py (lo byte + 4-bit
-// code into a 16-entry hi-byte table; exceptions apart).
-//
-// Same skeleton as mma_gemv.cuh (read that first): one CTA owns R 16-row blocks, NW warps split its K range, S
-// CTAs may split K and reduce by semaphore or thread-block cluster. Design and measurements:
-// docs/compressed-gemv.md. What differs:
-//  * the unit of K is a 64-wide group (two 32-wide K blocks, four mma fragments per row block), stored as three
-//    16-byte parts per lane (two of lo bytes, one of code words): 48 bytes where bf16 takes 64, so 25 % fewer
-//    bytes stream from HBM. UG groups per warp are in flight per loop trip;
-//  * each fragment is rebuilt in registers just before its mmas with byte permutes (prmt), exactly the recipe
-//    compress.py documents and tests on the CPU: 2 lookups + 1 mask + 1 select per 4 hi bytes, 4 interleaves;
-//  * exceptions (weights whose hi byte is not in the table) stream as +0.0 and come back two ways (compress.py):
-//    a K group's first three are patch words in the group's 16-byte header, loaded with the trip's bytes (one
-//    4-byte load a lane covers a trip's headers), whose products a patched group adds with one more mma per patch
-//    after its own (mma_patches), so they cost nothing beside the stream; the rest (the overflow: a flat list
-//    sorted by bucket = (row block, K group), one offset per bucket) are added after the main loop, before the
-//    warps park their accumulators (overflow_pass): the CTA's R x (K groups / S + 1) bucket offsets are staged
-//    in shared memory by cp.async while the main loop runs; after it each warp takes an equal share of the CTA's
-//    entries (per row block; only the buckets of this CTA's K range), scatters each bucket's entries into its
-//    own zeroed 16 x 64 tile in shared memory and multiplies the tile like a stream group (four mmas per column
-//    block, fp32, into the warp's partial: deterministic). A launch whose matrix has no overflow (n_overflow = 0)
-//    stages nothing and skips the pass and its barrier; shared memory never depends on the number of entries.
-//    The patches exist because a pass after the loop, run for every exception, was most of what this kernel
-//    paid over a plain stream of its bytes (the figures: docs/compressed-gemv.md).
+// The mma.sync GEMV on 12-bit lossless weights (engine compressed_gemv, m <= 32, format: compress.py), on
+// mma_gemv.cuh's skeleton: a 64-wide K group is three 16-byte loads a lane (25 % fewer bytes than bf16), each
+// fragment rebuilt in registers by byte permutes just before its mmas. A group's first three exceptions ride in
+// its header and add one mma each (mma_patches); the rest, the overflow, are multiplied after the loop
+// (overflow_pass) from buckets staged by cp.async meanwhile. Design and figures: docs/compressed-gemv.md.
 #pragma once
 #include "common.cuh"
 
@@ -52,8 +32,7 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
     return d;
 }
 
-// Asynchronous global -> shared copies (Ampere+ cp.async, L1-cached): the overflow offsets are staged while
-// the main loop streams; cp_async_wait_all() before they are read.
+// cp.async (L1-cached): the overflow offsets land while the main loop streams.
 template <int Bytes>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
     const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -91,17 +70,12 @@ __device__ __forceinline__ void decode_fragment(uint32_t (&a)[4], const Frag (&p
     a[3] = prmt(l1, h1, 0x7362u);
 }
 
-// The headers of a trip's UG consecutive groups (of one row block) are 16 UG contiguous bytes: lane l loads word
-// l % 4 of group l / 4 (n, p0, p1, p2), one 4-byte load a lane and one register a row block for the whole trip. One
-// shuffle hands group u's n to every lane; only a group with n > 0 (about a group in four on Gaussian weights)
-// fetches its patch words, with three more.
+// A trip's headers, one 4-byte word a lane (lane l: word l % 4 of group l / 4); group u's patch count n.
 __device__ __forceinline__ uint32_t hdr_count(uint32_t word, int u) { return __shfl_sync(0xFFFFFFFFu, word, 4 * u); }
 
-// A patched group's correction, after its four mmas, one patch at a time: patch word q (handed round by a shuffle,
-// so its fragment f is warp-uniform) becomes an A operand that is zero but in the lane it names, whose register
-// e >> 1, half e & 1 holds the weight's 16 bits, and goes through one more mma against fragment f's x. A patched
-// slot decoded to 0x0000, so the sum is the exact weight's product, as if it had been in the stream. Kept apart
-// from the decode so that the common group (n = 0) runs the decode and mmas alone.
+// A patched group's correction after its mmas: patch q as an A operand that is zero but in the lane and register
+// it names, through one more mma against its fragment's x (the slot decoded to 0). Apart from the decode, so that
+// the common group (n = 0, ~3 in 4) runs without it.
 template <int NB>
 __device__ __forceinline__ void mma_patches(float (&acc)[NB][4], uint32_t word, int u, uint32_t n,
                                             const Frag (&x)[2][NB], int lane) {
@@ -157,8 +131,7 @@ __device__ __forceinline__ void load_compressed_trip(CompressedTrip<Groups, NB, 
     }
 }
 
-// A trip's mmas: decode each fragment and multiply; then, for a group whose header has n > 0 patches (about a
-// group in four on Gaussian weights), their correction (mma_patches).
+// A trip's mmas: each fragment decoded, then multiplied; then a patched group's correction.
 template <int Groups, int NB, int RowBlocks>
 __device__ __forceinline__ void mma_compressed_trip(float (&acc)[RowBlocks][NB][4],
                                                     const CompressedTrip<Groups, NB, RowBlocks>& tr, const uint4& t,
@@ -181,8 +154,8 @@ __device__ __forceinline__ void mma_compressed_trip(float (&acc)[RowBlocks][NB][
         }
 }
 
-// An overflow entry (p | bf16 bits << 16) into its slot p of a warp's tile (16-bit slots). PTX, with a memory
-// clobber, so that no compiler reordering mixes these 16-bit stores with the tile's 16-byte loads and stores.
+// An overflow entry into its 16-bit slot of a warp's tile, in PTX with a memory clobber: never reordered with the
+// tile's 16-byte loads and stores.
 __device__ __forceinline__ void scatter_entry(Frag* tile, uint32_t entry) {
     const uint32_t slot = smem_addr(tile) + 2u * (entry & 1023u);
     asm volatile("st.shared.u16 [%0], %1;" ::"r"(slot), "h"((unsigned short)(entry >> 16)) : "memory");
@@ -198,8 +171,7 @@ __device__ __forceinline__ void load_group_x(Frag (&x)[2][NB], const Frag* const
         for (int nb = 0; nb < NB; ++nb) x[b][nb] = xvalid[nb] ? ld_x(xp[nb] + (2 * g + b) * 4) : zero_frag();
 }
 
-// The first bucket after `gl` (of a CTA row block's ng, offsets st[0..ng] in shared memory) whose entries end
-// past entry e: the bucket that holds e, empty buckets skipped 32 at a time. Warp-uniform; e < st[ng].
+// The first bucket after gl whose entries end past entry e (the one that holds e), 32 buckets a step.
 __device__ __forceinline__ int next_bucket(const int* st, int ng, int gl, int e, int lane) {
 #pragma unroll 1
     for (int base = gl + 1;; base += 32) {
@@ -209,9 +181,7 @@ __device__ __forceinline__ int next_bucket(const int* st, int ng, int gl, int e,
     }
 }
 
-// One bucket's overflow tile (16 x 64 bf16 in the stream's fragment order: Frag f * 32 + lane, element e at
-// p = 256 f + 8 lane + e) times the group's x, into acc; each lane zeroes the 64 bytes it read, so the tile is zero
-// again for the next bucket.
+// One bucket's tile (the stream's fragment order) times the group's x into acc; each lane zeroes what it read.
 template <int NB>
 __device__ __forceinline__ void mma_overflow_tile(float (&acc)[NB][4], Frag* tile, const Frag (&x)[2][NB], int lane) {
 #pragma unroll
@@ -225,15 +195,8 @@ __device__ __forceinline__ void mma_overflow_tile(float (&acc)[NB][4], Frag* til
     }
 }
 
-// The overflow pass of one warp, after the main loop and before park_accumulators (a.n_overflow > 0; every
-// thread has waited for its cp.async and passed a barrier, so the staged offsets are visible). For each of the
-// CTA's row blocks r: its entries in this CTA's K range are [st[0], st[ng]) (st: the staged offsets, bucket
-// g_begin + gl's entries [st[gl], st[gl + 1])); warp w of nw takes the w-th of nw equal shares of them and walks
-// its share in 32-entry chunks (one entry a lane, the next chunk's load in flight), scattering the current
-// bucket's entries into the warp's tile; where a bucket ends, its tile is multiplied (mma_overflow_tile) and
-// the walk goes on with the next non-empty bucket in the same chunk. A bucket split between two warps is
-// multiplied by both, each with its own entries. The products go into acc[r] like the stream's: the warps'
-// partials are summed in a fixed order later, so the result is deterministic.
+// One warp's overflow pass: per row block, the w-th of nw equal shares of the CTA's entries, walked in 32-entry
+// chunks, each bucket scattered into the warp's tile and multiplied where it ends; into acc, so deterministic.
 template <int NB, int RowBlocks>
 __device__ __forceinline__ void overflow_pass(float (&acc)[RowBlocks][NB][4], const CompressedGemvArgs& a, Frag* tile,
                                               const int* starts, int ng, int g_begin, const Frag* const (&xp)[NB],
@@ -282,9 +245,7 @@ __device__ __forceinline__ void overflow_pass(float (&acc)[RowBlocks][NB][4], co
     }
 }
 
-// A partial tile (mma_gemv.cuh's layout: element idx = 32 (4 (NB r + nb) + j) + lane, the mma C fragments) holds
-// (row block r, row i of it, token). tile_coords maps idx to those; tile_index maps them back (tested on the
-// host for every NB, tests/test_dispatch_and_kernel_rules.py).
+// Element idx of a partial tile (the mma C layout) <-> (row block r, row i, token): tile_coords, tile_index.
 template <int NB>
 __host__ __device__ constexpr void tile_coords(int idx, int& r, int& i, int& token) {
     const int lane = idx & 31, c = idx >> 5, j = c & 3;
@@ -305,8 +266,7 @@ __device__ __forceinline__ void write_compressed_element(const CompressedGemvArg
     if (token < a.M) store_out(a.out + (size_t)token * a.N + (rb0 + r) * 16 + i, v);
 }
 
-// Before the main loop, every thread: this CTA's bucket offsets (R row blocks x its g_per_split groups + 1) into
-// shared memory for the overflow pass, by cp.async; nothing waits here.
+// Before the main loop: this CTA's bucket offsets into shared memory by cp.async; nothing waits here.
 template <int NB, int RowBlocks>
 __device__ __forceinline__ void stage_offsets(const CompressedGemvArgs& a, float* red, int inbox_tiles, int rb0,
                                               int groups, int g_begin, int g_per_split) {
@@ -396,10 +356,6 @@ __global__ void __launch_bounds__(512, 1) compressed_gemv_kernel(const Compresse
                 [&](int idx, float v) { write_compressed_element<NB>(a, rb0, idx, v); });
 }
 
-// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: compressed_gemv.py's variant(),
-// by name). call.operand: [0] the 12-bit stream, [1] the group headers (patches), [2] the overflow entries, [3]
-// their bucket offsets; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow
-// entries (0: none, the pass after the loop skipped and L::overflow_bytes not taken).
 // Whether case L's layout fits the shared memory its engine's rule gives it: the warps' tiles and the cluster inbox
 // in smem_bytes, the overflow tiles (and the bucket offsets, which K sizes) in overflow_bytes.
 template <typename L>
@@ -410,6 +366,10 @@ constexpr bool compressed_gemv_layout_fits() {
            L::smem_bytes + L::overflow_bytes <= (int)kSmemOptInLimit;
 }
 
+// Launch-table case L (runtime.py's launch_table: the engine's variant(), by name). call.operand: [0] the 12-bit
+// stream, [1] the group headers (patches), [2] the overflow entries, [3] their bucket offsets; call.scalar: [0] table
+// words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries (0: none, the pass after the loop skipped
+// and L::overflow_bytes not taken).
 template <typename L>
 const char* launch_compressed_gemv(const Call& c) {
     constexpr bool cluster = L::reduce == Reduce::kCluster;

@@ -1,44 +1,17 @@
-// Compressed GEMV through a TMA ring (engine compressed_ring, kernels_src/compressed_ring.py), m <= 32:
-// out[m, N] = x[m, K] . W[N, K]^T with W in the 12-bit lossless format of kernels_src/compress.py, repacked into
-// ring slots (compressed_ring.py, ring_slots). Design and measurements: docs/compressed-ring.md.
-//
-// Why a second compressed engine: compressed_gemv (compressed_gemv.cuh) feeds every warp its own 16-row block and
-// its own x fragments from L2, so at m = 16..32 each CTA re-reads x once per 16 weight rows (x's bytes through the
-// SMs outgrow the weights'), and its registers hold x beside the weights. Here a CTA owns a 64-row tile, x comes
-// once per slot into shared memory by TMA (as in tma_gemv), and the decoded weights go straight into wgmma's A
-// registers, so nothing of x sits in registers and each x byte serves 64 rows.
-//  * one CTA = one 64-row tile x the whole K: WG consumer warpgroups, one producer warp and one stager warp;
-//  * a slot = the tile's four 16-row blocks x G 64-wide K groups of compress.py's stream (1536 bytes a block and
-//    group, warp-load order kept), then their 16-byte headers, packed contiguously: ONE bulk copy of 6208 G bytes,
-//    and x's G boxes (8 NB tokens x 64, 128-byte swizzle) by one tensor copy;
-//  * warpgroup g takes the slots i = g (mod WG), so every ring stage belongs to one warpgroup (STAGES % WG == 0)
-//    and each waits for its stages' phases in order. In it, warp q decodes row block q's four fragments a group
-//    (decode_fragment, compressed_gemv.cuh), ORs the header's patches into the registers they name (an exception
-//    decoded to 0x0000), and the warpgroup issues one m64nNk16 wgmma per 16 of K with A from those registers and
-//    B = x from the slot; it waits for them before handing the slot back (the registers are read asynchronously);
-//  * the overflow (a bucket's exceptions past its third) is a per-row list here (compressed_ring.py,
-//    ring_overflow): a stager warp stages the tile's entries and the x values they meet into shared memory
-//    while the stream runs (up to kStagedOverflowEntries: prepare() refuses a layer with more in a tile; past them
-//    the kernel stays right for any other caller, reading the entries from global memory at the end, slowly),
-//    and after the warpgroups' partials are folded each consumer thread adds its rows'
-//    entries to its accumulators in the list's order: deterministic;
-//  * warpgroups 1.. hand their partial tiles to warpgroup 0 through the idle ring, which adds them in warpgroup
-//    order and writes the output (tma_write).
-// The kernel reads in phases: start (barriers, the first round of copies, before the CTA barrier), produce (the
-// producer warp), stage (the stager warp), consume (the warpgroups), fold, add_overflow, write. The staging has a
-// warp of its own because its dependent loads (row starts, entries, x) must not hold back the producer's lane:
-// divergent paths of one warp run one after the other.
+// The 12-bit weights through a TMA ring (engine compressed_ring, m <= 32, bf16 layers): a CTA owns a 64-row tile
+// and the whole K; a slot is the tile's four row blocks x Groups K groups of compress.py's stream and their headers
+// (one bulk copy) beside x's boxes (one tensor copy), so each x byte serves 64 rows. Warp q of a warpgroup decodes
+// row block q straight into wgmma's A registers; a stager warp puts the tile's overflow in shared memory meanwhile.
+// Phases: start, produce, stage, consume, fold, add_overflow, write. Design and figures: docs/compressed-ring.md.
 #pragma once
 #include "tma_gemv.cuh"
 #include "compressed_gemv.cuh"
 
 namespace okc {
 
-// kStagedOverflowEntries (overflow entries a CTA stages in shared memory) and kCompressedHeaderBytes (compress.py's
-// group header) are compressed_ring.py's, rendered ahead of this file (registry.py, cuda_prelude).
+// kStagedOverflowEntries and kCompressedHeaderBytes (compressed_ring.py, compress.py) come from the prelude.
 constexpr int kCompressedGroupBytes = kCompressedFragsPerGroup * sizeof(Frag);  // 1536: one 16-row block x one K group
-// The tile's overflow entries, staged by the stager warp (count > kStagedOverflowEntries: none
-// staged, add_overflow reads them from global memory).
+// The tile's overflow entries, staged (count past kStagedOverflowEntries: none; add_overflow reads them itself).
 struct StagedOverflow {
     int count;
     uint8_t row[kStagedOverflowEntries];          // the entry's row in the tile
@@ -57,7 +30,7 @@ struct CompressedRingArgs {
     int M, N, K, n_overflow;  // n_overflow: the whole matrix's entries (0: nothing staged, nothing added)
 };
 
-// Phase stage, the stager warp: the tile's overflow entries and the x values each meets.
+// The stager warp: the tile's overflow entries and the x values each meets.
 __device__ __forceinline__ void stage_overflow(const CompressedRingArgs& a, StagedOverflow& st, int row0, int lane) {
     const int s0 = __ldg(a.row_starts + row0), count = __ldg(a.row_starts + row0 + kTmaTileRows) - s0;
     if (lane == 0) st.count = count;
@@ -76,8 +49,7 @@ __device__ __forceinline__ float entry_weight(uint32_t entry) {
     return __bfloat162float(__ushort_as_bfloat16((unsigned short)(entry >> 16)));
 }
 
-// Phase add_overflow, warpgroup 0: thread t's accumulators are rows rA = 16 warp + lane / 4 and rA + 8 of the tile
-// (tma_element); each adds the products of its rows' entries, in the list's order.
+// Warpgroup 0: thread t adds its two rows' entries (rA = 16 warp + lane / 4, rA + 8), in the list's order.
 template <int NB>
 __device__ __forceinline__ void add_overflow(const CompressedRingArgs& a, const StagedOverflow& st,
                                              float (&acc)[4 * NB], int row0, int t) {
@@ -113,8 +85,7 @@ __device__ __forceinline__ void add_overflow(const CompressedRingArgs& a, const 
     }
 }
 
-// A group's header patch word (compress.py: lane bits 0-4, fragment 5-6, element 7-9, bf16 bits 10-25) ORed
-// into the decoded register it names, by selects (no local-memory indexing).
+// A header's patch word (compress.py) ORed into the decoded register it names, by selects: no local memory.
 __device__ __forceinline__ void patch_registers(uint32_t (&a)[4][4], uint32_t p, int lane) {
     const uint32_t f = (p >> 5) & 3u, j = (p >> 8) & 3u;
     const uint32_t v = (int)(p & 31u) == lane ? (p >> 10) << (16 * ((p >> 7) & 1u)) : 0u;
@@ -127,8 +98,7 @@ __device__ __forceinline__ void patch_registers(uint32_t (&a)[4][4], uint32_t p,
 // Threads of a CTA: the consumer warpgroups, the producer warp, the stager warp.
 __host__ __device__ constexpr int compressed_ring_threads(int wg) { return tma_threads(wg) + 32; }
 
-// One CTA's stream through the ring (ring.cuh): its 64-row tile x the whole K, slot i in stage i % STAGES, the
-// stages of warpgroup g those of slots g, g + WG, ...
+// One CTA's stream through the ring: slot i in stage i % Stages, warpgroup g's slots g, g + Warpgroups, ...
 template <int NB, int Stages, int Warpgroups, int Groups>
 struct CompressedRingStream {
     static constexpr int kAcc = 4 * NB;
@@ -157,7 +127,7 @@ struct CompressedRingStream {
             tma_load_3d(slot + kWPad, x_map, 0, 0, i * Groups, full);
     }
 
-    // Phase start (the producer's lane, before the CTA barrier): full barriers, the first round, empty barriers.
+    // The producer's lane, before the CTA barrier: the first round leaves before it, as tma_gemv.cuh's does.
     __device__ __forceinline__ void start() const {
         prefetch_tensor_map(x_map);
         bars.init_full();
@@ -165,7 +135,6 @@ struct CompressedRingStream {
         bars.init_empty(4);  // one arrival per warp of the slot's warpgroup
     }
 
-    // Phase produce (the producer warp's lane 0).
     __device__ __forceinline__ void produce() const {
         for (int i = Stages; i < n_k; ++i) issue(i, bars.acquire(i % Stages, (i / Stages) & 1, kBytes));
     }
@@ -196,7 +165,7 @@ struct CompressedRingStream {
         }
     }
 
-    // Phase consume: warpgroup g, slots g, g + WG, ...; warp q decodes row block q.
+    // Warpgroup g's slots: warp q decodes row block q; the wgmmas read the registers, so each is waited for.
     __device__ __forceinline__ void consume(float (&acc)[kAcc], int g, int q, int lane) const {
         const uint64_t x_desc0 = sw128_desc(smem_addr(ring) + kWPad);
         for (int i = g; i < n_k; i += Warpgroups) {
@@ -209,7 +178,7 @@ struct CompressedRingStream {
 #pragma unroll
             for (int u = 0; u < Groups; ++u)
 #pragma unroll
-                for (int f = 0; f < 4; ++f)  // fragment f: K [16 f, 16 f + 16) of group u = 32 bytes along x's row
+                for (int f = 0; f < 4; ++f)  // fragment f: 32 bytes along x's row
                     wgmma_bf16_rs<NB>(acc, av[u][f], desc_plus(x_desc0, (s * kStage + u * kXBytes + f * 32) / 16));
             wgmma_commit();
             fence_regs(acc);
@@ -220,8 +189,8 @@ struct CompressedRingStream {
         }
     }
 
-    // Phase fold: warpgroups 1.. hand their partials to warpgroup 0 through the idle ring (every copy has landed,
-    // every wgmma retired), which adds them in warpgroup order. False in the warpgroups that are done.
+    // Warpgroups 1.. hand their partials to warpgroup 0 through the idle ring, added in warpgroup order; false in
+    // the warpgroups that are done.
     __device__ __forceinline__ bool fold(float (&acc)[kAcc], int g, int t) const {
         if constexpr (Warpgroups > 1) {
             named_barrier_sync<kFoldBarrier, Warpgroups * kTmaConsumers>();
@@ -258,11 +227,11 @@ __global__ void __launch_bounds__(compressed_ring_threads(Warpgroups), 1)
 
     if (threadIdx.x == kConsumers) stream.start();
     __syncthreads();
-    if (warp == kConsumers / 32) {  // phase produce: the producer warp's lane 0
+    if (warp == kConsumers / 32) {  // the producer warp
         if (lane == 0) stream.produce();
         return;
     }
-    if (warp == kConsumers / 32 + 1) {  // phase stage: the stager warp
+    if (warp == kConsumers / 32 + 1) {  // the stager warp
         if (a.n_overflow) {
             stage_overflow(a, staged, row0, lane);
             __syncwarp();
@@ -277,17 +246,14 @@ __global__ void __launch_bounds__(compressed_ring_threads(Warpgroups), 1)
     stream.consume(acc, g, warp & 3, lane);
     const int t = threadIdx.x % kTmaConsumers;
     if (!stream.fold(acc, g, t)) return;
-    if (a.n_overflow) {  // phase add_overflow
+    if (a.n_overflow) {
         named_barrier_sync<kStagedBarrier, kTmaConsumers + 32>();
         add_overflow<NB>(a, staged, acc, row0, t);
     }
 #pragma unroll
-    for (int e = 0; e < Stream::kAcc; ++e) store_element(a.out, a.M, a.N, row0, t, e, acc[e]);  // phase write
+    for (int e = 0; e < Stream::kAcc; ++e) store_element(a.out, a.M, a.N, row0, t, e, acc[e]);
 }
 
-// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: compressed_ring.py's variant(),
-// by name). call.operand: [0] the ring slots, [1] the overflow's row starts, [2] its entries' rows, [3] its
-// entries; call.scalar: [0] table words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries.
 // Whether case L's layout fits the shared memory its engine's rule gives it: the ring (+1 KB to align it), then
 // the staged overflow.
 template <typename L>
@@ -296,6 +262,9 @@ constexpr bool compressed_ring_layout_fits() {
     return ring + (int)sizeof(StagedOverflow) <= L::smem_bytes && L::smem_bytes <= (int)kSmemOptInLimit;
 }
 
+// Launch-table case L (runtime.py's launch_table: the engine's variant(), by name). call.operand: [0] the ring slots,
+// [1] the overflow's row starts, [2] its entries' rows, [3] its entries; call.scalar: [0] table words T0 | T1 << 32,
+// [1] T2 | T3 << 32, [2] the number of overflow entries.
 template <typename L>
 const char* launch_compressed_ring(const Call& c) {
     static_assert(compressed_ring_layout_fits<L>(), "the ring and the staged overflow fit the engine's budget");

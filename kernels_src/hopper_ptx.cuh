@@ -1,6 +1,5 @@
-// Hopper-only PTX the TMA GEMV is built from (sm_90a): bulk and tensor copies into shared memory counted on an
-// mbarrier, wgmma's shared-memory descriptors, and the asynchronous wgmma itself with its fence / commit / wait.
-// Each wrapper is one instruction (or one descriptor formula); the kernel that uses them is tma_gemv.cuh.
+// Hopper-only PTX (sm_90a) of the ring kernels, one instruction (or descriptor formula) a wrapper: bulk and tensor
+// copies counted on an mbarrier, wgmma's shared-memory descriptors, wgmma with its fence / commit / wait.
 #pragma once
 #include "common.cuh"
 
@@ -17,8 +16,7 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
         : "memory");
 }
 
-// One box of a 3-D tensor map (c0 innermost) into shared memory, counted on `bar`. Half tiles read x as
-// [K/64][M][64]: a box of two 64-wide K chunks lands as x's two 2-D boxes back to back, in one copy.
+// One box of a 3-D tensor map (c0 innermost) into shared memory, counted on `bar`.
 __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, uint64_t* bar) {
     asm volatile(
         "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
@@ -27,8 +25,7 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
         : "memory");
 }
 
-// `bytes` contiguous bytes (a multiple of 16) into shared memory by the bulk copy engine, counted on `bar`: no
-// tensor map, no swizzling on the way (the source is already laid out as shared memory should hold it).
+// `bytes` contiguous bytes (a multiple of 16) into shared memory by the bulk copy engine, counted on `bar`.
 __device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
     asm volatile(
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
@@ -52,9 +49,8 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
            ((uint64_t)1 << 62);
 }
 
-// The descriptor of the operand `units` x 16 bytes further on: the address field is the low 14 bits and never
-// carries (shared memory addresses are < 2^18), so only the low word changes. (Plain 64-bit adds here made ptxas
-// serialise the wgmmas of the plain kernels, C7514.)
+// The descriptor `units` x 16 bytes further on, by a 32-bit add (the address field never carries): a 64-bit add
+// made ptxas serialise the wgmmas (C7514).
 __device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t units) {
     uint64_t out;
     asm("{\n.reg .b32 lo, hi;\nmov.b64 {lo, hi}, %1;\nadd.u32 lo, lo, %2;\nmov.b64 %0, {lo, hi};\n}"
@@ -78,8 +74,6 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
 }
 
 // D[64 x 8NB] += A[64 x 16] . B[16 x 8NB], bf16 in, fp32 accumulate, both operands from shared memory.
-// NB = 8 (N = 64) serves half tiles at NB = 4 (both x boxes in one wgmma); NB = 16 and 32 (N = 128, 256) the
-// GEMM past 64 tokens, where one wgmma reads its weight operand once for all the slot's tokens.
 template <int NB>
 __device__ __forceinline__ void wgmma_bf16(float (&d)[4 * NB], uint64_t a, uint64_t b);
 
@@ -181,10 +175,8 @@ __device__ __forceinline__ void wgmma_bf16<32>(float (&d)[128], uint64_t a, uint
         : "l"(a), "l"(b));
 }
 
-// D[64 x 8NB] += A[64 x 16] . B[16 x 8NB] with A from registers: each warp w of the warpgroup holds rows
-// 16w..16w+15 in mma.sync's m16n8k16 A layout (4 registers), B from shared memory as in wgmma_bf16. The registers
-// are read asynchronously: they must not change until the wgmma's group has been waited for
-// (compressed_ring.cuh decodes 12-bit weights straight into them).
+// The same with A from registers (warp w: rows 16w..16w+15 in mma.sync's A layout), read asynchronously: they must
+// not change until the wgmma's group has been waited for.
 template <int NB>
 __device__ __forceinline__ void wgmma_bf16_rs(float (&d)[4 * NB], const uint32_t (&a)[4], uint64_t b);
 

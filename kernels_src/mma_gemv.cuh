@@ -1,43 +1,16 @@
-// The mma.sync tensor-core GEMV (engine mma_gemv, kernels_src/mma_gemv.py) for decode-sized batches (m <= 32):
-// out[m, N] = x[m, K] . W[N, K]^T. Design and measurements: docs/mma-gemv.md.
-//
-// Memory-bound: every weight byte must stream from HBM exactly once, at full bandwidth. So
-//  * W is the mma's A operand (16 rows x 16 k), repacked once (kernels_src/packing.py) so that each lane's
-//    share of a fragment is one 16-byte load and a warp reads 512 contiguous bytes per fragment;
-//  * x is the B operand, tokens as columns, 8 tokens per column block (NB = 1, 2, 4 blocks for m <= 8, 16, 32);
-//    the packing's k order makes a lane's x operand for a 32-wide K block one 16-byte load too;
-//    tokens >= m are zeros in registers and never read;
-//  * one CTA owns R (row_blocks) 16-row blocks; its warps split the CTA's K range and reduce through shared
-//    memory. Every warp applies each x fragment to all R row blocks, so x is read from L2 N/(16R) times, not
-//    N/16: at m = 8..32 that re-read traffic rivals the weights themselves unless R > 1;
-//  * optionally S (splits) CTAs split K, reduced one of three ways (reduce):
-//    semaphore  each writes its partial tile to a workspace, and the last to arrive (a counter per CTA row
-//               group) sums them in a fixed order, writes the output and resets the counter to 0, so the next
-//               launch or CUDA-graph replay needs no clearing kernel;
-//    cluster    (Hopper) the S CTAs form one thread-block cluster; ranks 1..S-1 push their tiles into rank 0's
-//               shared-memory inbox (st.async, one mbarrier counting the bytes) and leave, rank 0 sums and
-//               writes: no workspace, no atomics, no global round trip (common.cuh, open_inbox / finish_tile);
-//    atomic_out (fp32 output, i.e. dual mode only) every CTA adds its tile into the output with red.global.add;
-//               split 0 zeroed that part of the output at kernel start (common.cuh, take_ticket,
-//               zero_and_raise). S up to 32, no cluster to fit; the order of the adds varies from run to run.
-//  * dual mode (the fp32 router): hi and lo bf16 weights feed one fp32 accumulator, fp32 output.
+// The mma.sync GEMV (engine mma_gemv, m <= 32): out[m, N] = x[m, K] . W[N, K]^T, every weight byte streamed once.
+// W is mma's A operand, packed so that a lane's share of a fragment is one 16-byte load; x is B, 8 tokens a column
+// block. A CTA owns RowBlocks 16-row blocks (each x fragment serves them all), its warps split its K range and
+// reduce through shared memory; splits > 1 CTAs meet by semaphore, cluster push or, for the router's fp32 output,
+// atomic adds (common.cuh). Dual: the router's hi and lo bf16 weights into one fp32 accumulator. Design and
+// figures: docs/mma-gemv.md.
 #pragma once
 #include "common.cuh"
 
 namespace okc {
 
-// Software-pipelining styles (P: the table's pipeline, MmaPipeline, generated from mma_gemv.py's MMA_PIPELINE).
-// A "trip" is U (unroll) consecutive 32-wide K blocks per warp.
-//   batch        issue the trip's loads (weights, x), then its mmas; warps hide each other's latency.
-//   double       two register sets: the next trip's loads are issued before this trip's mmas, so each
-//                 warp keeps up to 2U blocks in flight.
-//   batch_l2     as batch, with the L2::256B prefetch hint on weight loads.
-//   double_l2    as double, with the hint.
-//   double_w     two weight sets but one x set: the next trip's weights (HBM, long latency) are issued before
-//                 this trip's mmas, its x (an L2 hit, short) only after them. Fewer registers and, measured,
-//                 faster at equal U (the figures: docs/mma-gemv.md); a likely reason, not measured: the weight
-//                 requests no longer queue behind x's.
-//   double_w_l2  as double_w, with the hint.
+// The pipelining styles (MmaPipeline; docs/mma-gemv.md): a trip is Unroll 32-wide K blocks a warp. double: the next
+// trip's loads before this trip's mmas; double_w: its weights before them and its x after; *_l2: the L2::256B hint.
 __host__ __device__ constexpr bool pipe_double(MmaPipeline p) {
     return p == MmaPipeline::kDouble || p == MmaPipeline::kDoubleL2;
 }
@@ -56,16 +29,16 @@ struct MmaGemvArgs {
     float* ws;       // split-K partials: [N/(16R)][S][R*NB*128]
     int* sem;        // arrival counter per CTA row group; 0 between launches
     int M, N, K, S;
-    int cluster;  // 1: the S split CTAs are one cluster and reduce through distributed shared memory
-};  // the atomic reduction is not a field: it is the kernel's ATOMIC template argument
+    int cluster;  // 1: the S split CTAs are one cluster (atomic_out is the kernel's AtomicOut)
+};
 
 constexpr int kFragsPerBlock = 64;  // one 16-row x 32-k block: 2 steps x 32 lanes x 16 bytes
 
 template <int Unroll, int NB, int RowBlocks, bool Dual>
 struct Trip {
     Frag w[RowBlocks][Unroll][2];                         // row block r, K block u, steps y = 0, 1
-    Frag w2[Dual ? RowBlocks : 1][Dual ? Unroll : 1][2];  // lo weights (unused unless DUAL)
-    Frag x[Unroll][NB];                                   // shared by all R row blocks
+    Frag w2[Dual ? RowBlocks : 1][Dual ? Unroll : 1][2];  // lo weights (Dual)
+    Frag x[Unroll][NB];                                   // shared by all row blocks
 };
 
 template <MmaPipeline Pipeline>
@@ -73,8 +46,7 @@ __device__ __forceinline__ Frag ld_weights_pipe(const Frag* p, bool ok) {
     return ok ? (pipe_l2_hint(Pipeline) ? ld_weights_l2_256(p) : ld_weights(p)) : zero_frag();
 }
 
-// wp / w2p: this lane's first fragment of the CTA's first row block; row_frags: fragments per row block.
-// WEIGHTS / X: which of the trip's loads to issue (DOUBLE_W issues them at different points of the loop).
+// wp / w2p: this lane's first fragment of the CTA's first row block. WEIGHTS / X: which of the trip's loads.
 template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, bool WEIGHTS = true, bool X = true>
 __device__ __forceinline__ void load_trip(Trip<Unroll, NB, RowBlocks, Dual>& tr, const Frag* wp, const Frag* w2p,
                                           size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
@@ -127,11 +99,8 @@ __device__ __forceinline__ void write_tile_element(const MmaGemvArgs& a, int rb0
     if (token < a.M) store_out(static_cast<Out*>(a.out) + (size_t)token * a.N + row, v);
 }
 
-// reduce = atomic_out: add the CTA's tile (its NW warps' partials) into the fp32 output. First each thread sums
-// its elements over the warps, conflict-free as finish_tile does, in place of warp 0's slice; then each quad of
-// four rows of one token is one red.add. (Summing the warps straight into quads read shared memory 4-way conflicted,
-// 4x the wavefronts.) Quad i is token 8 nb + t, rows 16 r + 4 q .. + 3 (local rows lr = 4 q + e); in the mma C layout
-// row lr, token t sit at lane 4 (lr & 7) + t / 2, register j = 2 (lr >> 3) + (t & 1).
+// reduce = atomic_out: the warps summed conflict-free in place of warp 0's slice (into quads directly: 4x the
+// wavefronts), then one red.add a quad of four rows of one token.
 template <int RowBlocks, int NB>
 __device__ __forceinline__ void add_tile(const MmaGemvArgs& a, float* red, int rb0) {
     constexpr int kTile = RowBlocks * NB * 4 * 32, kQuads = kTile / 4;
@@ -153,8 +122,8 @@ __device__ __forceinline__ void add_tile(const MmaGemvArgs& a, float* red, int r
     }
 }
 
-// The end of a gemv CTA: the warps' partial tiles reduced through shared memory, then across the S split CTAs
-// (the output-atomic reduction once split 0's zeroes are visible: the flag the ticket waits for).
+// The end of a CTA: the warps' tiles reduced in shared memory, then across the splits (atomic_out: once the flag
+// says split 0's zeroes are visible).
 template <int NB, int RowBlocks, bool AtomicOut, typename Out>
 __device__ __forceinline__ void finish_gemv(const MmaGemvArgs& a, float* red, const float (&acc)[RowBlocks][NB][4],
                                             uint64_t* inbox_full, int warp, int lane, uint32_t ticket, uint32_t seen) {
@@ -172,9 +141,8 @@ __device__ __forceinline__ void finish_gemv(const MmaGemvArgs& a, float* red, co
     }
 }
 
-// The K loop in each software-pipelining style (MmaPipeline): acc += every trip of this warp's K blocks, from
-// `first` to kb_end, `stride` apart a trip (wp, w2p, row_frags, xp, xvalid as load_trip takes them). peek() runs
-// once a trip: the output-atomic reduction's look at its flag, nothing otherwise.
+// The K loop of each style: acc += every trip of this warp's K blocks from `first`, `stride` apart; peek() once a
+// trip (atomic_out's look at its flag).
 template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, typename Peek>
 __device__ __forceinline__ void k_loop_double(float (&acc)[RowBlocks][NB][4], const Frag* wp, const Frag* w2p,
                                               size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
@@ -190,8 +158,7 @@ __device__ __forceinline__ void k_loop_double(float (&acc)[RowBlocks][NB][4], co
     }
 }
 
-// t0.x and t1.x are never live at once (each is loaded after the other's mmas), so ptxas gives them the same
-// registers: two weight sets, one x set.
+// t0.x and t1.x are never live at once, so ptxas gives them one set of registers.
 template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, typename Peek>
 __device__ __forceinline__ void k_loop_double_w(float (&acc)[RowBlocks][NB][4], const Frag* wp, const Frag* w2p,
                                                 size_t row_frags, const Frag* const (&xp)[NB], const bool (&xvalid)[NB],
@@ -225,14 +192,11 @@ __device__ __forceinline__ void k_loop_batch(float (&acc)[RowBlocks][NB][4], con
     }
 }
 
-// ATOMIC: reduce = atomic_out (a separate instantiation, so that the other kernels carry none of its registers).
-// Phases: the output-atomic reduction's start, the K loop of the pipelining style, then the warps' partial tiles
-// reduced through shared memory and across the S split CTAs.
+// AtomicOut: its own instantiation, so that the other kernels carry none of its registers.
 template <int Unroll, int NB, int RowBlocks, MmaPipeline Pipeline, bool Dual, bool AtomicOut, typename Out>
 __global__ void __launch_bounds__(512, 1) mma_gemv_kernel(const MmaGemvArgs a) {
     static_assert(!AtomicOut || Dual, "the atomic reduction adds into an fp32 output: dual mode only");
-    extern __shared__ float red[];  // [NW][R * NB * 4][32]: each warp's accumulators, conflict-free by lane;
-                                    // then, for a cluster, rank 0's inbox: [S - 1][R * NB * 4 * 32] (common.cuh)
+    extern __shared__ float red[];  // [NW][kTile] warps' tiles, then a cluster's inbox [S - 1][kTile]
     __shared__ __align__(8) uint64_t inbox_full;
     constexpr int kTile = RowBlocks * NB * 4 * 32;
     const int nw = blockDim.x >> 5;
@@ -253,13 +217,8 @@ __global__ void __launch_bounds__(512, 1) mma_gemv_kernel(const MmaGemvArgs a) {
     float acc[RowBlocks][NB][4];
     zero_accumulators<RowBlocks, NB>(acc);
 
-    // Atomic reduction: thread 0 takes a ticket now and reads it at the end. The last warp of split 0 zeroes the output
-    // before any load of its own, so that its fence waits on the zeroes' stores alone. (Zeroing after the first
-    // loads left the atomic reduction ~0.5 us behind the cluster one in the same config, likely the fence
-    // waiting on those loads and costing the double-buffered styles a trip's overlap; after the first trip's
-    // mmas it delayed the flag to the end of one-trip configs.)
-    // Thread 0 looks at the zeroed flag once per loop trip, never waiting on it there, so that the check after
-    // the loop costs no round trip of its own (common.cuh).
+    // atomic_out: split 0's last warp zeroes before any load of its own (after them: ~0.5 us), thread 0 takes a
+    // ticket now and peeks at the flag once a trip.
     uint32_t ticket = 0, seen = 0;
     if constexpr (AtomicOut) {
         if (threadIdx.x == 0) ticket = take_ticket(a.sem, group, a.S);
@@ -270,7 +229,8 @@ __global__ void __launch_bounds__(512, 1) mma_gemv_kernel(const MmaGemvArgs a) {
         if (AtomicOut && threadIdx.x == 0) seen = peek_flag(a.sem, group, a.S);
     };
 
-    // Each trip the CTA covers NW * U consecutive K blocks; warp w takes U consecutive ones of them.
+    // A trip covers NW * Unroll consecutive K blocks, Unroll a warp.
+
     const int stride = nw * Unroll;
     const int first = kb_begin + warp * Unroll;
     if constexpr (pipe_double(Pipeline))
@@ -286,8 +246,6 @@ __global__ void __launch_bounds__(512, 1) mma_gemv_kernel(const MmaGemvArgs a) {
     finish_gemv<NB, RowBlocks, AtomicOut, Out>(a, red, acc, &inbox_full, warp, lane, ticket, seen);
 }
 
-// ---- Host launcher of a launch-table case L (kernels_src/runtime.py, launch_table: mma_gemv.py's variant(), by
-// name). call.operand[0] = packed weights (dual: hi), [1] = packed lo weights (dual) or the weights again.
 // Whether case L's layout fits the shared memory its engine's rule gives it: the warps' partial tiles, then for a
 // cluster rank 0's inbox of S - 1 more (finish_tile).
 template <typename L>
@@ -297,6 +255,8 @@ constexpr bool mma_gemv_layout_fits() {
            L::smem_bytes <= (int)kSmemOptInLimit;
 }
 
+// Launch-table case L (runtime.py's launch_table: the engine's variant(), by name). call.operand[0] = packed weights
+// (dual: hi), [1] = packed lo weights (dual) or the weights again.
 template <typename L>
 const char* launch_mma_gemv(const Call& c) {
     constexpr bool cluster = L::reduce == Reduce::kCluster;

@@ -23,7 +23,7 @@ from kernels_src.engine import (
 )
 from kernels_src.packing import pack_mma_a
 
-# The software-pipelining styles: mma_gemv.cuh's MmaPipeline (its pipe_* functions say what each does).
+# The software-pipelining styles: mma_gemv.cuh's MmaPipeline (docs/mma-gemv.md says what each does).
 MMA_PIPELINE = CudaEnum(
     "MmaPipeline",
     ("batch", "double", "batch_l2", "double_l2", "double_w", "double_w_l2"),
@@ -50,7 +50,7 @@ MMA_GEMV_FIELDS = (
         "pipeline",
         str,
         MMA_PIPELINES,
-        "software-pipelining style (kernels_src/mma_gemv.cuh, MmaPipeline, says what each does)",
+        "software-pipelining style (docs/mma-gemv.md says what each does)",
     ),
     Field(
         "row_blocks",

@@ -7,11 +7,11 @@
 
 namespace okc {
 
-// Named barrier ids (0 is __syncthreads), each an immediate: with the id in a register ptxas reserves all 16.
+// Named barrier ids (0 is __syncthreads), immediates: with the id in a register ptxas reserves all 16.
 enum NamedBarrier : int {
-    kWarpgroupBarrier = 1,  // consumer warpgroup g (g < 4) syncs alone on kWarpgroupBarrier + g
-    kFoldBarrier = 5,       // compressed_ring: every consumer warpgroup, around the fold of their partials
-    kStagedBarrier = 6,     // compressed_ring: the stager warp hands warpgroup 0 the staged overflow
+    kWarpgroupBarrier = 1,  // + g: consumer warpgroup g alone (g < 4)
+    kFoldBarrier = 5,       // compressed_ring's consumer warpgroups, around their fold
+    kStagedBarrier = 6,     // compressed_ring's stager warp and warpgroup 0
 };
 
 template <int ID, int THREADS>
@@ -45,8 +45,7 @@ struct RingBarriers {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], consumer_arrivals);
         fence_mbarrier_init();
     }
-    // init in two halves, for a producer that sends its first round before the CTA barrier: the full barriers,
-    // then (after arm() and that round's copies) the empty ones, which no one waits on before that barrier.
+    // init in two halves, for a producer whose first round (arm) leaves between them, before the CTA barrier.
     __device__ __forceinline__ void init_full() {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
         fence_mbarrier_init();
@@ -55,7 +54,7 @@ struct RingBarriers {
         for (int s = 0; s < STAGES; ++s) mbar_init(&empty[s], consumer_arrivals);
         fence_mbarrier_init();
     }
-    // Producer, a slot's first round (nothing to wait for): announce `bytes` to land on it.
+    // Producer, a slot's first round: announce `bytes` to land on it.
     __device__ __forceinline__ uint64_t* arm(int slot, uint32_t bytes) {
         mbar_arrive_expect_tx(&full[slot], bytes);
         return &full[slot];

@@ -1,53 +1,9 @@
-// Bulk-copy + wgmma GEMV (engine tma_gemv, kernels_src/tma_gemv.py) for decode batches (m <= 32):
-// out[m, N] = x[m, K] . W[N, K]^T, Hopper only. Design and measurements: docs/tma-gemv.md. The same kernel with
-// WG consumer warpgroups and up to 256 tokens a slot is the GEMM for m > 32 (engine tma_gemm,
-// kernels_src/tma_gemm.py, docs/tma-gemm.md): the bullets below describe WG = 1, and where the GEMM differs.
-//
-// Why a second GEMV: the register-fed mma.sync kernel (mma_gemv.cuh) streams near the HBM floor for m <= 8, but
-// at m = 16..32 each warp also re-reads 1-2x its weight bytes of x from L2 and waits on every load's scoreboard
-// (ncu, qkv_gate m = 32: 53 % of DRAM bandwidth, half of the cycles between issues stalled on L1TEX), while
-// cuBLAS's own TMA + wgmma kernel streams the same weights at 63 %. This kernel does what that one does, minus its
-// separate split-K reduction launch.
-//  * one CTA = one 64-row weight tile x a contiguous range of 64-wide K tiles (S = splits CTAs split K unevenly,
-//    any S up to K/64), one producer warp and one consumer warpgroup (the GEMM: WG of them, on WG tiles);
-//  * the producer's lane 0 streams each K tile of W (64 x 64 bf16 = 8 KB; hi and lo for the router) and of x
-//    (NB*8 tokens x 64) into a STAGES-deep shared-memory ring with the bulk copy engine. W's tiles are packed
-//    contiguously and pre-swizzled once in prepare() (packing.pack_tma_bulk), so each is one plain 8 KB bulk copy
-//    from a pointer: no tensor map to fetch before the first byte moves (faster than tensor-map copies of the
-//    same tiles: docs/tma-gemv.md). x comes through a tensor map in the same 128-byte swizzle; its rows m..NB*8-1
-//    are out of bounds, which TMA fills with zeros: no masking of x;
-//  * the consumer warpgroup issues four wgmma.m64nNk16 per K tile (N = 8 NB tokens, up to 256 in the GEMM),
-//    weights as A, x as B, both straight from shared memory, keeping kInFlight slots' wgmmas in
-//    flight while it waits for the next;
-//  * full / empty mbarriers per stage: TMA completes `full` by its byte count; each consumer warp arrives on
-//    `empty` once its wgmmas that read the stage have retired;
-//  * S > 1, reduced one of four ways (reduce; the clusters are the GEMV's, atomic the GEMM's):
-//    semaphore        every CTA writes its fp32 partial tile to a workspace and the last to arrive at the tile's
-//                     counter sums the S partials in split order (deterministic), writes the output and resets
-//                     the counter to 0, so the next launch or graph replay needs no clearing kernel;
-//    cluster_gather   the S CTAs of a tile form one thread-block cluster; ranks 1..S-1 push their partials from
-//                     registers into rank 0's inbox after the ring (st.async, counted on one mbarrier) and leave;
-//                     rank 0 adds them to its own in rank order and writes the output: no workspace, no counter;
-//    cluster_scatter  the same cluster, but rank r owns consumer threads [128 r / S, 128 (r + 1) / S) of the
-//                     tile; every other rank pushes those threads' accumulators into rank r's inbox and leaves.
-//                     An SM takes in distributed shared memory at only ~25 GB/s, so the gather costs in proportion
-//                     to the bytes rank 0 receives ((S - 1) x 2 KB x NB: ~1 us at qkv_gate m = 32, 5.8 us for the
-//                     router at S = 16); the scatter spreads them over S SMs but keeps every rank alive to the end;
-//    atomic           every CTA adds its partial into a zeroed fp32 accumulator with four-float L2 atomics and
-//                     the last to arrive writes the output and stores zeros back (finish_atomic);
-//  * tile = half (HALF): no split at all. A CTA owns 32 weight rows and the whole K, so qkv_gate runs 72 CTAs
-//    instead of 36 x S, and no reduction waits at the end (a cluster barrier or DSMEM push after the ring costs
-//    0.5-0.8 us; 72 CTAs streaming whole rows beat 36 x 3 with the push by ~1.1 us on qkv_gate's 37.7 MB). wgmma's
-//    M is 64, so each 8 KB slot stacks the 32 rows' K [k0, k0 + 64) on top of their K [k0 + 64, k0 + 128)
-//    (packing.pack_tma_half_tiles) and meets two x boxes (landed together by one copy of a 3-D tensor map). The
-//    boxes lie one after the other, 8 NB token rows of 128 bytes each, so together they are one K-major B of
-//    16 NB rows: one wgmma of N = 16 NB per k step takes both, reading the weights once (two wgmmas of N = 8 NB,
-//    reading the tile twice, were 0.7-2.4 % slower on every half-tile shape). Of its D, rows 0-31 x box 1's
-//    columns and rows 32-63 x box 2's are the useful quarters; warps 2-3 hand theirs to warps 0-1 at the end.
-//
-// The kernel reads in phases: TmaStream::start (barriers and the first round, before the CTA barrier), produce /
-// consume (the steady state), then one of finish_half, finish_cluster, finish_semaphore, finish_atomic or a plain
-// write.
+// The bulk-copy + wgmma kernel of engines tma_gemv (m <= 32, one consumer warpgroup) and tma_gemm (m <= 256, 1-4
+// warpgroups): out[m, N] = x[m, K] . W[N, K]^T on Hopper. A CTA streams its 64-row weight tile(s) (pre-swizzled
+// 8 KB blocks, plain bulk copies) and x's boxes (tensor map, rows past m zero-filled) through a shared-memory ring
+// (ring.cuh) that its warpgroups read with wgmma; splits > 1 meet by semaphore, cluster (gather or scatter) or L2
+// atomics; half tiles take 32 rows and the whole K. Phases: TmaStream::start, produce / consume, then finish_half
+// or finish_full. Design and figures: docs/tma-gemv.md, docs/tma-gemm.md.
 #pragma once
 #include "ring.cuh"
 
@@ -55,35 +11,30 @@
 
 namespace okc {
 
-// kTmaTileRows (weight rows per CTA: the wgmma M), kTmaTileK (K per ring slot: 64 bf16 = one 128-byte swizzle
-// row) and kTmaConsumers (threads of one consumer warpgroup: warps 4g..4g+3) are tma_gemv.py's, the Reduce codes
-// engine.py's, rendered ahead of this file (registry.py, cuda_prelude).
+// kTmaTileRows, kTmaTileK, kTmaConsumers (tma_gemv.py) and the Reduce codes (engine.py) come from the prelude.
 constexpr int kTmaHalfRows = 32;                          // half tiles: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
-// Consumer warpgroups (WG) per CTA, then the producer warp. The GEMV runs one; the GEMM for m > 32 (engine
-// tma_gemm) runs 1, 2 or 4, each its own 64-row weight tile against the slot's one x box, so a CTA reads x once
-// per 64 WG weight rows: at m = 128 a 64-row tile reads twice as many bytes of x as of weights.
+// The consumer warpgroups, then the producer warp.
 __host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
-// cluster_scatter: rank r of the cluster owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)),
-// and tma_owner(t, S) is the rank that owns thread t (the largest r with tma_owned_from(r, S) <= t).
+// cluster_scatter: rank r owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)); tma_owner(t, S)
+// is the rank that owns thread t.
 __host__ __device__ constexpr int tma_owned_from(int rank, int s) { return rank * kTmaConsumers / s; }
 __host__ __device__ constexpr int tma_owner(int t, int s) { return ((t + 1) * s - 1) / kTmaConsumers; }
+
 struct TmaArgs {
-    const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] blocks of 8 KB, each pre-swizzled (half tiles:
-                        // pack_tma_half_bulk's [N/32][K/128])
+    const uint8_t* w;   // packing.pack_tma_bulk's [N/64][K/64] 8 KB blocks (half tiles: pack_tma_half_bulk's)
     const uint8_t* w2;  // the router's lo half (dual), else w again
     void* out;          // [M, N]: bf16, or fp32 in dual mode
     float* ws;          // split-K partials: [N/64][S][64 * 8 NB]
     float* acc;         // reduce = atomic: a zeroed fp32 accumulator, [N/64][64 * 8 NB]; left zeroed
     int* sem;           // arrival counter per 64-row tile; 0 between launches
     int M, N, K, S;
-    Reduce reduce;  // S > 1: how the splits meet (the clusters: the S split CTAs of a tile are one cluster)
+    Reduce reduce;  // S > 1: how the splits meet
 };
 
-// Consumer warpgroup g's own named barrier (the producer warp may have left already, and the other warpgroups
-// reduce on their own): a switch, so that each id is an immediate (ring.cuh, NamedBarrier).
+// Consumer warpgroup g's own named barrier, by a switch: immediate ids (ring.cuh, NamedBarrier).
 __device__ __forceinline__ void consumers_sync(int g = 0) {
     switch (g) {
         case 0: named_barrier_sync<kWarpgroupBarrier, kTmaConsumers>(); break;
@@ -93,8 +44,7 @@ __device__ __forceinline__ void consumers_sync(int g = 0) {
     }
 }
 
-// Accumulator element e of consumer thread t in the wgmma D layout (warp w owns rows 16w..16w+15, like mma.sync's
-// C per 8-token block): its token, and its row of the tile plus row0.
+// Accumulator element e of consumer thread t (wgmma's D layout): its row of the tile plus row0, and its token.
 __device__ __forceinline__ void tma_element(int t, int e, int row0, int& row, int& token) {
     const int warp = t >> 5, lane = t & 31;
     row = row0 + warp * 16 + (lane >> 2) + ((e & 2) ? 8 : 0);
@@ -113,10 +63,8 @@ __device__ __forceinline__ void tma_write(const TmaArgs& a, int row0, int t, int
     store_element(static_cast<Out*>(a.out), a.M, a.N, row0, t, e, v);
 }
 
-// The GEMM's plain write (splits = 1, one warpgroup, bf16 out; epilogue = staged): the tile goes through the idle
-// ring, token-major, and leaves in whole 128-byte token rows, 16 bytes a thread. tma_write stores 2 bytes an
-// element, each warp store four 16-byte pieces 2 N bytes apart: at m = 128 that write took a CTA 3.6 us after its
-// last slot (o, unpooler; probe-slots, docs/tma-gemm.md), where the half-tile GEMV's whole tail takes 0.33.
+// epilogue = staged: the tile token-major through the idle ring, out in whole 128-byte token rows (tma_write's
+// 2-byte stores took a CTA 3.6 us at m = 128: docs/tma-gemm.md).
 constexpr int kStagedPitch = kTmaTileRows + 8;  // bf16 a staged token row: 144 bytes, 16-byte aligned, banks spread
 template <int NB>
 __device__ __forceinline__ void write_staged(const TmaArgs& a, uint8_t* ring, const float (&acc)[4 * NB], int row0,
@@ -138,8 +86,8 @@ __device__ __forceinline__ void write_staged(const TmaArgs& a, uint8_t* ring, co
     }
 }
 
-// One CTA's stream through the ring (ring.cuh): its slots in shared memory, and which K tiles it streams. WG
-// warpgroups: warpgroup g reads its own weight block(s) of each slot (64-row tile WG tile + g) and the slot's x.
+// One CTA's stream through the ring: its slots, and the K tiles it streams. Warpgroup g reads weight block g of a
+// slot (the 64-row tile Warpgroups x tile + g) and the slot's x.
 template <int NB, int Stages, bool Dual, bool Half, int Warpgroups = 1>
 struct TmaStream {
     static_assert(Warpgroups == 1 || !Half, "half tiles run one warpgroup");
@@ -149,10 +97,7 @@ struct TmaStream {
     static constexpr int kXOffset = kWSet * Warpgroups;        // x's box (two for half tiles) after the weights
     static constexpr int kStage = kXOffset + tma_x_bytes(NB) * (Half ? 2 : 1);  // bytes TMA lands in a slot
     static constexpr int kSlotK = kTmaTileK * (Half ? 2 : 1);                   // K one slot covers
-    // wgmma groups (one per slot) the consumer keeps in flight before it hands a slot back: half tiles feed 72
-    // CTAs on qkv_gate, each at 3x the bytes per second of the 64-row tiles' 108, with twice the MMA work per
-    // slot, so they keep 3 (the 64-row tiles 1); 1, 2 and 3 measured within 1 % of each other once the consumer
-    // loop was cut to ~32 instructions a slot. The producer runs STAGES - kInFlight slots ahead.
+    // wgmma groups left open before a slot goes back: half tiles carry twice the MMAs a slot (1-3 within 1 %).
     static constexpr int kInFlight = Half ? (Stages > 3 ? 3 : Stages - 1) : 1;
 
     uint8_t* slots;
@@ -161,8 +106,7 @@ struct TmaStream {
     const TmaArgs& a;
     int tile, kt0, n_k;
 
-    // Slot i's copies into ring slot s, counted on `full` (the producer's lane only). kStage bytes: x rows past M
-    // count too (as zeros).
+    // Slot i's copies into ring slot s, counted on `full`; x rows past M count too (as zeros).
     __device__ __forceinline__ void issue(int i, int s, uint64_t* full) const {
         uint8_t* slot = slots + s * kStage;
         const int k_tiles = a.K / kSlotK;
@@ -179,10 +123,7 @@ struct TmaStream {
             tma_load_2d(slot + kXOffset, x_map, k0, 0, full);
     }
 
-    // Phase 1, the producer's lane, before the CTA barrier: fetch x's tensor map, initialise the full barriers and
-    // send the first round's copies, then initialise the empty barriers, which no one touches before that barrier.
-    // (Initialising every barrier first and copying only after the CTA barrier left the first copy ~0.27 us after
-    // the CTA started; issuing early took 1.4-2.0 % off o m = 16 / 32.)
+    // The producer's lane, before the CTA barrier: the first round leaves before it (1.4-2.0 % off o m = 16 / 32).
     __device__ __forceinline__ void start() const {
         prefetch_tensor_map(x_map);
         bars.init_full();
@@ -190,8 +131,7 @@ struct TmaStream {
         bars.init_empty(4 * Warpgroups);  // one arrival per consumer warp
     }
 
-    // Phase 2, the producer's lane: the remaining rounds, a round of the ring at a time, its slots unrolled, as the
-    // consumers walk it. (A round less than a test per slot, which cost the half tiles 1.5 us.)
+    // The producer's lane: the other rounds, slots unrolled (a test per slot cost the half tiles 1.5 us).
     __device__ __forceinline__ void produce() const {
         for (int round = 1; round * Stages < n_k; ++round) {
 #pragma unroll
@@ -203,11 +143,9 @@ struct TmaStream {
         }
     }
 
-    // Phase 2, the consumer warpgroup: every slot's wgmmas into acc. Slot 0's descriptors are computed once; the
-    // ring is walked a round at a time, its STAGES slots unrolled, so every slot's descriptors are slot 0's plus
-    // compile-time offsets. Half tiles: acc[0, kAcc) meets x's first box, acc[kAcc, 2 kAcc) its second. Warpgroup
-    // G reads weight set G: a template argument, so the descriptors stay in uniform registers (a run-time warp
-    // index took the GEMV's steady loop from 447 to 604 instructions, 113 of them R2UR).
+    // Warpgroup Warpgroup's wgmmas into acc, a round at a time, slots unrolled: every descriptor is slot 0's plus a
+    // constant (~32 instructions a slot, from ~106); a template warpgroup keeps them uniform (a run-time one: 604
+    // against 447 a round). Half tiles: acc[kAcc, 2 kAcc) meets x's second box.
     template <int Warpgroup = 0>
     __device__ __forceinline__ void consume(float (&acc)[(Half ? 2 : 1) * kAcc], int lane) const {
         const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + Warpgroup * kWSet);
@@ -222,19 +160,19 @@ struct TmaStream {
                 fence_regs(acc);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled 128-byte row
+                for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k: 32 bytes of the 128-byte swizzled row
                     const uint32_t at = (s * kStage + kk * 32) / 16;
                     const uint64_t b = desc_plus(x_desc0, at);
-                    if constexpr (Half) {  // both x boxes at once: B's rows are box 1's 8 NB tokens, then box 2's
+                    if constexpr (Half) {  // both boxes as one B (0.7-2.4 % faster than a wgmma each)
                         wgmma_bf16<2 * NB>(acc, desc_plus(w_desc0, at), b);
-                    } else {  // one wgmma of N = 8 NB takes every token of the box (up to 256: the GEMM)
+                    } else {
                         wgmma_bf16<NB>(acc, desc_plus(w_desc0, at), b);
                         if constexpr (Dual) wgmma_bf16<NB>(acc, desc_plus(w_desc0, at + kTmaWBytes / 16), b);
                     }
                 }
                 wgmma_commit();
                 fence_regs(acc);
-                wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
+                wgmma_wait<kInFlight>();  // slot i - kInFlight is read: back to the producer
                 fence_regs(acc);
                 if (i >= kInFlight && lane == 0) bars.release((s + Stages - kInFlight) % Stages);
             }
@@ -244,20 +182,20 @@ struct TmaStream {
     }
 };
 
-// Warpgroup g's consume() of WG, g a run-time value that is the same across each warp.
-template <int Warpgroup, int Warpgroups, class Ring, class Acc>
-__device__ __forceinline__ void consume_as(const Ring& ring, Acc& acc, int lane, int g) {
+// consume<g> for a run-time g, uniform across each warp.
+template <int Warpgroup, int Warpgroups, typename Stream, typename Acc>
+__device__ __forceinline__ void consume_as(const Stream& stream, Acc& acc, int lane, int g) {
     if constexpr (Warpgroup + 1 >= Warpgroups) {
-        ring.template consume<Warpgroup>(acc, lane);
+        stream.template consume<Warpgroup>(acc, lane);
     } else if (g == Warpgroup) {
-        ring.template consume<Warpgroup>(acc, lane);
+        stream.template consume<Warpgroup>(acc, lane);
     } else {
-        consume_as<Warpgroup + 1, Warpgroups>(ring, acc, lane, g);
+        consume_as<Warpgroup + 1, Warpgroups>(stream, acc, lane, g);
     }
 }
 
-// Phase 3, half tiles: row r of the 32 is box 1's set of warp r / 16 plus box 2's set of warp 2 + r / 16. The ring
-// is idle (every copy has landed, every wgmma has retired), so warps 2-3 hand theirs over through it.
+// Half tiles: row r of the 32 is box 1's result of warp r / 16 plus box 2's of warp 2 + r / 16; warps 2-3 hand
+// theirs over through the idle ring.
 template <int kAcc, typename Out>
 __device__ __forceinline__ void finish_half(const TmaArgs& a, uint8_t* ring, const float (&acc)[2 * kAcc], int tile,
                                             int t, int warp) {
@@ -273,8 +211,7 @@ __device__ __forceinline__ void finish_half(const TmaArgs& a, uint8_t* ring, con
     }
 }
 
-// Phase 3, a cluster split: thread t's accumulators meet on the rank that owns t, rank 0 (gather) or tma_owner
-// (scatter); the others push and leave.
+// A cluster split: thread t's accumulators meet on rank 0 (gather) or tma_owner(t) (scatter); the others push.
 template <int kAcc, typename Out>
 __device__ __forceinline__ void finish_cluster(const TmaArgs& a, float* inbox, uint64_t* inbox_full,
                                                const float (&acc)[kAcc], int tile, int t) {
@@ -284,7 +221,7 @@ __device__ __forceinline__ void finish_cluster(const TmaArgs& a, float* inbox, u
     const int owner = scattered ? tma_owner(t, a.S) : 0;
     const int from = scattered ? tma_owned_from(owner, a.S) : 0;
     const int owned = scattered ? tma_owned_from(owner + 1, a.S) - from : kTmaConsumers;
-    if (owner != rank) {  // into the owner's slot for this rank (its slots skip itself)
+    if (owner != rank) {  // the owner's inbox slots skip the owner
         const int slot = rank < owner ? rank : rank - 1;
         float* dst = inbox + ((size_t)slot * owned + (t - from)) * kAcc;  // thread-major: 16-byte pushes
 #pragma unroll
@@ -314,9 +251,7 @@ __device__ __forceinline__ void finish_cluster(const TmaArgs& a, float* inbox, u
     for (int e = 0; e < kAcc; ++e) tma_write<Out>(a, tile * kTmaTileRows, t, e, sum[e]);
 }
 
-// Phase 3 of a split, after this warpgroup has published its partial (stores or adds): count this CTA in on the
-// tile's counter. True, in every thread of the warpgroup, only in the CTA that arrives last, once it has acquired
-// the other CTAs' partials.
+// After a split's partial is published: true in the CTA that arrives last, once it has acquired the others'.
 __device__ __forceinline__ bool arrived_last(const TmaArgs& a, int* is_last, int tile, int t, int g) {
     __threadfence();  // the partial is visible device-wide before this CTA counts itself in
     consumers_sync(g);
@@ -327,9 +262,7 @@ __device__ __forceinline__ bool arrived_last(const TmaArgs& a, int* is_last, int
     return true;
 }
 
-// Phase 3, the semaphore split: publish this CTA's partial (thread-major, so stores and the reduction's loads
-// coalesce), then the last CTA of the tile sums all S of them and resets the tile's counter. g: this warpgroup
-// (its own barrier; tile is its 64-row tile).
+// The semaphore split: every CTA stores its partial; the last sums all S in split order and resets the counter.
 template <int kAcc, typename Out>
 __device__ __forceinline__ void finish_semaphore(const TmaArgs& a, const float (&acc)[kAcc], int* is_last, int tile,
                                                  int split, int t, int g = 0) {
@@ -339,9 +272,7 @@ __device__ __forceinline__ void finish_semaphore(const TmaArgs& a, const float (
     for (int e = 0; e < kAcc; ++e) __stcg(mine + e * kTmaConsumers + t, acc[e]);
     if (!arrived_last(a, is_last, tile, t, g)) return;
     const float* parts = a.ws + (size_t)tile * a.S * kTile + t;
-    // Partials in split order (deterministic), a chunk of them loaded before any is added: one L2 round trip per
-    // chunk instead of one per partial, which at S = 8 would be most of this CTA's tail. Past 32 accumulators
-    // (m > 64) they are summed kE at a time, so that loads and sums stay within 96 registers.
+    // A chunk of partials loaded before any is added (one L2 round trip each), kE accumulators at a time: 96 registers.
     constexpr int kE = kAcc > 32 ? 32 : kAcc;
     constexpr int kChunk = 64 / kE;
 #pragma unroll
@@ -371,12 +302,8 @@ __device__ __forceinline__ void finish_semaphore(const TmaArgs& a, const float (
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
-// Phase 3, the atomic split (tma_gemm, m > 32, where a partial tile is 16-64 KB and a semaphore's last CTA
-// would read S of them): every CTA adds its partial into the zeroed accumulator with four-float L2 atomics
-// (thread-major, 512 contiguous bytes a warp), counts itself in, and the last CTA of the tile reads the one
-// summed tile, writes the output and stores zeros back, then resets the counter. The order of the adds is not
-// fixed. (f32 atomics flush subnormals to zero, as red_add_v4 says: outputs under 2^-126 read 0.) Float4 q holds
-// the 8-token block q; blocks past M are neither added nor read (3 of 8 at m = 33), and stay zero.
+// The atomic split: every CTA adds its partial into the zeroed accumulator (red.add.v4: f32 atomics flush outputs
+// under 2^-126 to 0); the last writes the sum, zeroes it and resets the counter. Blocks past M stay zero.
 template <int kAcc, typename Out>
 __device__ __forceinline__ void finish_atomic(const TmaArgs& a, const float (&acc)[kAcc], int* is_last, int tile, int t,
                                               int g) {
@@ -407,7 +334,7 @@ __device__ __forceinline__ void finish_atomic(const TmaArgs& a, const float (&ac
     if (t == 0) a.sem[tile] = 0;  // every CTA has arrived: ready for the next launch
 }
 
-// Phase 3 of a full tile (warpgroup g's 64-row tile tile * WG + g): the plain write, or the split's reduction.
+// A full tile's end (warpgroup g's 64-row tile tile64): the plain write, or the split's reduction.
 template <int NB, int Warpgroups, typename Out, bool Staged, int kAcc>
 __device__ __forceinline__ void finish_full(const TmaArgs& a, uint8_t* slots, float* inbox, uint64_t* inbox_full,
                                             int* is_last, const float (&acc)[kAcc], int tile, int tile64, int split,
@@ -425,7 +352,7 @@ __device__ __forceinline__ void finish_full(const TmaArgs& a, uint8_t* slots, fl
         if constexpr (Warpgroups == 1 && NB <= 4)
             finish_cluster<kAcc, Out>(a, inbox, inbox_full, acc, tile, t);
         else
-            __trap();  // the launcher refuses these: the clusters are the GEMV's
+            __trap();  // the launcher asserts the clusters are the GEMV's
     } else {
         finish_semaphore<kAcc, Out>(a, acc, &is_last[g], tile64, split, t, g);
     }
@@ -446,26 +373,26 @@ __global__ void __launch_bounds__(tma_threads(Warpgroups), 1)
     static_assert(!(Half && Dual), "half tiles are for plain bf16 weights");
     static_assert(!Staged || (Warpgroups == 1 && !Dual && !Half && NB >= 8),
                   "the staged write: the GEMM's, one warpgroup, bf16");
-    using Ring = TmaStream<NB, Stages, Dual, Half, Warpgroups>;
-    static_assert(!Staged || 8 * NB * kStagedPitch * 2 <= Stages * Ring::kStage, "the staged tile fits the ring");
-    constexpr int kAcc = Ring::kAcc;
+    using Stream = TmaStream<NB, Stages, Dual, Half, Warpgroups>;
+    static_assert(!Staged || 8 * NB * kStagedPitch * 2 <= Stages * Stream::kStage, "the staged tile fits the ring");
+    constexpr int kAcc = Stream::kAcc;
     extern __shared__ uint8_t smem_raw[];
     __shared__ RingBarriers<Stages> bars;
     __shared__ int is_last[Warpgroups];
     __shared__ __align__(8) uint64_t inbox_full;
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    float* inbox = reinterpret_cast<float*>(slots + Stages * Ring::kStage);  // clusters: [S - 1][owned][kAcc]
+    float* inbox = reinterpret_cast<float*>(slots + Stages * Stream::kStage);  // clusters: [S - 1][owned][kAcc]
 
     const int tile = blockIdx.x, split = blockIdx.y;
-    const int k_tiles = a.K / Ring::kSlotK;  // slots a tile's K takes (its 8 KB blocks in the packed operand)
+    const int k_tiles = a.K / Stream::kSlotK;                 // slots of a tile's whole K
     const int kt0 = (int)((long long)split * k_tiles / a.S);  // uneven splits differ by at most one K tile
     const int n_k = (int)((long long)(split + 1) * k_tiles / a.S) - kt0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};
-    // The cluster reductions are the GEMV's (one warpgroup, m <= 32: the launcher refuses others).
+    const Stream stream{slots, bars, &x_map, a, tile, kt0, n_k};
+
     const bool cluster = a.S > 1 && (a.reduce == Reduce::kClusterGather || a.reduce == Reduce::kClusterScatter);
 
-    if (threadIdx.x == kTmaConsumers * Warpgroups) ring.start();
+    if (threadIdx.x == kTmaConsumers * Warpgroups) stream.start();
     if (cluster) open_tma_inbox<kAcc>(a, &inbox_full);
     __syncthreads();
 
@@ -473,13 +400,13 @@ __global__ void __launch_bounds__(tma_threads(Warpgroups), 1)
 #pragma unroll
     for (int e = 0; e < (Half ? 2 : 1) * kAcc; ++e) acc[e] = 0.f;
     if (warp == Warpgroups * kTmaConsumers / 32) {  // the producer warp: one lane issues every copy
-        if (lane == 0) ring.produce();
+        if (lane == 0) stream.produce();
         __syncwarp();
-        if (cluster) inbox_ready();  // arrived in open_inbox; waits once, like every thread of the cluster
+        if (cluster) inbox_ready();  // every thread of a cluster waits once
         return;
     }
-    const int g = warp / 4;  // this thread's warpgroup, and its 64-row tile tile64
-    consume_as<0, Warpgroups>(ring, acc, lane, g);
+    const int g = warp / 4;  // this thread's warpgroup
+    consume_as<0, Warpgroups>(stream, acc, lane, g);
 
     const int t = threadIdx.x % kTmaConsumers, tile64 = tile * Warpgroups + g;
     if constexpr (Half)
@@ -489,8 +416,7 @@ __global__ void __launch_bounds__(tma_threads(Warpgroups), 1)
                                                  cluster);
 }
 
-// ---- Host launcher: x's tensor map, then one instantiation per kernel the tables reach (runtime.py's launch
-// table). call.operand[0] = the packed tiles (dual: hi), [1] = the lo tiles (dual) or the tiles again.
+// ---- Host side: x's tensor map, then the launcher.
 
 // cuTensorMapEncodeTiled is a driver-API function: fetched through the runtime, so nothing links libcuda.
 inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char** error) {
@@ -509,9 +435,8 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char** error) 
     return encode;
 }
 
-// A [rows, K] row-major bf16 matrix read in boxes of `box_rows` x 64 (128 bytes), 128-byte swizzled, rows past
-// the end read as zeros. k_chunks = 2 (half tiles) makes it 3-D, [K/64][rows][64], with boxes of two 64-wide K
-// chunks: the two boxes a half-tile slot needs arrive in one copy instead of two.
+// A [rows, K] bf16 matrix in boxes of box_rows x 64, 128-byte swizzled, rows past the end zero; k_chunks = 2 (half
+// tiles): 3-D, [K/64][rows][64], so a slot's two boxes land in one copy.
 inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, int K, int box_rows, int k_chunks) {
     const char* error = nullptr;
     auto encode = tensor_map_encoder(&error);
@@ -531,8 +456,6 @@ inline const char* bf16_rows_map(CUtensorMap* map, const void* base, int rows, i
     return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor";
 }
 
-// A launch-table case L (kernels_src/runtime.py, launch_table: the engine's variant(), by name): call.operand[0] =
-// the packed tiles (dual: hi), [1] = the lo tiles (dual) or the tiles again, [2] = the zeroed accumulator (atomic).
 template <typename L>
 constexpr bool tma_cluster() {
     return L::splits > 1 && (L::reduce == Reduce::kClusterGather || L::reduce == Reduce::kClusterScatter);
@@ -551,6 +474,8 @@ constexpr bool tma_layout_fits() {
     return ring + (L::splits - 1) * owned * 4 * L::NB * 4 <= L::smem_bytes && L::smem_bytes <= (int)kSmemOptInLimit;
 }
 
+// Launch-table case L (runtime.py's launch_table: the engine's variant(), by name). call.operand[0] = the packed tiles
+// (dual: hi), [1] = the lo tiles (dual) or the tiles again, [2] = the zeroed accumulator (atomic).
 template <typename L>
 const char* launch_tma(const Call& c) {
     constexpr bool cluster = tma_cluster<L>();

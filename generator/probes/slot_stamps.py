@@ -64,13 +64,13 @@ PATCHES = (
     (
         """                wgmma_commit();
                 fence_regs(acc);
-                wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
+                wgmma_wait<kInFlight>();  // slot i - kInFlight is read: back to the producer
                 fence_regs(acc);
                 if (i >= kInFlight && lane == 0) bars.release((s + Stages - kInFlight) % Stages);""",
         """                wgmma_commit();
                 fence_regs(acc);
                 const long long c2 = clock64();
-                wgmma_wait<kInFlight>();  // slot i - kInFlight's wgmmas have retired: hand it back to the producer
+                wgmma_wait<kInFlight>();  // slot i - kInFlight is read: back to the producer
                 fence_regs(acc);
                 const long long c3 = clock64();
                 if (i >= kInFlight && lane == 0) bars.release((s + Stages - kInFlight) %% Stages);
@@ -92,12 +92,12 @@ PATCHES = (
     ),
     (
         """    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};""",
+    const Stream stream{slots, bars, &x_map, a, tile, kt0, n_k};""",
         """    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const long long t_entry = clock64();
     unsigned long long ns_entry;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns_entry));
-    const Ring ring{slots, bars, &x_map, a, tile, kt0, n_k};""",
+    const Stream stream{slots, bars, &x_map, a, tile, kt0, n_k};""",
     ),
     (
         """        finish_full<NB, Warpgroups, Out, Staged>(a, slots, inbox, &inbox_full, is_last, acc, tile, tile64, split, t, g,
