@@ -269,7 +269,7 @@ def emulate_tma_cluster_reduction(partials):
     order. Returns the summed [128, kAcc] tile and, per rank, how many inbox floats were written (each at most
     once)."""
     s_splits, _, k_acc = partials.shape
-    inbox_floats = (s_splits - 1) * -(-128 // s_splits) * k_acc  # tma_inbox_bytes / 4
+    inbox_floats = (s_splits - 1) * -(-128 // s_splits) * k_acc  # the inbox of tma_gemv.py smem_bytes, / 4
     inboxes = torch.full((s_splits, inbox_floats), float("nan"), dtype=partials.dtype)
     written = torch.zeros(s_splits, inbox_floats, dtype=torch.int64)
 

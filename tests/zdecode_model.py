@@ -1,6 +1,6 @@
-"""A bit-level model of the compressed GEMV's decoder (kernels_src/zgemv.cuh): PTX prmt.b32 on integers, and the
-decode recipe of kernels_src/compress.py applied to a whole stream. The tests decode with it, so they prove the
-recipe the kernel runs, not only the format."""
+"""A bit-level model of the compressed GEMV's decoder (kernels_src/compressed_gemv.cuh): PTX prmt.b32 on integers,
+and the decode recipe of kernels_src/compress.py applied to a whole stream. The tests decode with it, so they prove
+the recipe the kernel runs, not only the format."""
 
 import torch
 
@@ -110,8 +110,8 @@ def _bf16_of(bits: torch.Tensor) -> torch.Tensor:
 
 
 def _next_bucket(st: list, ng: int, gl: int, e: int) -> int:
-    """zgemv.cuh next_bucket: the first bucket after gl whose entries end past entry e (32 candidates a round,
-    the lowest found wins)."""
+    """compressed_gemv.cuh's next_bucket: the first bucket after gl whose entries end past entry e (32 candidates a
+    round, the lowest found wins)."""
     base = gl + 1
     while True:
         found = [c for c in range(base, base + 32) if c < ng and st[c + 1] > e]
@@ -123,8 +123,8 @@ def _next_bucket(st: list, ng: int, gl: int, e: int) -> int:
 def overflow_pass_model(
     z: dict, x: torch.Tensor, n: int, k: int, S: int, R: int, NW: int, trace=None
 ) -> torch.Tensor:
-    """zgemv.cuh's overflow_pass on the CPU, step by step as the kernel's source runs it: per CTA (R row blocks,
-    split s of S: K groups [s G/S, (s + 1) G/S)), the staged offsets st of its buckets, for each row block the
+    """compressed_gemv.cuh's overflow_pass on the CPU, step by step as the kernel's source runs it: per CTA (R row
+    blocks, split s of S: K groups [s G/S, (s + 1) G/S)), the staged offsets st of its buckets, for each row block the
     warp's equal share [e_begin, e_end) of [st[0], st[ng]), the 32-entry chunks, the scatter of the current
     bucket's entries into a zeroed 16 x 64 tile, the tile's product with the group's x where the bucket ends
     (in float64: bf16 x bf16 products are exact, as in the mma) and the next bucket found by next_bucket.
