@@ -1,5 +1,5 @@
 // Persistent warp-specialized GEMM (engine persistent_gemm): out[M, N] = x[M, K] . W[N, K]^T, weights as wgmma's A
-// (ROWS a tile, packed 8 KB tiles by bulk copy), x as its B (TOKENS a tile, by TMA). A CTA per SM walks its share of
+// (`rows` a tile, packed 8 KB tiles by bulk copy), x as its B (`tokens` a tile, by TMA). A CTA per SM walks its share of
 // the (tile, k-block) space: whole tiles first, then an even slice of the rest (stream-K). Two producer lanes feed
 // the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or store a partial one;
 // the CTAs of a stream-K tile then each sum a share of its partials. Design and figures: docs/persistent-gemm.md.
@@ -13,37 +13,36 @@ constexpr int kGemmConsumers = 2;  // consumer warpgroups; the producer is warpg
 constexpr int kGemmThreads = 128 * (1 + kGemmConsumers);
 constexpr int kGemmSlotK = 64;        // K per ring slot: one 128-byte swizzle row of bf16
 constexpr int kGemmTileBytes = 8192;  // a packed 64 x 64 weight tile
-constexpr int kGemmBothBarrier = kWarpgroupBarrier + kGemmConsumers;  // both consumer warpgroups
 
 struct GemmArgs {
     const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] pre-swizzled 8 KB blocks
-    const uint8_t* w2;  // the router's lo tiles (DUAL), else w
-    void* out;          // [M, N]: bf16, or fp32 (DUAL)
-    float* ws;          // stream-K partials: [CTA][its first, last unit][warpgroup][ROWS / 2 x TOKENS] fp32
+    const uint8_t* w2;  // the router's lo tiles (dual), else w
+    void* out;          // [M, N] of the layer's output type
+    float* ws;          // stream-K partials: [CTA][its first, last unit][warpgroup][rows / 2 x tokens] fp32
     int* sem;           // arrivals and departures per stream-K tile and warpgroup; 0 between launches
     int M, N, K, ctas;
 };
 
-template <int ROWS, int TOKENS, int STAGES, bool DUAL>
+template <int Rows, int Tokens, int Stages, bool Dual, typename Out>
 struct GemmShape {
-    static constexpr int kRows = ROWS, kTokens = TOKENS, kStages = STAGES;
-    static constexpr bool kDual = DUAL;
-    using OutT = std::conditional_t<DUAL, float, __nv_bfloat16>;
-    static constexpr int kRowsPerGroup = ROWS / kGemmConsumers;  // a consumer warpgroup's rows: 64 or 128
+    static constexpr int kRows = Rows, kTokens = Tokens, kStages = Stages;
+    static constexpr bool kDual = Dual;
+    using OutT = Out;
+    static constexpr int kRowsPerGroup = Rows / kGemmConsumers;  // a consumer warpgroup's rows: 64 or 128
     static constexpr int kBlocks = kRowsPerGroup / 64;           // its m64 wgmmas per k16 step
-    static constexpr int kNB = TOKENS / 8;                       // 8-token blocks: wgmma N = TOKENS
+    static constexpr int kNB = Tokens / 8;                       // 8-token blocks: wgmma N = Tokens
     static constexpr int kAcc = 4 * kNB;                         // fp32 accumulators a thread per m64 block
-    static constexpr int kWBytes = ROWS * kGemmSlotK * 2;
-    static constexpr int kXOffset = kWBytes * (DUAL ? 2 : 1);
-    static constexpr int kXBytes = TOKENS * kGemmSlotK * 2;
+    static constexpr int kWBytes = Rows * kGemmSlotK * 2;
+    static constexpr int kXOffset = kWBytes * (Dual ? 2 : 1);
+    static constexpr int kXBytes = Tokens * kGemmSlotK * 2;
     static constexpr int kStage = kXOffset + kXBytes;
-    static constexpr int kOutBytes = DUAL ? 4 : 2;
+    static constexpr int kOutBytes = sizeof(Out);
     static constexpr int kChunk = 8192 / (kRowsPerGroup * kOutBytes);   // tokens staged at a time: 8 KB of output
     static constexpr int kStagePitch = kRowsPerGroup + 16 / kOutBytes;  // a staged token row (+16 bytes: banks)
     static constexpr int kStageOut = kChunk * kStagePitch * kOutBytes;  // a warpgroup's staging bytes
     static constexpr int kPartial = kBlocks * kNB * 128;                // float4s of a warpgroup's partial tile
     static constexpr int kShareBlocks = kNB / 2;  // token blocks of a stream-K share at most (>= 2 participants)
-    static constexpr int kSmem = STAGES * kStage + kGemmConsumers * kStageOut + 1024;  // +1 KB: swizzle alignment
+    static constexpr int kSmem = Stages * kStage + kGemmConsumers * kStageOut + 1024;  // +1 KB: swizzle alignment
     static_assert(kBlocks * kAcc <= 128, "a consumer thread holds at most 128 accumulators");
     static_assert(kSmem <= (int)kSmemOptInLimit, "the ring and the staging fit shared memory");
 };
@@ -317,7 +316,7 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
                                  a.sem + (tile_sk * kGemmConsumers + G) * 2, acc, t);
     }
     if (first_tile < 0 && last_tile < 0) return;
-    named_barrier_sync<kGemmBothBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
+    named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
     uint8_t* buffer = slots + G * (S::kStages * S::kStage / kGemmConsumers);
     uint32_t phase = 0;
     if (last_tile >= 0)
@@ -326,16 +325,15 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
         gemm_reduce_share<S, G>(a, schedule, first_tile, row_tiles, buffer, reduce_bar, phase, staging, t);
 }
 
-template <int ROWS, int TOKENS, int STAGES, bool DUAL>
+template <class S>
 __global__ void __launch_bounds__(kGemmThreads, 1)
     persistent_gemm_kernel(const __grid_constant__ CUtensorMap x_map, const GemmArgs a) {
-    using S = GemmShape<ROWS, TOKENS, STAGES, DUAL>;
     extern __shared__ uint8_t smem_raw[];
-    __shared__ RingBarriers<STAGES> ring;
+    __shared__ RingBarriers<S::kStages> ring;
     __shared__ __align__(8) uint64_t reduce_bar[kGemmConsumers];
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    uint8_t* staging = slots + STAGES * S::kStage;
-    const int row_tiles = a.N / ROWS, warpgroup = threadIdx.x / 128;
+    uint8_t* staging = slots + S::kStages * S::kStage;
+    const int row_tiles = a.N / S::kRows, warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         prefetch_tensor_map(&x_map);
         mbar_init(&reduce_bar[0], 1), mbar_init(&reduce_bar[1], 1);
@@ -356,23 +354,23 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
 }
 
 // ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
-// tiles (DUAL) or the tiles again; call.scalar[0] = the workspace's floats. ctas: the persistent grid, cooperative
+// tiles (dual) or the tiles again; call.scalar[0] = the workspace's floats. ctas: the persistent grid, cooperative
 // when stream-K tiles wait on each other.
 template <typename L>
 const char* launch_persistent_gemm(const Call& c) {
-    constexpr int ROWS = L::rows, TOKENS = L::tokens, STAGES = L::stages, ctas = L::ctas;
-    constexpr bool DUAL = L::dual;
-    using S = GemmShape<ROWS, TOKENS, STAGES, DUAL>;
+    using S = GemmShape<L::rows, L::tokens, L::stages, L::dual, typename L::out>;
+    constexpr int ctas = L::ctas;
     static_assert(S::kSmem <= L::smem_bytes, "the ring and the staging fit the shared memory the engine's rule gives");
-    if (c.M < 1 || c.N % ROWS || c.K % kGemmSlotK || ctas < 1) return "persistent_gemm: N or K does not fit the tile";
-    const int tiles = c.N / ROWS * ((c.M + TOKENS - 1) / TOKENS);
+    if (c.M < 1 || c.N % L::rows || c.K % kGemmSlotK || ctas < 1)
+        return "persistent_gemm: N or K does not fit the tile";
+    const int tiles = c.N / L::rows * ((c.M + L::tokens - 1) / L::tokens);
     const long long stream_k_tiles = tiles % ctas;  // tiles past the full waves
     if (stream_k_tiles * (c.K / kGemmSlotK) < (stream_k_tiles ? ctas : 0) ||
         (long long)ctas * 2 * kGemmConsumers * S::kPartial * 4 > c.scalar[0] ||
         stream_k_tiles * kGemmConsumers * 2 > kTicketAt)
         return "persistent_gemm: the stream-K tiles leave a CTA no k-block, or exceed the workspace or counters";
     CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, TOKENS, 1);
+    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, L::tokens, 1);
     if (err != nullptr) return err;
     const GemmArgs a{static_cast<const uint8_t*>(c.operand[0]),
                      static_cast<const uint8_t*>(c.operand[1]),
@@ -383,7 +381,7 @@ const char* launch_persistent_gemm(const Call& c) {
                      c.N,
                      c.K,
                      ctas};
-    auto kernel = persistent_gemm_kernel<ROWS, TOKENS, STAGES, DUAL>;
+    auto kernel = persistent_gemm_kernel<S>;
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::smem_bytes);
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(ctas), config.blockDim = dim3(kGemmThreads), config.dynamicSmemBytes = L::smem_bytes;

@@ -3,6 +3,7 @@ Design and the measurements behind each field: docs/persistent-gemm.md."""
 
 from kernels_src.tma_gemv import TILES, TMA_GEMV
 from kernels_src.engine import (
+    CUDA_TYPES,
     SEMAPHORE_GROUPS,
     SMEM_LIMIT,
     WORKSPACE_FLOATS,
@@ -114,6 +115,7 @@ class PersistentGemm(Engine):
 
     def variant(self, cfg, layer, m):
         kernel = dict(rows=cfg.rows, tokens=cfg.tokens, stages=cfg.stages, dual=layer.dual)
+        kernel.update(out=CUDA_TYPES[layer.out_dtype])
         smem = persistent_smem_bytes(cfg.rows, cfg.tokens, cfg.stages, layer.dual)
         return Variant.of(self.name, kernel, ctas=cfg.ctas, smem_bytes=smem)
 

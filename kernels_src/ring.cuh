@@ -12,6 +12,7 @@ enum NamedBarrier : int {
     kWarpgroupBarrier = 1,  // + g: consumer warpgroup g alone (g < 4)
     kFoldBarrier = 5,       // compressed_ring's consumer warpgroups, around their fold
     kStagedBarrier = 6,     // compressed_ring's stager warp and warpgroup 0
+    kConsumersBarrier = 7,  // persistent_gemm's consumer warpgroups, before they reuse the idle ring
 };
 
 template <int ID, int THREADS>
