@@ -1,8 +1,8 @@
 // Persistent warp-specialized GEMM (engine persistent_gemm): out[M, N] = x[M, K] . W[N, K]^T, weights as wgmma's A
-// (`rows` a tile, packed 8 KB tiles by bulk copy), x as its B (`tokens` a tile, by TMA). A CTA per SM walks its share of
-// the (tile, k-block) space: whole tiles first, then an even slice of the rest (stream-K). Two producer lanes feed
-// the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or store a partial one;
-// the CTAs of a stream-K tile then each sum a share of its partials. Design and figures: docs/persistent-gemm.md.
+// (`rows` a tile, packed 8 KB tiles by bulk copy), x as its B (`tokens` a tile, by TMA). A CTA per SM walks its
+// share of the (tile, k-block) space: whole tiles first, then an even slice of the rest (stream-K). Two producer
+// lanes feed the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or store a
+// partial one; the CTAs of a stream-K tile then each sum a share of its partials. Docs: docs/persistent-gemm.md.
 #pragma once
 #include "ring.cuh"
 #include "tma_gemv.cuh"  // bf16_rows_map
