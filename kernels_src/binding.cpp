@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "call.h"
+#include "generated/constants.h"
 
 namespace {
 std::vector<std::pair<int, okc::Call>> plans;  // (kernel number, fixed part); every prepare() appends its own

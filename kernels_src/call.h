@@ -2,6 +2,7 @@
 // CUDA nor torch headers: prepare() fills the plan's part, each call adds x, out, M and the stream. Each launcher
 // (its .cuh) says which operand and scalar slot holds what.
 #pragma once
+#include "generated/constants.h"
 
 namespace okc {
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "call.h"
+#include "generated/constants.h"
 
 namespace okc {
 

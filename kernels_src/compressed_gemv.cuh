@@ -5,6 +5,7 @@
 // (overflow_pass) from buckets staged by cp.async meanwhile. Design and figures: docs/compressed-gemv.md.
 #pragma once
 #include "common.cuh"
+#include "generated/constants.h"
 
 namespace okc {
 

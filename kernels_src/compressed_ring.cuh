@@ -6,6 +6,7 @@
 #pragma once
 #include "tma_gemv.cuh"
 #include "compressed_gemv.cuh"
+#include "generated/constants.h"
 
 namespace okc {
 

@@ -6,6 +6,7 @@
 // figures: docs/mma-gemv.md.
 #pragma once
 #include "common.cuh"
+#include "generated/constants.h"
 
 namespace okc {
 

@@ -6,6 +6,7 @@
 #pragma once
 #include "ring.cuh"
 #include "tma_gemv.cuh"  // bf16_rows_map
+#include "generated/constants.h"
 
 namespace okc {
 

@@ -6,6 +6,7 @@
 // or finish_full. Design and figures: docs/tma-gemv.md, docs/tma-gemm.md.
 #pragma once
 #include "ring.cuh"
+#include "generated/constants.h"
 
 #include <cudaTypedefs.h>
 

@@ -31,12 +31,13 @@ BUILD_INPUTS = ("templates", "kernels_src", "tables")
 
 
 def _inputs(root: Path) -> dict:
-    """Every file the build reads under root (templates/, kernels_src/, tables/), by path: its bytes."""
+    """Every file the build reads under root (templates/, kernels_src/, tables/), by path: its bytes. (The constants
+    header in kernels_src/generated/ is one the build writes, never reads.)"""
     return {
         path.relative_to(root).as_posix(): path.read_bytes()
         for folder in BUILD_INPUTS
         for path in sorted((root / folder).rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
+        if path.is_file() and "__pycache__" not in path.parts and "generated" not in path.parts
     }
 
 

@@ -314,12 +314,10 @@ def test_every_route_of_the_built_tables_has_its_kernel_and_fits_its_m():
 def _host_program_output(tmp_path, name, source, gencode=()):
     """stdout of a host-only C++ program (`source`, which includes the kernels' headers) built with nvcc and run:
     how these tests read the CUDA side's own arithmetic."""
-    from kernels_src.registry import cuda_prelude
-
     if shutil.which("nvcc") is None:
         pytest.fail("no nvcc on PATH" + (": CI must have it" if on_ci() else ""))
     program = tmp_path / f"{name}.cu"
-    program.write_text(cuda_prelude() + source)  # the generated constants first, as in every build
+    program.write_text(source)
     subprocess.run(["nvcc", "-std=c++17", *gencode, str(program), "-o", str(tmp_path / name)], check=True)
     return subprocess.run([str(tmp_path / name)], capture_output=True, text=True, check=True).stdout
 

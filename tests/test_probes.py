@@ -38,9 +38,8 @@ def test_the_table_has_a_row_per_case():
 
 @needs("nvcc")
 def test_the_probe_kernel_compiles_as_the_probe_builds_it(tmp_path):
-    """intake.build()'s CUDA (intake.cuda_source: the engines' generated constants, then tma_intake.cu, which
-    includes the kernels' headers) compiles for sm_90a: a constant moved out of the headers cannot break the
-    probe unseen."""
+    """intake.build()'s CUDA (intake.cuda_source: tma_intake.cu, which includes the kernels' headers and the
+    generated constants) compiles for sm_90a: a constant moved out of the headers cannot break the probe."""
     source = tmp_path / "probe.cu"
     source.write_text(intake.cuda_source())
     cmd = ["nvcc", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-I{intake.KERNELS_SRC}", "-c"]

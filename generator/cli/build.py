@@ -40,7 +40,8 @@ ROOT_OPTION = click.option(
 @click.option(
     "--check",
     is_flag=True,
-    help="Write nothing; exit 1 with one line (the first line that differs) if the file differs from a fresh build.",
+    help="Write nothing; exit 1 with one line (the first line that differs) if the file, or the constants header the"
+    " sources include (kernels_src/generated/constants.h), differs from a fresh build.",
 )
 @click.option("--diff", is_flag=True, help="With --check: also print a summary of the differences.")
 @ROOT_OPTION
@@ -87,19 +88,40 @@ def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: b
         if error:
             fail(f"{error} (the syntax check of CUDA_SRC and BINDING_SRC; --no-compilers skips it)")
     checked = syntax_checked(compilers, no_compilers)
+    header, shown, held, fresh = constants_header(root)
     if check:
-        if old != text:
-            click.echo("error: " + stale_line(old, text, str(out)), err=True)
-            if diff:
-                click.echo(diff_summary(old, text, str(out)), err=True)
+        stale = [(o, n, name) for o, n, name in ((old, text, str(out)), (held, fresh, shown)) if o != n]
+        if stale:
+            more = f" (and {stale[1][2]} is stale too)" if len(stale) > 1 else ""
+            click.echo("error: " + stale_line(*stale[0]) + more, err=True)
+            for o, n, name in stale if diff else ():
+                click.echo(diff_summary(o, n, name), err=True)
             sys.exit(1)
-        click.echo(f"{out} is up to date; {checked}")
+        click.echo(f"{out} and {shown} are up to date; {checked}")
         return
+    writes = [(header, fresh)] if held != fresh else []
+    for path, new in writes + [(out, text)]:
+        try:
+            write_atomic(path, new)
+        except OSError as exc:
+            fail(f"{path}: cannot write: {exc.strerror or exc}")
+    also = f" and {shown}" if writes else ""
+    click.echo(f"wrote {out} ({len(text.splitlines())} lines){also}; {checked}")
+
+
+def constants_header(root: Path) -> tuple[Path, str, str, str]:
+    """(kernels_src/generated/constants.h under root, as shown, what it holds, what the engines make of it now):
+    the sources include it, `build` keeps it current, `build --check` and `headers --check` name it stale."""
+    from generator.errors import display_path
+    from generator.sources import CONSTANTS_HEADER
+    from generator.sources import constants_header as rendered
+
+    path = root / "kernels_src" / CONSTANTS_HEADER
     try:
-        write_atomic(out, text)
-    except OSError as exc:
-        fail(f"{out}: cannot write: {exc.strerror or exc}")
-    click.echo(f"wrote {out} ({len(text.splitlines())} lines); {checked}")
+        held = path.read_text(errors="replace")
+    except OSError:  # missing, or not a file: a rebuild writes it
+        held = ""
+    return path, display_path(path, root), held, rendered()
 
 
 def syntax_checked(compilers: tuple, no_compilers: bool) -> str:
@@ -138,12 +160,17 @@ def dispatch(file: Path) -> None:
 @main.command()
 @ROOT_OPTION
 @click.option(
-    "--check", is_flag=True, help="Exit 1 naming the tables and README lines that are stale; write nothing."
+    "--check",
+    is_flag=True,
+    help="Exit 1 naming the first stale line (a table's header, kernels_src/generated/constants.h, README.md);"
+    " write nothing.",
 )
 def headers(root: Path, check: bool) -> None:
-    """Render each table's field lines (tables/<engine>.yaml's header) from its engine's Field declarations, and
-    README.md's figures the source decides (generator/readme.py): the engine table's serves and kernel cells, the
-    launch table's size, the judge's m lists, the tag line."""
+    """Render each table's field lines (tables/<engine>.yaml's header) from its engine's Field declarations, the
+    constants the CUDA sources include (kernels_src/generated/constants.h, as `build` does), and README.md's figures
+    the source decides (generator/readme.py): the engine table's serves and kernel cells, the launch table's size,
+    the judge's m lists, the tag line."""
+    from generator.build import stale_line, write_atomic
     from generator.errors import display_path, read_text
     from generator.tables import stale_field_header, with_field_header
     from kernels_src import registry
@@ -163,6 +190,11 @@ def headers(root: Path, check: bool) -> None:
             stale.append(problem)
             if not check:
                 path.write_text(with_field_header(engine, text))
+    header, shown, held, fresh = constants_header(Path(root))
+    if held != fresh:
+        stale.append(stale_line(held, fresh, shown))
+        if not check:
+            write_atomic(header, fresh)
     if (Path(root) / "README.md").is_file():  # a scratch copy of the build's inputs may have none
         stale += _stale_readme(Path(root), check)
     if check and stale:

@@ -125,11 +125,9 @@ def _box_cases() -> list[Case]:
 
 
 def cuda_source() -> str:
-    """The probe's CUDA: the constants the kernels' headers share with Python (generated, as the submission's
-    CUDA_SRC opens with them), then tma_intake.cu, which includes those headers."""
-    from kernels_src.registry import cuda_prelude
-
-    return cuda_prelude() + f'#line 1 "{SOURCE.name}"\n' + SOURCE.read_text()
+    """The probe's CUDA: tma_intake.cu, which includes the kernels' headers and the constants they share with Python
+    (kernels_src/generated/constants.h, which `build` keeps current) from build()'s include path."""
+    return f'#line 1 "{SOURCE.name}"\n' + SOURCE.read_text()
 
 
 def build():

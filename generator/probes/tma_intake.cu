@@ -6,6 +6,7 @@
 // (x). Each CTA stamps its SM clock when it starts, when its first slot lands and when its last does, so the
 // steady intake (slots 1 .. n - 1 over the time between the first and the last landing) is apart from the
 // launch and the first copy's latency.
+#include "generated/constants.h"
 #include "tma_gemv.cuh"  // bf16_rows_map: x's tensor map as the GEMM encodes it
 
 namespace okc {

@@ -1,0 +1,106 @@
+"""The CUDA sources as an editor opens them: each compiles on its own, including what it uses (the generated
+constants among them, kernels_src/generated/constants.h, which `build` keeps current)."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from generator import REPO_ROOT
+from generator.cli import main
+from generator.sources import CONSTANTS_HEADER, constants_header, load_sources
+from kernels_src import registry
+from kernels_src.engine import SHARED_CUDA_CONSTANTS
+from tools import needs
+
+SRC = REPO_ROOT / "kernels_src"
+HEADERS = sorted(SRC.glob("*.cuh")) + sorted(SRC.glob("*.h"))  # what nvcc compiles on its own
+INCLUDE = f'#include "{CONSTANTS_HEADER}"'
+
+
+def test_the_constants_header_is_the_one_the_build_writes():
+    """kernels_src/generated/constants.h holds the prelude CUDA_SRC and BINDING_SRC open with, as `build` renders
+    it now (tests/test_cuda_constants.py checks the submission opens with it)."""
+    assert (SRC / CONSTANTS_HEADER).read_text() == constants_header()
+    assert constants_header().endswith(registry.cuda_prelude())
+
+
+def _generated_names() -> list[str]:
+    declared = dict.fromkeys(SHARED_CUDA_CONSTANTS)
+    for engine in registry.ENGINES:
+        declared.update(dict.fromkeys(engine.cuda_constants))
+    return [item.name for item in declared]
+
+
+def test_a_source_includes_the_constants_header_exactly_when_it_reads_one():
+    """Each CUDA / C++ source that reads a generated constant includes the header itself (not through another
+    source), and none includes it for nothing; the build drops every such include (the text comes first)."""
+    names = re.compile(r"\b(" + "|".join(_generated_names()) + r")\b")
+    sources = sorted(SRC.glob("*.cuh")) + sorted(SRC.glob("*.h")) + sorted(SRC.glob("*.cpp"))
+    sources += sorted((REPO_ROOT / "generator" / "probes").glob("*.cu"))
+    wrong = []
+    for path in sources:
+        code = re.sub(r"//[^\n]*", "", path.read_text())
+        reads, includes = bool(names.search(code)), INCLUDE in code
+        if reads != includes:
+            wrong.append(
+                f"{path.relative_to(REPO_ROOT)}: reads one: {reads}, includes the header: {includes}"
+            )
+    assert wrong == []
+    built = load_sources()
+    for text in (built.cuda, built.binding):
+        assert not re.search(rf"^\s*{re.escape(INCLUDE)}", text, flags=re.M)
+        assert text.count(f"// {INCLUDE}  (inlined above)") >= 2
+
+
+def test_a_stale_or_missing_constants_header_is_named_and_rebuilt(repo_copy, one_render):
+    """`build --check` and `headers --check` name the header's first stale line (exit 1); `build` and `headers`
+    write it back."""
+    shutil.copy(REPO_ROOT / "dist" / "submission.py", repo_copy / "dist" / "submission.py")
+    header = repo_copy / "kernels_src" / CONSTANTS_HEADER
+    fresh = header.read_text()
+    lines = fresh.splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "kCallOperands =" in text)
+    header.write_text(fresh.replace(lines[line - 1], lines[line - 1].replace("= ", "= 1")))
+    runner = CliRunner()
+    for command in (["build", "--check", "--no-compilers"], ["headers", "--check"]):
+        result = runner.invoke(main, [*command, "--root", str(repo_copy)])
+        assert result.exit_code == 1, result.output
+        stale = f"error: kernels_src/{CONSTANTS_HEADER}:{line}: stale ("
+        assert result.output.startswith(stale), result.output
+    result = runner.invoke(main, ["headers", "--root", str(repo_copy)])
+    assert result.exit_code == 0 and header.read_text() == fresh, result.output
+    header.unlink()
+    result = runner.invoke(main, ["build", "--root", str(repo_copy), "--no-compilers"])
+    assert result.exit_code == 0 and f"and kernels_src/{CONSTANTS_HEADER};" in result.output, result.output
+    assert header.read_text() == fresh
+
+
+@needs("nvcc")
+@pytest.mark.parametrize("path", HEADERS, ids=lambda path: path.name)
+def test_each_cuda_source_compiles_on_its_own(path, tmp_path):
+    """nvcc, with the build's flags (generator/compile.py), on the file alone: it includes everything it uses."""
+    from generator.compile import nvcc_flags
+
+    flags = [flag for flag in nvcc_flags() if flag not in ("-Xptxas", "-v")]
+    cmd = ["nvcc", "-c", "-x", "cu", *flags, f"-I{SRC}", str(path), "-o", str(tmp_path / "alone.o")]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+
+
+@needs("c++")
+def test_the_binding_compiles_on_its_own():
+    """binding.cpp alone through the host compiler, with pybind11 (torch's) and Python's headers as the build's
+    syntax check gives them."""
+    from torch.utils.cpp_extension import include_paths
+
+    from generator.compile import python_headers
+
+    if python_headers() is None:
+        pytest.skip("needs Python's headers (python3-dev)")
+    includes = [f"-I{path}" for path in [SRC, *include_paths(), python_headers()]]
+    cmd = ["c++", "-fsyntax-only", "-std=c++17", *includes, str(SRC / "binding.cpp")]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
