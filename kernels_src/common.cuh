@@ -9,6 +9,15 @@
 #include "call.h"
 #include "generated/constants.h"
 
+#if defined(__clang__) && !defined(__NVCC__)
+// clang's CUDA headers give __stcg (store, L2 only) for bf16 alone; nvcc's give the float ones the split-K partials
+// use. For clang-based tools (clangd, README "Editing kernels"): nvcc never reads these.
+__device__ inline void __stcg(float* p, float v) { asm("st.global.cg.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory"); }
+__device__ inline void __stcg(float4* p, float4 v) {
+    asm("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+#endif
+
 namespace okc {
 
 // kSmemOptInLimit and the semaphore array's layout (kTicketAt, kTicketGroups, kTicketSplits, kSemaphoreInts) come

