@@ -18,7 +18,9 @@ def candidates(engine, layer, m: int) -> list:
     """Every config of `engine` worth timing at m tokens of `layer` that its rule admits, in the order swept."""
     make = CANDIDATES.get(engine.name)
     if make is None:
-        raise KeyError(f"{engine.name} has no sweep candidates: add them to generator/candidates.py, CANDIDATES")
+        raise KeyError(
+            f"{engine.name} has no sweep candidates: add them to generator/candidates.py, CANDIDATES"
+        )
     return [cfg for cfg in make(engine, layer, m) if engine.config_error(cfg, layer, m) is None]
 
 

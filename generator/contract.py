@@ -14,9 +14,18 @@ FORBIDDEN_ATTRIBUTES = {("torch", "load"), ("torch", "hub"), ("torch", "save")}
 # layer's weights, and only from the one function of this name (kernels_src/runtime.py). Any other print, written
 # to debug, would run in the judge's timed loop or at every build (the generator calls the engines' rules).
 SAYS_ONE_LINE = "say_refusal"
-OUTPUT_NAMES = {"print", "pprint", "help", "reveal_type"}  # by name; also as an attribute (pprint.pprint, ...)
+OUTPUT_NAMES = {
+    "print",
+    "pprint",
+    "help",
+    "reveal_type",
+}  # by name; also as an attribute (pprint.pprint, ...)
 OUTPUT_ATTRIBUTES = OUTPUT_NAMES | {"stdout", "stderr", "__stdout__", "__stderr__", "logging", "_logging"}
-OUTPUT_ATTRIBUTES |= {"warnings", "device_print", "static_print"}  # warnings.warn, torch._logging, Triton's prints
+OUTPUT_ATTRIBUTES |= {
+    "warnings",
+    "device_print",
+    "static_print",
+}  # warnings.warn, torch._logging, Triton's prints
 # The only modules the submission may import, and how: checked on each kernels_src module as it is inlined
 # (generator/sources.py) and again on the rendered file.
 ALLOWED_IMPORTS = {

@@ -57,7 +57,9 @@ def engine_summaries(width: int = BLACK_LINE_LENGTH) -> list[str]:
 
 def kernel_lines(kernels) -> list[str]:
     """One line per case of the launch table: its engine and its launcher's arguments, by name."""
-    return [f"{number:>2} {variant.engine:<15} {variant.describe()}" for number, variant in enumerate(kernels)]
+    return [
+        f"{number:>2} {variant.engine:<15} {variant.describe()}" for number, variant in enumerate(kernels)
+    ]
 
 
 def width_rule(problem: Problem) -> str:

@@ -24,6 +24,23 @@ struct GemmArgs {
     int M, N, K, ctas;
 };
 
+// Phase stamps for `probe-gemm --phases` (which defines OKC_GEMM_STAMPS; the shipped build compiles them out): the
+// global timer (ns) of consumer warpgroup G at each phase, 8 a warpgroup, at the workspace's tail past every CTA's
+// partials. generator/probes/gemm.py reads them.
+#ifndef OKC_GEMM_STAMPS
+#define OKC_GEMM_STAMPS 0
+#endif
+enum GemmPhase { kStampEntry, kStampFirstSlot, kStampMainloops, kStampUnits, kStampArrived, kStampExit };
+template <class S>
+__device__ __forceinline__ void gemm_stamp(const GemmArgs& a, int g, int phase) {
+    if constexpr (OKC_GEMM_STAMPS) {
+        long long now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        long long* stamps = reinterpret_cast<long long*>(a.ws + (size_t)a.ctas * 2 * kGemmConsumers * S::kPartial * 4);
+        stamps[(blockIdx.x * kGemmConsumers + g) * 8 + phase] = now;
+    }
+}
+
 template <int Rows, int Tokens, int Stages, bool Dual, typename Out>
 struct GemmShape {
     static constexpr int kRows = Rows, kTokens = Tokens, kStages = Stages;
@@ -203,10 +220,11 @@ __device__ __forceinline__ void gemm_store_partial(const GemmArgs& a, int slot, 
         for (int j = 0; j < S::kNB; ++j)
             __stcg(mine + (b * S::kNB + j) * 128,
                    make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
-    __threadfence();  // the partial is visible device-wide before this warpgroup counts itself in
-    asm volatile("fence.proxy.async.global;" ::: "memory");  // and to the bulk copies that will read it
+    asm volatile("fence.proxy.async.global;" ::: "memory");  // visible to the bulk copies that will read it
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    if (t == 0) atomicAdd(arrivals, 1);
+    // One release by thread 0 covers the warpgroup's stores, ordered before it by the barrier: a __threadfence in
+    // every thread (MEMBAR.SC.GPU) made the store phase 2.31 us at qkv_gate m = 128, this 1.94
+    if (t == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
 }
 
 __device__ __forceinline__ int load_acquire(const int* p) {
@@ -242,7 +260,7 @@ __device__ __forceinline__ GemmShare gemm_share(const GemmArgs& a, const GemmSch
 template <class S, int G>
 __device__ __forceinline__ void gemm_reduce_share(const GemmArgs& a, const GemmSchedule& schedule, int tile_sk,
                                                   int row_tiles, uint8_t* buffer, uint64_t* bar, uint32_t& phase,
-                                                  uint8_t* staging, int t) {
+                                                  uint8_t* staging, int t, bool stamp_wait) {
     constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;  // this warpgroup's half of the ring
     constexpr int kStride = 2 * kGemmConsumers * S::kPartial;         // float4s from one CTA's slots to the next's
     const GemmShare s = gemm_share<S, G>(a, schedule, tile_sk);
@@ -250,6 +268,7 @@ __device__ __forceinline__ void gemm_reduce_share(const GemmArgs& a, const GemmS
     if (t == 0) {
         while (load_acquire(arrivals) < s.count) __nanosleep(64);
         asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk copies read what was acquired
+        if (stamp_wait) gemm_stamp<S>(a, G, kStampArrived);
     }
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
     float sum[S::kBlocks][4 * S::kShareBlocks];
@@ -302,9 +321,12 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
     RingCursor<S::kStages> cursor;
     float acc[S::kBlocks][S::kAcc];
     int first_tile = -1, last_tile = -1;  // the stream-K tiles of this CTA's first and last units, if partial
+    const bool stamp = OKC_GEMM_STAMPS && t == 0;
+    if (stamp) gemm_stamp<S>(a, G, kStampEntry), ring.wait_full(0, 0), gemm_stamp<S>(a, G, kStampFirstSlot);
     GemmUnit u;
     while (schedule.next(u)) {
         gemm_mainloop<S, G>(ring, cursor, slots, u, acc, lane);
+        if (stamp) gemm_stamp<S>(a, G, kStampMainloops);  // the last stamp stands: the last unit's
         if (u.k_begin == 0 && u.k_end == k_blocks) {
             gemm_write<S, G, S::kNB>(a, staging, (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
                                      (u.tile / row_tiles) * S::kTokens, acc, S::kNB, t);
@@ -316,14 +338,20 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
         gemm_store_partial<S, G>(a, (schedule.cta * 2 + which) * kGemmConsumers + G,
                                  a.sem + (tile_sk * kGemmConsumers + G) * 2, acc, t);
     }
-    if (first_tile < 0 && last_tile < 0) return;
+    if (stamp) gemm_stamp<S>(a, G, kStampUnits);
+    if (first_tile < 0 && last_tile < 0) {
+        if (stamp) gemm_stamp<S>(a, G, kStampArrived), gemm_stamp<S>(a, G, kStampExit);
+        return;
+    }
     named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
     uint8_t* buffer = slots + G * (S::kStages * S::kStage / kGemmConsumers);
     uint32_t phase = 0;
     if (last_tile >= 0)
-        gemm_reduce_share<S, G>(a, schedule, last_tile, row_tiles, buffer, reduce_bar, phase, staging, t);
+        gemm_reduce_share<S, G>(a, schedule, last_tile, row_tiles, buffer, reduce_bar, phase, staging, t, true);
     if (first_tile >= 0)
-        gemm_reduce_share<S, G>(a, schedule, first_tile, row_tiles, buffer, reduce_bar, phase, staging, t);
+        gemm_reduce_share<S, G>(a, schedule, first_tile, row_tiles, buffer, reduce_bar, phase, staging, t,
+                                last_tile < 0);
+    if (stamp) gemm_stamp<S>(a, G, kStampExit);
 }
 
 template <class S>

@@ -222,9 +222,26 @@ def test_best_by_field_keeps_each_values_fastest_config():
         "none": (cfgs[1], 15.0),
     }
     assert best_by_field({}, "reduce") == {}
-    point = SweepPoint(layer="qkv_gate", m=32, best=cfgs[1], best_us=15.0, cublas_us=18.0, tried=5, wrong_configs=[], failed=0, timings=timings)
+    point = SweepPoint(
+        layer="qkv_gate",
+        m=32,
+        best=cfgs[1],
+        best_us=15.0,
+        cublas_us=18.0,
+        tried=5,
+        wrong_configs=[],
+        failed=0,
+        timings=timings,
+    )
     lines = format_best_by_field(
-        [point, SweepPoint(layer="o", m=32, best=None, best_us=float("inf"), cublas_us=9.9, tried=0, wrong_configs=[])], "tile", TMA_GEMV.describe
+        [
+            point,
+            SweepPoint(
+                layer="o", m=32, best=None, best_us=float("inf"), cublas_us=9.9, tried=0, wrong_configs=[]
+            ),
+        ],
+        "tile",
+        TMA_GEMV.describe,
     )
     assert lines == [
         "qkv_gate   32  tile=full: splits=3 stages=8 tile=full reduce=cluster_scatter 15.40"
@@ -244,7 +261,9 @@ def test_sweep_point_json_ranks_every_timing():
         best_us=9.3,
         cublas_us=9.6,
         tried=3,
-        wrong_configs=[MmaGemvConfig(warps=16, splits=2, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster")],
+        wrong_configs=[
+            MmaGemvConfig(warps=16, splits=2, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster")
+        ],
         failed=0,
         timings={a: 12.0, b: 9.4},
     )
@@ -261,9 +280,36 @@ def test_sweep_writes_a_table_the_build_accepts(tmp_path):
     ), MmaGemvConfig(warps=8, splits=1, unroll=2, pipeline="double", row_blocks=2, reduce="none")
     r8 = MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="semaphore")
     points = [
-        SweepPoint(layer="o", m=1, best=o1, best_us=9.0, cublas_us=10.0, tried=100, wrong_configs=[], engine="mma_gemv"),
-        SweepPoint(layer="o", m=8, best=o8, best_us=9.9, cublas_us=10.0, tried=100, wrong_configs=[], engine="mma_gemv"),  # under 2 % faster: stays cuBLAS
-        SweepPoint(layer="router", m=8, best=r8, best_us=9.0, cublas_us=19.0, tried=100, wrong_configs=[], engine="mma_gemv"),
+        SweepPoint(
+            layer="o",
+            m=1,
+            best=o1,
+            best_us=9.0,
+            cublas_us=10.0,
+            tried=100,
+            wrong_configs=[],
+            engine="mma_gemv",
+        ),
+        SweepPoint(
+            layer="o",
+            m=8,
+            best=o8,
+            best_us=9.9,
+            cublas_us=10.0,
+            tried=100,
+            wrong_configs=[],
+            engine="mma_gemv",
+        ),  # under 2 % faster: stays cuBLAS
+        SweepPoint(
+            layer="router",
+            m=8,
+            best=r8,
+            best_us=9.0,
+            cublas_us=19.0,
+            tried=100,
+            wrong_configs=[],
+            engine="mma_gemv",
+        ),
     ]
     choices = {(p.layer, p.m): p.choice for p in points}
     kept = {
@@ -309,7 +355,16 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     text = (REPO_ROOT / "tables" / "mma_gemv.yaml").read_text()
     current = load_table(MMA_GEMV, problem)
     cfg = MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="cluster")
-    point = SweepPoint(layer="router", m=8, best=cfg, best_us=8.0, cublas_us=19.0, tried=10, wrong_configs=[], engine="mma_gemv")
+    point = SweepPoint(
+        layer="router",
+        m=8,
+        best=cfg,
+        best_us=8.0,
+        cublas_us=19.0,
+        tried=10,
+        wrong_configs=[],
+        engine="mma_gemv",
+    )
     path = tmp_path / "mma_gemv.yaml"
     path.write_text(updated_table(text, current, [point], [("router", 8)], problem))
     written = path.read_text()

@@ -25,6 +25,7 @@ from kernels_src.engine import Layer
 from zdecode_model import apply_patches, decode_stream
 from test_compress import SPECIAL_BITS, bf16_of, bits_of, scattered
 
+
 def read_slots(slots: torch.Tensor, n: int, k: int, groups: int):
     """The stream [N/16, K/64, 3, 32, 16] and headers [N/16, K/64, 4] the kernel reads out of the ring slots, at
     its own offsets."""
@@ -223,6 +224,8 @@ def test_the_table_words_become_the_launchers_two_signed_scalars():
 
     words = (0x3C3B3A00, 0xBC3D3E3F, 0xFFFFFFFF, 0x80000001)
     lo, hi = table_scalars(words)
-    assert lo == (0x3C3B3A00 | 0xBC3D3E3F << 32) - (1 << 64) and hi == (0xFFFFFFFF | 0x80000001 << 32) - (1 << 64)
+    assert lo == (0x3C3B3A00 | 0xBC3D3E3F << 32) - (1 << 64) and hi == (0xFFFFFFFF | 0x80000001 << 32) - (
+        1 << 64
+    )
     assert all(-(1 << 63) <= v < 1 << 63 for v in (lo, hi))
     assert table_scalars((1, 2, 3, 4)) == (1 | 2 << 32, 3 | 4 << 32)

@@ -51,7 +51,9 @@ def test_no_cuda_source_defines_or_types_a_generated_constant_again():
     items = declared()
     names = [item.name for item in items]
     definition = re.compile(
-        r"\b(" + "|".join(names) + r")\b\s*(\[\s*\])?\s*=[^=]|\b(enum|enum\s+class|struct|using)\s+("
+        r"\b("
+        + "|".join(names)
+        + r")\b\s*(\[\s*\])?\s*=[^=]|\b(enum|enum\s+class|struct|using)\s+("
         + "|".join(names)
         + r")\b"
     )
@@ -86,7 +88,9 @@ def test_mode_codes_are_enum_classes_not_integers():
     Python side has no hand map of mode names to numbers."""
     for path in CUDA_FILES:
         for number, line in code_lines(path):
-            assert not re.search(r"\b(Pipeline|p|reduce|a\.reduce|L::reduce)\s*[!=]=\s*\d", line), f"{path.name}:{number}: {line}"
+            assert not re.search(
+                r"\b(Pipeline|p|reduce|a\.reduce|L::reduce)\s*[!=]=\s*\d", line
+            ), f"{path.name}:{number}: {line}"
     for path in sorted(SRC.glob("*.py")):
         text = path.read_text()
         assert not re.search(r'\{\s*"[a-z_]+"\s*:\s*\d+\s*,', text), path.name

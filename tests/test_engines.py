@@ -33,7 +33,14 @@ def mma(**fields):
 
 
 def tables(
-    mma_entries=None, mma_defaults=None, tma=None, compressed=None, splitk=None, gemm=None, ring=None, persistent=None
+    mma_entries=None,
+    mma_defaults=None,
+    tma=None,
+    compressed=None,
+    splitk=None,
+    gemm=None,
+    ring=None,
+    persistent=None,
 ):
     return {
         "persistent_gemm": Table(persistent or {}, {}),
@@ -370,13 +377,16 @@ def admitted_variants():
 def test_every_admitted_configs_shared_memory_holds_its_kernels_layout(tmp_path):
     """Each engine's rule sizes a launch's shared memory (smem_bytes, rendered into its launch-table case); each
     launcher static_asserts that its kernel's layout fits in it (ring, cluster inbox, warps' tiles, staged overflow).
-    Here that check runs on every config the rules admit, and on a case one byte short, which it must refuse."""
+    Here that check runs on every config the rules admit, and on a case one byte short, which it must refuse.
+    """
     from kernels_src.engine import Variant
     from kernels_src.runtime import launch_cases
 
     cases = admitted_variants()
     tight = next(v for v in cases if v.engine == "tma_gemv" and dict(v.args)["splits"] == 1)
-    short = Variant(tight.engine, tight.kernel, tuple((n, x - 1 if n == "smem_bytes" else x) for n, x in tight.launch))
+    short = Variant(
+        tight.engine, tight.kernel, tuple((n, x - 1 if n == "smem_bytes" else x) for n, x in tight.launch)
+    )
     cases.append(short)
     fits = ", ".join(f"okc::{LAYOUT_FITS[v.engine]}<okc::launch::Case{i}>()" for i, v in enumerate(cases))
     out = _host_program_output(
@@ -525,7 +535,9 @@ def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path):
     assert (tmp_path / "given.cu").read_text() == cuda_source(load_sources().cuda, wanted)
     args = (tmp_path / "args").read_text()
     assert "arch=compute_90a,code=sm_90a" in args and "-Xptxas -v" in args
-    summary = rf"^{len(templates)} kernels \(the distinct instantiations of the launch table's {len(wanted)} cases,"
+    summary = (
+        rf"^{len(templates)} kernels \(the distinct instantiations of the launch table's {len(wanted)} cases,"
+    )
     assert re.search(summary + r".*\), max 90 registers, 0 spilling$", result.output, re.M), result.output
 
 
@@ -541,7 +553,9 @@ def test_every_table_header_is_its_engines_field_declarations():
 
     for engine in registry.ENGINES:
         text = (REPO_ROOT / "tables" / engine.table_file).read_text()
-        assert "\n".join(field_header_lines(engine)) + "\n" in text, f"{engine.name}: run python -m generator headers"
+        assert (
+            "\n".join(field_header_lines(engine)) + "\n" in text
+        ), f"{engine.name}: run python -m generator headers"
         assert with_field_header(engine, text) == text
         assert engine.fields == engine.Config._fields
 
@@ -549,7 +563,10 @@ def test_every_table_header_is_its_engines_field_declarations():
 def test_a_field_with_a_default_may_be_left_out_of_a_table_entry():
     from kernels_src.engine import Engine, Field, config_type
 
-    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
+    fields = (
+        Field("splits", int, (1, 2), "CTAs"),
+        Field("hint", str, ("off", "on"), "a hint", default="off"),
+    )
 
     class Probe(Engine):
         name = "probe"
@@ -592,7 +609,10 @@ def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
 def test_a_field_at_its_default_is_left_out_of_descriptions():
     from kernels_src.engine import Engine, Field, config_type
 
-    fields = (Field("splits", int, (1, 2), "CTAs"), Field("hint", str, ("off", "on"), "a hint", default="off"))
+    fields = (
+        Field("splits", int, (1, 2), "CTAs"),
+        Field("hint", str, ("off", "on"), "a hint", default="off"),
+    )
 
     class Probe(Engine):
         name = "probe"

@@ -120,7 +120,9 @@ def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submissio
             submission.ring_operands(weights[name], name, 1)
         except submission.CompressionError:
             ring_refused.add(name)
-    assert distribution == "heavy" or not ring_refused, ring_refused  # normal weights: 1-3 entries a tile at most
+    assert (
+        distribution == "heavy" or not ring_refused
+    ), ring_refused  # normal weights: 1-3 entries a tile at most
     wanted = []
     for launch in table_routes(submission) + extra_launches(submission):
         if launch[2] in submission.SKIPPABLE and launch[0] in state.refused:
@@ -185,12 +187,16 @@ def test_planted_overflow_reaches_the_compressed_engines(submission):
         (8, 8, 1, "double", 1, "cluster"),
     ]
     wanted = [("o", m, "compressed_gemv", cfg) for m in (1, 9, 16, 32) for cfg in configs]
-    wanted += [("o", m, "compressed_ring", cfg) for m in (1, 9, 16, 32) for cfg in RING]  # its own per-row list
+    wanted += [
+        ("o", m, "compressed_ring", cfg) for m in (1, 9, 16, 32) for cfg in RING
+    ]  # its own per-row list
     wanted = [launch for launch in wanted if admitted(submission, *launch)]
     for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
         state = submission.prepare({**weights, "o": w.clone()})
         state.operands["o"][submission.COMPRESSED] = submission.compress(w, "o", patches_per_group=patches)
-        for groups in {cfg[2] for cfg in RING}:  # past the staging too: prepare() would refuse the outlier row and
+        for groups in {
+            cfg[2] for cfg in RING
+        }:  # past the staging too: prepare() would refuse the outlier row and
             # the cluster (case 2, 3), so build them without the limit, for the kernel's global-memory path
             ring = submission.ring_operands(w, "o", groups, refuse=False)
             state.operands["o"][submission.Operand("ring_slots", (groups,))] = ring
@@ -213,7 +219,9 @@ def test_compressed_ring_with_no_overflow_at_all(submission):
     gen = torch.Generator(device="cuda").manual_seed(21)
     weights = make_weights(PROBLEM, "normal", 3, "cuda")
     sign = torch.where(torch.rand(layer.n, layer.k, generator=gen, device="cuda") < 0.5, -1.0, 1.0)
-    w = (sign * torch.exp2(-8 * torch.rand(layer.n, layer.k, generator=gen, device="cuda"))).to(torch.bfloat16)
+    w = (sign * torch.exp2(-8 * torch.rand(layer.n, layer.k, generator=gen, device="cuda"))).to(
+        torch.bfloat16
+    )
     assert submission.ring_operands(w, "o", 1)["entries"].numel() == 0
     state = submission.prepare({**weights, "o": w.clone()})
     wanted = [("o", m, "compressed_ring", cfg) for m in (1, 9, 16, 32) for cfg in RING]

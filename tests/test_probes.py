@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from generator import REPO_ROOT
-from generator.probes import intake, slot_stamps
+from generator.probes import gemm, intake, slot_stamps
 from generator.problem import load_problem
 from kernels_src.engine import SMEM_LIMIT  # kSmemOptInLimit, which tma_intake_launch checks
 from tools import needs
@@ -140,3 +140,57 @@ def test_the_stamped_kernel_compiles_without_spills(tmp_path):
     )
     assert code == 0, messages[-2000:]
     assert found and [k.name for k in found if k.spills] == [], messages[-2000:]
+
+
+def _gemm_stamps(entry: int, spans: list[int], reached: int = 6) -> list:
+    """One CTA's stamps ([consumer warpgroup][phase] ns): both warpgroups' phases from `entry`, `spans` apart,
+    those from `reached` on left 0 (never got there)."""
+    phases = [entry]
+    for span in spans:
+        phases.append(phases[-1] + span)
+    row = [p if i < reached else 0 for i, p in enumerate(phases)] + [0, 0]
+    return [row, row]
+
+
+def test_gemm_timeline_on_known_stamps():
+    """Spans between consecutive phases, the median and the slowest CTA, entries after the grid's first, the
+    intake over the median mainloop; a CTA whose stamps stop short is left out."""
+    launch = [
+        _gemm_stamps(1000, [2000, 8000, 500, 300, 1000]),
+        _gemm_stamps(1400, [2200, 10000, 500, 100, 1200]),
+        _gemm_stamps(1200, [2100, 9000, 500, 200, 1100]),
+        _gemm_stamps(900, [1, 1, 1, 1, 1], reached=3),
+    ]
+    row = gemm.timeline("128x2304x8192", "128,128,5,108", [launch, launch], copies_per_cta=9000.0 * 70)
+    assert row.launches == 2
+    assert row.entry_us == (0.2, 0.4)
+    assert row.spans_us["fill"] == (2.1, 2.2) and row.spans_us["mainloops"] == (9.0, 10.0)
+    assert row.spans_us["wait"] == (0.2, 0.3) and row.spans_us["reduce"] == (1.1, 1.2)
+    assert row.intake_gbs == pytest.approx(70.0)
+    assert row.span_us == pytest.approx((1400 + 2200 + 10000 + 500 + 100 + 1200 - 1000) / 1000)
+    lines = gemm.phase_table([row]).splitlines()
+    assert len(lines) == 3 and all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+@needs("nvcc")
+def test_the_gemm_stamps_compile_in_only_for_the_probe():
+    """persistent_gemm built as the probe builds it reads the global timer, with no spill; the shipped build
+    (OKC_GEMM_STAMPS undefined) has no trace of it in its SASS."""
+    from generator.compile import compile_cuda
+    from generator.sources import load_sources
+    from kernels_src.engine import Layer
+    from kernels_src.persistent_gemm import PERSISTENT_GEMM, GemmConfig
+    from generator.sass import find_cuobjdump
+    from kernels_src.runtime import cuda_source
+
+    cuobjdump = find_cuobjdump()
+    assert cuobjdump, "no cuobjdump beside nvcc or in triton"
+    layer = Layer("probe", 2304, 8192, "bfloat16")
+    kernels = [PERSISTENT_GEMM.variant(GemmConfig(128, 128, 5, 108), layer, 128)]
+    source = cuda_source(load_sources(REPO_ROOT).cuda, kernels)
+    for stamped in (True, False):
+        code, messages, found, sass = compile_cuda(
+            (gemm.STAMPS_ON if stamped else "") + source, cuobjdump=cuobjdump
+        )
+        assert code == 0 and found and not [k.name for k in found if k.spills], messages[-2000:]
+        assert ("GLOBALTIMER" in sass) == stamped

@@ -29,11 +29,15 @@ def test_launch_specs_parse_for_every_engine(problem):
     assert tma.spec == "qkv_gate:32:tma_gemv:splits=3,stages=8,tile=full,reduce=cluster_scatter"
     assert parse_launch(tma.spec, problem) == tma  # the named form parses back
     z = parse_launch("pooler:1:compressed_gemv:8,1,4,batch,1,none", problem)
-    assert z.config == CompressedGemvConfig(warps=8, splits=1, groups=4, pipeline="batch", row_blocks=1, reduce="none")
+    assert z.config == CompressedGemvConfig(
+        warps=8, splits=1, groups=4, pipeline="batch", row_blocks=1, reduce="none"
+    )
     mma = parse_launch(
         "router:32:mma_gemv:warps=16,splits=4,unroll=1,pipeline=batch,row_blocks=1,reduce=cluster", problem
     )
-    assert mma.config == MmaGemvConfig(warps=16, splits=4, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster")
+    assert mma.config == MmaGemvConfig(
+        warps=16, splits=4, unroll=1, pipeline="batch", row_blocks=1, reduce="cluster"
+    )
     splitk = parse_launch("router:128:splitk_gemm:64,64,128,16,4,3,tma,atomic", problem)
     assert splitk.config == SplitKGemmConfig(
         block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=3, loads="tma", reduce="atomic"

@@ -143,7 +143,9 @@ def config_error(module, cfg, m, n, k, dual):
     """module's rule (SPLITK_GEMM.config_error) for an (m, n, k) launch; dual: the router's two weights."""
     if isinstance(cfg, tuple) and getattr(cfg, "_fields", None) == module.SplitKGemmConfig._fields:
         cfg = module.SplitKGemmConfig(*cfg)  # a config of the other private copy
-    return module.SPLITK_GEMM.config_error(cfg, Layer("splitk_gemm", n, k, "float32" if dual else "bfloat16"), m)
+    return module.SPLITK_GEMM.config_error(
+        cfg, Layer("splitk_gemm", n, k, "float32" if dual else "bfloat16"), m
+    )
 
 
 def _launch(module, cfg, x, weights, n, state):

@@ -226,7 +226,9 @@ def test_the_register_budget_is_what_the_launch_bounds_leave():
 
     assert [register_budget(wg) for wg in (1, 2, 4)] == [255, 224, 120]
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
-    assert "__launch_bounds__(tma_threads(Warpgroups), 1)" in src  # one CTA a SM's worth of registers per thread
+    assert (
+        "__launch_bounds__(tma_threads(Warpgroups), 1)" in src
+    )  # one CTA a SM's worth of registers per thread
 
 
 def test_every_config_the_gpu_tests_name_runs_on_some_shape():

@@ -86,11 +86,19 @@ def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
     "--reps", type=click.IntRange(min=1), default=30, show_default=True, help="Timed replays of each."
 )
 @click.option(
+    "--phases",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Build the kernel with its phase stamps and add each config's timeline over this many cold launches.",
+)
+@click.option(
     "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows."
 )
-def probe_gemm(sizes, file: Path, configs, reps: int, json_path: Path | None) -> None:
+def probe_gemm(sizes, file: Path, configs, reps: int, phases: int, json_path: Path | None) -> None:
     """persistent_gemm on a plain GEMM of SIZES = M N K (bf16 in and out) against cuBLAS in the same run, cold
-    and warm, each config checked against an fp32 reference first (a markdown table)."""
+    and warm, each config checked against an fp32 reference first (a markdown table); with --phases, where each
+    CTA's time goes (generator/probes/gemm.py)."""
     from generator.probes import gemm
 
     try:
@@ -100,9 +108,12 @@ def probe_gemm(sizes, file: Path, configs, reps: int, json_path: Path | None) ->
     require_gpu("probe-gemm")
     try:
         module = load_submission(file)
-        rows = gemm.run(module, *sizes, parsed, reps)
+        rows, phase_rows = gemm.run(module, *sizes, parsed, reps, phases)
     except (SubmissionLoadError, gemm.ProbeError) as exc:
         fail(str(exc))
     click.echo(gemm.table(rows))
+    if phase_rows:
+        click.echo("\n" + gemm.phase_table(phase_rows))
     if json_path is not None:
-        json_path.write_text(json.dumps([row._asdict() for row in rows], indent=1) + "\n")
+        found = [row._asdict() for row in rows] + [row._asdict() for row in phase_rows]
+        json_path.write_text(json.dumps(found, indent=1) + "\n")

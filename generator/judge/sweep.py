@@ -262,7 +262,9 @@ def run_sweep(
         precompile_candidates(run, file, todo)
     run.plans = launches_to_time(run, todo)
     run.flush = L2Flusher()
-    settle(run.flush)  # else the first configs timed (the current entry first) run in the fast state after prepare()
+    settle(
+        run.flush
+    )  # else the first configs timed (the current entry first) run in the fast state after prepare()
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 3)
     points = []
@@ -363,7 +365,9 @@ def time_shape(run: SweepRun, layer_name: str, m: int, cfgs, current, incumbent,
     if current in timed and current not in finalists:
         finalists.append(current)  # a challenger must beat the current entry in the long timing too
     final = {
-        cfg: time_cold_us(lambda cfg=cfg: run.plans[(layer_name, m, name, tuple(cfg))](x), run.flush, long_reps)
+        cfg: time_cold_us(
+            lambda cfg=cfg: run.plans[(layer_name, m, name, tuple(cfg))](x), run.flush, long_reps
+        )
         for cfg in finalists
     }
     best = pick_best(final, current)

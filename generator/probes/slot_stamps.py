@@ -111,7 +111,8 @@ PATCHES = (
         long long* st = %(row_exit)s;
         st[0] = t_entry, st[1] = clock64(), st[2] = (long long)ns_entry, st[3] = (long long)ns_exit;
     }
-}""" % {"row_exit": _ROW.format(g="warp / 4", i=EXIT_ROW)},
+}"""
+        % {"row_exit": _ROW.format(g="warp / 4", i=EXIT_ROW)},
     ),
 )
 
