@@ -121,21 +121,30 @@ def run(module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: 
         shape = f"{m}x{n}x{k}"
         rows.append(GemmRow(shape, ",".join(map(str, config)), error, cold, warm, cublas_cold, cublas_warm))
         if phases and error < REL_TOLERANCE:
-            offset = module.persistent_workspace_floats(module.GemmConfig(*config))
-            stamps = workspace[offset : offset + config[3] * STAMP_GROUPS * STAMP_SLOTS * 2].view(torch.int64)
-            launches = []
-            for _ in range(phases):
-                stamps.zero_()
-                flush()
-                call()
-                torch.cuda.synchronize()
-                launches.append(stamps.view(config[3], STAMP_GROUPS, STAMP_SLOTS).tolist())
-            slot_bytes = (config[0] + config[1]) * 64 * 2
-            copies = (
-                module.persistent_tiles(module.GemmConfig(*config), n, m) * (k // 64) * slot_bytes / config[3]
-            )
-            phase_rows.append(timeline(shape, rows[-1].config, launches, copies))
+            phase_rows.append(_phase_row(module, rows[-1], config, call, workspace, flush, phases))
     return rows, phase_rows
+
+
+def _phase_row(
+    module: ModuleType, row: GemmRow, config: tuple, call, workspace, flush, launches: int
+) -> PhaseRow:
+    """One config's timeline: its stamps (past its partials in the workspace) read after each cold launch."""
+    import torch
+
+    m, n, k = (int(v) for v in row.shape.split("x"))
+    gemm = module.GemmConfig(*config)
+    offset = module.persistent_workspace_floats(gemm)
+    stamps = workspace[offset : offset + config[3] * STAMP_GROUPS * STAMP_SLOTS * 2].view(torch.int64)
+    per_launch = []
+    for _ in range(launches):
+        stamps.zero_()
+        flush()
+        call()
+        torch.cuda.synchronize()
+        per_launch.append(stamps.view(config[3], STAMP_GROUPS, STAMP_SLOTS).tolist())
+    slot_bytes = (config[0] + config[1]) * 64 * 2
+    copies = module.persistent_tiles(gemm, n, m) * (k // 64) * slot_bytes / config[3]
+    return timeline(row.shape, row.config, per_launch, copies)
 
 
 def timeline(shape: str, config: str, launches: list, copies_per_cta: float) -> PhaseRow:
