@@ -34,8 +34,13 @@ class GemmRow(NamedTuple):
     cublas_cold_us: float
     cublas_warm_us: float
 
+    @property
+    def dims(self) -> tuple:
+        """(M, N, K) of the shape."""
+        return tuple(int(v) for v in self.shape.split("x"))
+
     def tflops(self, us: float) -> float:
-        m, n, k = (int(v) for v in self.shape.split("x"))
+        m, n, k = self.dims
         return 2.0 * m * n * k / us / 1e6
 
 
@@ -51,6 +56,11 @@ class PhaseRow(NamedTuple):
 
 class ProbeError(Exception):
     pass
+
+
+def stamp_floats(ctas: int) -> int:
+    """The workspace floats the stamps of `ctas` CTAs take (int64: two floats each)."""
+    return ctas * STAMP_GROUPS * STAMP_SLOTS * 2
 
 
 def parse_config(text: str) -> tuple:
@@ -82,11 +92,9 @@ def run(module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: 
     torch.backends.cuda.matmul.allow_tf32 = False
     reference = x.float() @ w.float().t()
     tiles = module.pack_tma_bulk(w)  # prepare()'s weight layout: packed, pre-swizzled 8 KB tiles
-    stamp_floats = (
-        max(c[3] for c in configs) * STAMP_GROUPS * STAMP_SLOTS * 2
-    )  # int64 stamps past the partials
-    workspace = torch.empty(
-        max(module.persistent_workspace_floats(module.GemmConfig(*c)) for c in configs) + stamp_floats,
+    workspace = torch.empty(  # the stamps lie past the partials
+        max(module.persistent_workspace_floats(module.GemmConfig(*c)) for c in configs)
+        + stamp_floats(max(c[3] for c in configs)),
         device="cuda",
     )
     semaphores = torch.zeros(module.SEMAPHORES, dtype=torch.int32, device="cuda")
@@ -131,10 +139,10 @@ def _phase_row(
     """One config's timeline: its stamps (past its partials in the workspace) read after each cold launch."""
     import torch
 
-    m, n, k = (int(v) for v in row.shape.split("x"))
+    m, n, k = row.dims
     gemm = module.GemmConfig(*config)
     offset = module.persistent_workspace_floats(gemm)
-    stamps = workspace[offset : offset + config[3] * STAMP_GROUPS * STAMP_SLOTS * 2].view(torch.int64)
+    stamps = workspace[offset : offset + stamp_floats(config[3])].view(torch.int64)
     per_launch = []
     for _ in range(launches):
         stamps.zero_()
@@ -142,8 +150,8 @@ def _phase_row(
         call()
         torch.cuda.synchronize()
         per_launch.append(stamps.view(config[3], STAMP_GROUPS, STAMP_SLOTS).tolist())
-    slot_bytes = (config[0] + config[1]) * 64 * 2
-    copies = module.persistent_tiles(gemm, n, m) * (k // 64) * slot_bytes / config[3]
+    slot_bytes = (gemm.rows + gemm.tokens) * module.GEMM_SLOT_K * 2  # bf16 weights and x
+    copies = module.persistent_tiles(gemm, n, m) * (k // module.GEMM_SLOT_K) * slot_bytes / gemm.ctas
     return timeline(row.shape, row.config, per_launch, copies)
 
 
