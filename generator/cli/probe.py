@@ -1,5 +1,6 @@
 """Probes on the H200 (generator/probes/): `probe-intake` (one hardware limit), `probe-slots` (one kernel, slot
-by slot) and `probe-gemm` (persistent_gemm on a plain large GEMM against cuBLAS)."""
+by slot), `probe-gemm` (persistent_gemm on a plain large GEMM against cuBLAS) and `probe-tail` (its split-K tail
+alone)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import click
 
 from generator.cli.app import DIST, FILE_ARGUMENT, fail, main, require_gpu
 from generator.judge.loader import SubmissionLoadError, load_submission
+from generator.probes.tail import DESIGNS as TAIL_DESIGNS
 
 
 @main.command("probe-intake")
@@ -116,4 +118,46 @@ def probe_gemm(sizes, file: Path, configs, reps: int, phases: int, json_path: Pa
         click.echo("\n" + gemm.phase_table(phase_rows))
     if json_path is not None:
         found = [row._asdict() for row in rows] + [row._asdict() for row in phase_rows]
+        json_path.write_text(json.dumps(found, indent=1) + "\n")
+
+
+@main.command("probe-tail")
+@click.option(
+    "--case",
+    "cases",
+    multiple=True,
+    help="rows,tokens,m,n,splits: an [m, n] output in rows x tokens tiles, each split over `splits` CTAs"
+    " (repeatable) [default: the problem's candidate tails].",
+)
+@click.option(
+    "--design",
+    "designs",
+    multiple=True,
+    type=click.Choice(TAIL_DESIGNS),
+    help="Designs to time (repeatable) [default: all].",
+)
+@click.option(
+    "--reps", type=click.IntRange(min=1), default=30, show_default=True, help="Cold replays of each."
+)
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows."
+)
+def probe_tail(cases, designs, reps: int, json_path: Path | None) -> None:
+    """persistent_gemm's split-K tail apart from the GEMM, in five designs on synthetic partials (a markdown table;
+    generator/probes/tail.py)."""
+    from generator.probes import tail
+
+    try:
+        parsed = [tail.parse_case(text) for text in cases] or list(tail.DEFAULT_CASES)
+    except tail.ProbeError as exc:
+        fail(str(exc))
+    require_gpu("probe-tail")
+    chosen = [tail.DESIGNS.index(d) for d in designs] or list(range(len(tail.DESIGNS)))
+    try:
+        rows = tail.run(parsed, chosen, reps)
+    except tail.ProbeError as exc:
+        fail(str(exc), code=1)
+    click.echo(tail.table(rows))
+    if json_path is not None:
+        found = [{**r._asdict(), "case": r.case._asdict()} for r in rows]
         json_path.write_text(json.dumps(found, indent=1) + "\n")
