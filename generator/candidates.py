@@ -84,8 +84,8 @@ def tma_gemm(engine, layer, m: int):
 
 
 def persistent_gemm(engine, layer, m: int):
-    """Tiles no wider than m's class, the two deepest rings that fit, and grids of one wave, of whole waves of
-    tiles, or of 1-8 CTAs a tile."""
+    """Tiles no wider than m's class, the two deepest rings that fit, and grids of whole waves of tiles or of
+    every equal split of the tiles that one wave holds."""
     for rows in engine.values["rows"]:
         for tokens in (t for t in engine.values["tokens"] if t <= gemm_class_tokens(m)):
             fitting = [
@@ -95,7 +95,9 @@ def persistent_gemm(engine, layer, m: int):
             ]
             for stages in fitting[-2:]:
                 tiles = persistent_tiles(engine.Config(rows, tokens, stages, 1), layer.n_for(m), m)
-                grids = {SMS, SMS // tiles * tiles} | {tiles * s for s in (1, 2, 3, 4, 6, 8)}
+                grids = {tiles * s for s in range(1, SMS // tiles + 1)} | {
+                    c for c in range(64, SMS + 1) if tiles % c == 0
+                }
                 for ctas in sorted(grids):
                     yield engine.Config(rows, tokens, stages, ctas)
 

@@ -23,8 +23,8 @@ SMEM_LIMIT = SMEM_PER_BLOCK - STATIC_SMEM
 # The split-K workspace every engine shares (one launch at a time), in floats: 36 MB (persistent_gemm's 128 x 256
 # partials of 132 CTAs take 33 MB).
 WORKSPACE_FLOATS = 9 * 1024 * 1024
-# The zeroed fp32 accumulator of the accumulator split-K reductions (tma_gemm, splitk_gemm), in floats: every
-# launch leaves it zero (8 MB: a 256-token tile of 8192 rows).
+# The zeroed fp32 accumulator of the accumulator split-K reductions (tma_gemm, splitk_gemm, persistent_gemm), in
+# floats: every launch leaves it zero (8 MB: a 256-token tile of 8192 rows).
 ACCUMULATOR_FLOATS = 256 * 8192
 # The self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions and
 # tma_gemm's accumulator one (SEMAPHORE_GROUPS; tma_gemm takes one per 64-row tile, 128 at most here), then
@@ -153,7 +153,9 @@ class CudaEnum:
         return "k" + "".join(part[:1].upper() + part[1:] for part in member.split("_"))
 
     def code(self, member: str) -> CudaCode:
-        return CudaCode(self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}")
+        return CudaCode(
+            self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}"
+        )
 
     def cpp(self) -> str:
         codes = ", ".join(f"{self.enumerator(m)} = {i}" for i, m in enumerate(self.members))
@@ -189,6 +191,11 @@ SHARED_CUDA_CONSTANTS = (
     CudaConstant("kTicketSplits", TICKET_SPLITS, "engine.py TICKET_SPLITS: S = 2, 4, 8, 16, 32"),
     CudaConstant(
         "kSemaphoreInts", SEMAPHORES, "engine.py SEMAPHORES: the int32 counters runtime.py allocates"
+    ),
+    CudaConstant(
+        "kAccumulatorFloats",
+        ACCUMULATOR_FLOATS,
+        "engine.py ACCUMULATOR_FLOATS: the zeroed fp32 accumulator's floats",
     ),
     CudaConstant("kCallOperands", CALL_OPERANDS, "engine.py CALL_OPERANDS: operand pointers a call holds"),
     CudaConstant("kCallScalars", CALL_SCALARS, "engine.py CALL_SCALARS: 64-bit scalars a call holds"),
@@ -248,7 +255,9 @@ class Engine:
     m_min, m_max = 1, None  # the m range the engine serves (None: no upper bound)
     has_defaults = False  # the table may name a config per weight kind (plain, dual) for m's it does not list
     sweep_m: tuple = ()  # the m's its table lists, which `sweep` tunes (others borrow their entries)
-    launcher = ""  # C++ launcher template (CUDA engines): launcher<L>(call), L the launch table's case (variant)
+    launcher = (
+        ""  # C++ launcher template (CUDA engines): launcher<L>(call), L the launch table's case (variant)
+    )
     cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
     summary = ""  # one paragraph for the submission's docstring
 
@@ -349,7 +358,8 @@ class Engine:
 
     def variant(self, cfg, layer: Layer, m: int) -> Variant | None:
         """The launch-table case cfg runs at m tokens of `layer`: its launcher's arguments by name, the dynamic shared
-        memory (the engine's own figure, which its rule bounds) among them; None for an engine without CUDA."""
+        memory (the engine's own figure, which its rule bounds) among them; None for an engine without CUDA.
+        """
         return None
 
     def plan(self, cfg, layer: Layer, m: int, ctx):

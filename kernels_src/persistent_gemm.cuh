@@ -1,8 +1,9 @@
 // Persistent warp-specialized GEMM (engine persistent_gemm): out[M, N] = x[M, K] . W[N, K]^T, weights as wgmma's A
 // (`rows` a tile, packed 8 KB tiles by bulk copy), x as its B (`tokens` a tile, by TMA). A CTA per SM walks its
-// share of the (tile, k-block) space: whole tiles first, then an even slice of the rest (stream-K). Two producer
-// lanes feed the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or store a
-// partial one; the CTAs of a stream-K tile then each sum a share of its partials. Docs: docs/persistent-gemm.md.
+// share of the (tile, k-block) space: whole tiles first, then an equal split of a remaining tile (split-K). Two
+// producer lanes feed the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or add
+// their partial into the tile's fp32 sum in L2; a split tile's CTAs then each write a share of it out.
+// Docs: docs/persistent-gemm.md.
 #pragma once
 #include "ring.cuh"
 #include "tma_gemv.cuh"  // bf16_rows_map
@@ -12,32 +13,30 @@ namespace okc {
 
 constexpr int kGemmConsumers = 2;  // consumer warpgroups; the producer is warpgroup 0
 constexpr int kGemmThreads = 128 * (1 + kGemmConsumers);
-constexpr int kGemmSlotK = 64;        // K per ring slot: one 128-byte swizzle row of bf16
-constexpr int kGemmTileBytes = 8192;  // a packed 64 x 64 weight tile
+constexpr int kGemmTailCopy = 8192;  // bytes a bulk add of a partial: four to sixteen in flight
 
 struct GemmArgs {
     const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] pre-swizzled 8 KB blocks
     const uint8_t* w2;  // the router's lo tiles (dual), else w
     void* out;          // [M, N] of the layer's output type
-    float* ws;          // stream-K partials: [CTA][its first, last unit][warpgroup][rows / 2 x tokens] fp32
-    int* sem;           // arrivals and departures per stream-K tile and warpgroup; 0 between launches
+    float* sums;        // the split tiles' fp32 sums, [tile][warpgroup][S::kPartial float4]: the zeroed accumulator
+    long long* stamps;  // probe-gemm's phase stamps (OKC_GEMM_STAMPS), else unused
+    int* sem;           // arrivals and departures per split tile and warpgroup; 0 between launches
     int M, N, K, ctas;
 };
 
 // Phase stamps for `probe-gemm --phases` (which defines OKC_GEMM_STAMPS; the shipped build compiles them out): the
-// global timer (ns) of consumer warpgroup G at each phase, 8 a warpgroup, at the workspace's tail past every CTA's
-// partials. generator/probes/gemm.py reads them.
+// global timer (ns) of consumer warpgroup G at each phase, 8 a warpgroup, in the workspace. generator/probes/gemm.py
+// reads them.
 #ifndef OKC_GEMM_STAMPS
 #define OKC_GEMM_STAMPS 0
 #endif
 enum GemmPhase { kStampEntry, kStampFirstSlot, kStampMainloops, kStampUnits, kStampArrived, kStampExit };
-template <class S>
 __device__ __forceinline__ void gemm_stamp(const GemmArgs& a, int g, int phase) {
     if constexpr (OKC_GEMM_STAMPS) {
         long long now;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        long long* stamps = reinterpret_cast<long long*>(a.ws + (size_t)a.ctas * 2 * kGemmConsumers * S::kPartial * 4);
-        stamps[(blockIdx.x * kGemmConsumers + g) * 8 + phase] = now;
+        a.stamps[(blockIdx.x * kGemmConsumers + g) * 8 + phase] = now;
     }
 }
 
@@ -50,23 +49,24 @@ struct GemmShape {
     static constexpr int kBlocks = kRowsPerGroup / 64;           // its m64 wgmmas per k16 step
     static constexpr int kNB = Tokens / 8;                       // 8-token blocks: wgmma N = Tokens
     static constexpr int kAcc = 4 * kNB;                         // fp32 accumulators a thread per m64 block
-    static constexpr int kWBytes = Rows * kGemmSlotK * 2;
+    static constexpr int kWBytes = Rows / kTmaTileRows * kTmaWBytes;
     static constexpr int kXOffset = kWBytes * (Dual ? 2 : 1);
-    static constexpr int kXBytes = Tokens * kGemmSlotK * 2;
+    static constexpr int kXBytes = Tokens * kTmaTileK * 2;
     static constexpr int kStage = kXOffset + kXBytes;
     static constexpr int kOutBytes = sizeof(Out);
-    static constexpr int kChunk = 8192 / (kRowsPerGroup * kOutBytes);   // tokens staged at a time: 8 KB of output
+    static constexpr int kChunk = kGemmStagedBytes / (kRowsPerGroup * kOutBytes);  // tokens staged at a time
     static constexpr int kStagePitch = kRowsPerGroup + 16 / kOutBytes;  // a staged token row (+16 bytes: banks)
     static constexpr int kStageOut = kChunk * kStagePitch * kOutBytes;  // a warpgroup's staging bytes
     static constexpr int kPartial = kBlocks * kNB * 128;                // float4s of a warpgroup's partial tile
-    static constexpr int kShareBlocks = kNB / 2;  // token blocks of a stream-K share at most (>= 2 participants)
+    static constexpr int kShareBlocks = kNB / 2;  // token blocks of a split tile's share at most (>= 2 CTAs)
     static constexpr int kSmem = Stages * kStage + kGemmConsumers * kStageOut + 1024;  // +1 KB: swizzle alignment
-    static_assert(kBlocks * kAcc <= 128, "a consumer thread holds at most 128 accumulators");
+    static_assert(kBlocks * kAcc <= kGemmMaxAccumulators, "a consumer thread's accumulators fit its registers");
     static_assert(kSmem <= (int)kSmemOptInLimit, "the ring and the staging fit shared memory");
 };
 
 // A CTA's work, unit by unit: k-blocks [k_begin, k_end) of one tile. CTA c takes whole tiles c, c + ctas, ... for
-// as many full waves as there are, then its even share of the remaining tiles' k-blocks, cut at tile edges.
+// as many full waves as there are, then its even share of the remaining tiles' k-blocks, cut at tile edges (the
+// rule makes the CTAs a multiple of those tiles: each is split over its own equal group of CTAs, one unit each).
 struct GemmUnit {
     int tile, k_begin, k_end;
 };
@@ -104,7 +104,7 @@ struct GemmSchedule {
 template <class S, bool WEIGHTS>
 __device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uint8_t* slots, const CUtensorMap* x_map,
                                              const GemmArgs& a, int row_tiles) {
-    const int k_blocks = a.K / kGemmSlotK;
+    const int k_blocks = a.K / kTmaTileK;
     const uint64_t x_policy = l2_evict_last();  // x is read by every row tile
     GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
     RingCursor<S::kStages> cursor;
@@ -117,14 +117,14 @@ __device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uin
                 uint64_t* full = ring.acquire(cursor.slot, cursor.phase, S::kStage);  // x rows past M land as zeros
 #pragma unroll
                 for (int r = 0; r < S::kRows / 64; ++r) {
-                    const size_t tile = ((size_t)(row64 + r) * k_blocks + kb) * kGemmTileBytes;
-                    bulk_load_1d(slot + r * kGemmTileBytes, a.w + tile, kGemmTileBytes, full);
+                    const size_t tile = ((size_t)(row64 + r) * k_blocks + kb) * kTmaWBytes;
+                    bulk_load_1d(slot + r * kTmaWBytes, a.w + tile, kTmaWBytes, full);
                     if constexpr (S::kDual)
-                        bulk_load_1d(slot + S::kWBytes + r * kGemmTileBytes, a.w2 + tile, kGemmTileBytes, full);
+                        bulk_load_1d(slot + S::kWBytes + r * kTmaWBytes, a.w2 + tile, kTmaWBytes, full);
                 }
             } else {
                 ring.wait_free(cursor.slot, cursor.phase);
-                tma_load_2d_hint(slot + S::kXOffset, x_map, kb * kGemmSlotK, token0, &ring.full[cursor.slot], x_policy);
+                tma_load_2d_hint(slot + S::kXOffset, x_map, kb * kTmaTileK, token0, &ring.full[cursor.slot], x_policy);
             }
         }
     }
@@ -149,11 +149,11 @@ __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, Ri
         for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kGemmSlotK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled row
+        for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled row
             const uint64_t x = desc_plus(x_desc0, slot + kk * 2);
 #pragma unroll
             for (int b = 0; b < S::kBlocks; ++b) {
-                const uint32_t w = slot + b * kGemmTileBytes / 16 + kk * 2;
+                const uint32_t w = slot + b * kTmaWBytes / 16 + kk * 2;
                 wgmma_bf16<S::kNB>(acc[b], desc_plus(w_desc0, w), x);
                 if constexpr (S::kDual) wgmma_bf16<S::kNB>(acc[b], desc_plus(w_desc0, w + S::kWBytes / 16), x);
             }
@@ -208,23 +208,38 @@ __device__ __forceinline__ void gemm_write(const GemmArgs& a, uint8_t* staging, 
     }
 }
 
-// Phase 3b, a stream-K unit: its partial into the workspace slot of (this CTA, first or last unit, warpgroup),
-// thread-major so a warp stores 512 contiguous bytes, then counted in on the tile's arrivals.
-template <class S, int G>
-__device__ __forceinline__ void gemm_store_partial(const GemmArgs& a, int slot, int* arrivals,
-                                                   const float (&acc)[S::kBlocks][S::kAcc], int t) {
-    float4* mine = reinterpret_cast<float4*>(a.ws) + (size_t)slot * S::kPartial + t;
+// A warpgroup's partial into shared memory, thread-major: float4 j of m64 block b of thread t at (b * kNB + j) * 128
+// + t, so a warp's 512 bytes lie together and one bulk copy takes the whole.
+template <class S>
+__device__ __forceinline__ void gemm_stage_partial(uint8_t* buffer, const float (&acc)[S::kBlocks][S::kAcc], int t) {
+    float4* stage = reinterpret_cast<float4*>(buffer) + t;
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
         for (int j = 0; j < S::kNB; ++j)
-            __stcg(mine + (b * S::kNB + j) * 128,
-                   make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
-    asm volatile("fence.proxy.async.global;" ::: "memory");  // visible to the bulk copies that will read it
+            stage[(b * S::kNB + j) * 128] =
+                make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]);
+}
+
+// Phase 3b, a split tile's unit (a CTA's last: the rule splits the tiles past the full waves over equal groups of
+// CTAs): the partial, staged in this warpgroup's half of the idle ring, is added into the tile's fp32 sum in L2 by
+// bulk reduce copies, all in flight at once; then counted in. Thread 0 gets the arrivals before its own.
+template <class S, int G>
+__device__ __forceinline__ int gemm_add_partial(float4* sum, int* arrivals, uint8_t* buffer,
+                                                const float (&acc)[S::kBlocks][S::kAcc], int t) {
+    gemm_stage_partial<S>(buffer, acc, t);
+    fence_async_shared();
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    // One release by thread 0 covers the warpgroup's stores, ordered before it by the barrier: a __threadfence in
-    // every thread (MEMBAR.SC.GPU) made the store phase 2.31 us at qkv_gate m = 128, this 1.94
-    if (t == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
+    int before = 0;
+    if (t == 0) {
+        for (int off = 0; off < S::kPartial * 16; off += kGemmTailCopy)
+            bulk_reduce_add_f32(reinterpret_cast<float*>(sum) + off / 4, buffer + off, kGemmTailCopy);
+        bulk_commit();
+        bulk_wait<0>();
+        asm volatile("fence.proxy.async.global;" ::: "memory");  // the adds, then the release that counts them
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(before) : "l"(arrivals) : "memory");
+    }
+    return before;
 }
 
 __device__ __forceinline__ int load_acquire(const int* p) {
@@ -233,125 +248,88 @@ __device__ __forceinline__ int load_acquire(const int* p) {
     return v;
 }
 
-// What a participant of a stream-K tile reduces: its token blocks, and where the participants' partials lie.
-struct GemmShare {
-    int first, count;     // the participating CTAs: first .. first + count - 1
-    int block0, blocks;   // this CTA's token blocks of the tile
-    const float4* parts;  // the first participant's slot; the others' follow a CTA apart
-    int lead;             // float4s from parts to the first participant's slot (its last unit's: + 1 slot)
-};
-
+// Phase 4: once the tile's `count` CTAs have all added theirs, participant `share`'s token blocks of the sum: read,
+// zeroed for the next launch, written out. The last to leave resets the tile's counters.
 template <class S, int G>
-__device__ __forceinline__ GemmShare gemm_share(const GemmArgs& a, const GemmSchedule& schedule, int tile_sk) {
-    GemmShare s;
-    const long long k0 = (long long)tile_sk * schedule.k_blocks;
-    s.first = schedule.owner(k0), s.count = schedule.owner(k0 + schedule.k_blocks - 1) - s.first + 1;
-    const int share = schedule.cta - s.first;
-    s.block0 = S::kNB * share / s.count, s.blocks = S::kNB * (share + 1) / s.count - s.block0;
-    s.parts = reinterpret_cast<const float4*>(a.ws) + (size_t)(s.first * 2 * kGemmConsumers + G) * S::kPartial;
-    s.lead = schedule.begin_of(s.first) < k0 ? kGemmConsumers * S::kPartial : 0;
-    return s;
-}
-
-// Phase 4, after every unit of the CTA: the participants' partials of this CTA's token blocks come into the idle
-// ring by bulk copies, as many participants a round as fit (one L2 round trip each; loads one by one took o m = 128
-// from 13 to 26 us), summed in CTA order (deterministic) and written out once all have arrived (a cooperative
-// launch: they are all resident). The last to leave resets the tile's counters for the next launch.
-template <class S, int G>
-__device__ __forceinline__ void gemm_reduce_share(const GemmArgs& a, const GemmSchedule& schedule, int tile_sk,
-                                                  int row_tiles, uint8_t* buffer, uint64_t* bar, uint32_t& phase,
-                                                  uint8_t* staging, int t, bool stamp_wait) {
-    constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;  // this warpgroup's half of the ring
-    constexpr int kStride = 2 * kGemmConsumers * S::kPartial;         // float4s from one CTA's slots to the next's
-    const GemmShare s = gemm_share<S, G>(a, schedule, tile_sk);
-    int* arrivals = a.sem + (tile_sk * kGemmConsumers + G) * 2;
+__device__ __forceinline__ void gemm_take_share(const GemmArgs& a, float4* sum, int* arrivals, int share, int count,
+                                                int row0, int token0, uint8_t* staging, int t) {
     if (t == 0) {
-        while (load_acquire(arrivals) < s.count) __nanosleep(64);
-        asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk copies read what was acquired
-        if (stamp_wait) gemm_stamp<S>(a, G, kStampArrived);
+        while (load_acquire(arrivals) < count) __nanosleep(32);
+        if (OKC_GEMM_STAMPS) gemm_stamp(a, G, kStampArrived);
     }
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    float sum[S::kBlocks][4 * S::kShareBlocks];
+    const int block0 = S::kNB * share / count, blocks = S::kNB * (share + 1) / count - block0;
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    float part[S::kBlocks][4 * S::kShareBlocks];
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
-        for (int e = 0; e < 4 * S::kShareBlocks; ++e) sum[b][e] = 0.f;
-    const int slice = s.blocks * 128 * 16;  // bytes of one participant's m64 block of the share
-    const int batch = s.blocks ? max(1, kBuffer / (slice * S::kBlocks)) : s.count;
-    for (int c0 = 0; c0 < s.count && s.blocks; c0 += batch) {
-        const int n = min(batch, s.count - c0);
-        if (t == 0) {
-            mbar_arrive_expect_tx(bar, n * S::kBlocks * slice);
-            for (int c = c0; c < c0 + n; ++c)
-                for (int b = 0; b < S::kBlocks; ++b)
-                    bulk_load_1d(buffer + ((c - c0) * S::kBlocks + b) * slice,
-                                 s.parts + (c ? (size_t)c * kStride : s.lead) + (b * S::kNB + s.block0) * 128, slice,
-                                 bar);
-        }
-        mbar_wait(bar, phase);
-        phase ^= 1;
-        const float4* got = reinterpret_cast<const float4*>(buffer) + t;
-        for (int c = 0; c < n; ++c)
-#pragma unroll
-            for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-                for (int j = 0; j < S::kShareBlocks; ++j)
-                    if (j < s.blocks) {
-                        const float4 v = got[((c * S::kBlocks + b) * s.blocks + j) * 128];
-                        sum[b][4 * j] += v.x, sum[b][4 * j + 1] += v.y, sum[b][4 * j + 2] += v.z,
-                            sum[b][4 * j + 3] += v.w;
-                    }
-        named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the buffer is free for the next participants
-    }
-    const int tile = schedule.whole_tiles + tile_sk;
-    gemm_write<S, G, S::kShareBlocks>(a, staging, (tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
-                                      (tile / row_tiles) * S::kTokens + 8 * s.block0, sum, s.blocks, t);
-    if (t == 0 && atomicAdd(arrivals + 1, 1) == s.count - 1) arrivals[0] = 0, arrivals[1] = 0;
+        for (int j = 0; j < S::kShareBlocks; ++j)
+            if (j < blocks) {
+                float4* at = sum + (b * S::kNB + block0 + j) * 128 + t;
+                const float4 v = __ldcg(at);
+                __stcg(at, zero);
+                part[b][4 * j] = v.x, part[b][4 * j + 1] = v.y, part[b][4 * j + 2] = v.z, part[b][4 * j + 3] = v.w;
+            }
+    gemm_write<S, G, S::kShareBlocks>(a, staging, row0, token0 + 8 * block0, part, blocks, t);
+    if (t == 0 && atomicAdd(arrivals + 1, 1) == count - 1) arrivals[0] = 0, arrivals[1] = 0;
 }
 
-// A consumer warpgroup's whole run: each unit's mainloop, then its write (a whole tile) or its partial's store;
-// then, the ring idle, its share of each stream-K tile it took part in, the last unit's first (its other
-// participants stored theirs at their start).
+// A split tile's unit, for consumer warpgroup G: its CTAs owner(first k-block) .. owner(last), one unit each, and
+// where the tile's sum and counters lie.
+template <class S, int G>
+struct GemmSplit {
+    int share, count, row0, token0;
+    float4* sum;
+    int* arrivals;
+    __device__ __forceinline__ GemmSplit(const GemmArgs& a, const GemmSchedule& schedule, const GemmUnit& u,
+                                         int row_tiles) {
+        const int tile = u.tile - schedule.whole_tiles;
+        const long long k0 = (long long)tile * schedule.k_blocks;
+        const int first = schedule.owner(k0);
+        share = schedule.cta - first, count = schedule.owner(k0 + schedule.k_blocks - 1) - first + 1;
+        row0 = (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup, token0 = (u.tile / row_tiles) * S::kTokens;
+        sum = reinterpret_cast<float4*>(a.sums) + (size_t)(tile * kGemmConsumers + G) * S::kPartial;
+        arrivals = a.sem + (tile * kGemmConsumers + G) * 2;
+    }
+};
+
+// A consumer warpgroup's whole run: each unit's mainloop, then its write (a whole tile) or, for a split tile (the
+// CTA's last unit), its partial added in once both warpgroups are done with the ring; then its share written out
+// (after the loop: the accumulators are dead by then, and 128 of them a thread leave no room for both).
 template <class S, int G>
 __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uint8_t* slots, uint8_t* staging,
-                                             uint64_t* reduce_bar, const GemmArgs& a, int row_tiles) {
+                                             const GemmArgs& a, int row_tiles) {
     const int t = threadIdx.x % 128, lane = threadIdx.x % 32;
-    const int k_blocks = a.K / kGemmSlotK;
+    const int k_blocks = a.K / kTmaTileK;
     GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
     RingCursor<S::kStages> cursor;
     float acc[S::kBlocks][S::kAcc];
-    int first_tile = -1, last_tile = -1;  // the stream-K tiles of this CTA's first and last units, if partial
     const bool stamp = OKC_GEMM_STAMPS && t == 0;
-    if (stamp) gemm_stamp<S>(a, G, kStampEntry), ring.wait_full(0, 0), gemm_stamp<S>(a, G, kStampFirstSlot);
-    GemmUnit u;
+    if (stamp) gemm_stamp(a, G, kStampEntry), ring.wait_full(0, 0), gemm_stamp(a, G, kStampFirstSlot);
+    GemmUnit u, split_unit{-1, 0, 0};
     while (schedule.next(u)) {
         gemm_mainloop<S, G>(ring, cursor, slots, u, acc, lane);
-        if (stamp) gemm_stamp<S>(a, G, kStampMainloops);  // the last stamp stands: the last unit's
-        if (u.k_begin == 0 && u.k_end == k_blocks) {
+        if (stamp) gemm_stamp(a, G, kStampMainloops);  // the last stamp stands: the last unit's
+        if (u.k_begin > 0 || u.k_end < k_blocks) {
+            const GemmSplit<S, G> split(a, schedule, u, row_tiles);
+            split_unit = u;
+            named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
+            gemm_add_partial<S, G>(split.sum, split.arrivals, slots + G * (S::kStages * S::kStage / kGemmConsumers),
+                                   acc, t);
+        } else {
             gemm_write<S, G, S::kNB>(a, staging, (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
                                      (u.tile / row_tiles) * S::kTokens, acc, S::kNB, t);
-            continue;
         }
-        const int tile_sk = u.tile - schedule.whole_tiles;
-        const int which = (long long)tile_sk * k_blocks + u.k_begin == schedule.begin_of(schedule.cta) ? 0 : 1;
-        (which ? last_tile : first_tile) = tile_sk;
-        gemm_store_partial<S, G>(a, (schedule.cta * 2 + which) * kGemmConsumers + G,
-                                 a.sem + (tile_sk * kGemmConsumers + G) * 2, acc, t);
     }
-    if (stamp) gemm_stamp<S>(a, G, kStampUnits);
-    if (first_tile < 0 && last_tile < 0) {
-        if (stamp) gemm_stamp<S>(a, G, kStampArrived), gemm_stamp<S>(a, G, kStampExit);
-        return;
+    if (stamp) gemm_stamp(a, G, kStampUnits);
+    if (split_unit.tile >= 0) {
+        const GemmSplit<S, G> s(a, schedule, split_unit, row_tiles);
+        gemm_take_share<S, G>(a, s.sum, s.arrivals, s.share, s.count, s.row0, s.token0, staging, t);
+    } else if (stamp) {
+        gemm_stamp(a, G, kStampArrived);
     }
-    named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
-    uint8_t* buffer = slots + G * (S::kStages * S::kStage / kGemmConsumers);
-    uint32_t phase = 0;
-    if (last_tile >= 0)
-        gemm_reduce_share<S, G>(a, schedule, last_tile, row_tiles, buffer, reduce_bar, phase, staging, t, true);
-    if (first_tile >= 0)
-        gemm_reduce_share<S, G>(a, schedule, first_tile, row_tiles, buffer, reduce_bar, phase, staging, t,
-                                last_tile < 0);
-    if (stamp) gemm_stamp<S>(a, G, kStampExit);
+    if (stamp) gemm_stamp(a, G, kStampExit);
 }
 
 template <class S>
@@ -359,13 +337,11 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
     persistent_gemm_kernel(const __grid_constant__ CUtensorMap x_map, const GemmArgs a) {
     extern __shared__ uint8_t smem_raw[];
     __shared__ RingBarriers<S::kStages> ring;
-    __shared__ __align__(8) uint64_t reduce_bar[kGemmConsumers];
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     uint8_t* staging = slots + S::kStages * S::kStage;
     const int row_tiles = a.N / S::kRows, warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         prefetch_tensor_map(&x_map);
-        mbar_init(&reduce_bar[0], 1), mbar_init(&reduce_bar[1], 1);
         ring.init(4 * kGemmConsumers);  // one arrival per consumer warp
     }
     __syncthreads();
@@ -376,35 +352,35 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
     } else {
         warpgroup_registers_inc<224>();
         if (warpgroup == 1)
-            gemm_consume<S, 0>(ring, slots, staging, &reduce_bar[0], a, row_tiles);
+            gemm_consume<S, 0>(ring, slots, staging, a, row_tiles);
         else
-            gemm_consume<S, 1>(ring, slots, staging + S::kStageOut, &reduce_bar[1], a, row_tiles);
+            gemm_consume<S, 1>(ring, slots, staging + S::kStageOut, a, row_tiles);
     }
 }
 
 // ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
-// tiles (dual) or the tiles again; call.scalar[0] = the workspace's floats. ctas: the persistent grid, cooperative
-// when stream-K tiles wait on each other.
+// tiles (dual) or the tiles again, [2] = the zeroed accumulator; call.ws takes probe-gemm's stamps. ctas: the
+// persistent grid, cooperative when a split tile's CTAs wait on each other.
 template <typename L>
 const char* launch_persistent_gemm(const Call& c) {
     using S = GemmShape<L::rows, L::tokens, L::stages, L::dual, typename L::out>;
     constexpr int ctas = L::ctas;
     static_assert(S::kSmem <= L::smem_bytes, "the ring and the staging fit the shared memory the engine's rule gives");
-    if (c.M < 1 || c.N % L::rows || c.K % kGemmSlotK || ctas < 1)
-        return "persistent_gemm: N or K does not fit the tile";
+    if (c.M < 1 || c.N % L::rows || c.K % kTmaTileK || ctas < 1) return "persistent_gemm: N or K does not fit the tile";
     const int tiles = c.N / L::rows * ((c.M + L::tokens - 1) / L::tokens);
-    const long long stream_k_tiles = tiles % ctas;  // tiles past the full waves
-    if (stream_k_tiles * (c.K / kGemmSlotK) < (stream_k_tiles ? ctas : 0) ||
-        (long long)ctas * 2 * kGemmConsumers * S::kPartial * 4 > c.scalar[0] ||
-        stream_k_tiles * kGemmConsumers * 2 > kTicketAt)
-        return "persistent_gemm: the stream-K tiles leave a CTA no k-block, or exceed the workspace or counters";
+    const int split_tiles = tiles % ctas;  // tiles past the full waves, each over ctas / split_tiles CTAs
+    if (split_tiles && (ctas % split_tiles || c.K / kTmaTileK < ctas / split_tiles ||
+                        (long long)split_tiles * L::rows * L::tokens > kAccumulatorFloats ||
+                        split_tiles * kGemmConsumers * 2 > kTicketAt))
+        return "persistent_gemm: the split tiles need equal groups of CTAs, a k-block each, and fit the accumulator";
     CUtensorMap x_map;
     const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, L::tokens, 1);
     if (err != nullptr) return err;
     const GemmArgs a{static_cast<const uint8_t*>(c.operand[0]),
                      static_cast<const uint8_t*>(c.operand[1]),
                      c.out,
-                     c.ws,
+                     static_cast<float*>(const_cast<void*>(c.operand[2])),
+                     reinterpret_cast<long long*>(c.ws),
                      c.sem,
                      c.M,
                      c.N,
@@ -417,7 +393,7 @@ const char* launch_persistent_gemm(const Call& c) {
     config.stream = static_cast<cudaStream_t>(c.stream);
     cudaLaunchAttribute cooperative;
     cooperative.id = cudaLaunchAttributeCooperative, cooperative.val.cooperative = 1;
-    config.attrs = &cooperative, config.numAttrs = stream_k_tiles ? 1 : 0;
+    config.attrs = &cooperative, config.numAttrs = split_tiles ? 1 : 0;
     if (e == cudaSuccess) e = cudaLaunchKernelEx(&config, kernel, x_map, a);
     if (e == cudaSuccess) e = cudaGetLastError();
     return e == cudaSuccess ? nullptr : cudaGetErrorString(e);

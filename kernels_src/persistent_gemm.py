@@ -1,12 +1,13 @@
 """The persistent warp-specialized GEMM for m > 32 (kernels_src/persistent_gemm.cuh): its config, rule and launch.
 Design and the measurements behind each field: docs/persistent-gemm.md."""
 
-from kernels_src.tma_gemv import TILES, TMA_GEMV
+from kernels_src.tma_gemv import TILE_K, TILES, TMA_GEMV
 from kernels_src.engine import (
+    ACCUMULATOR_FLOATS,
     CUDA_TYPES,
     SEMAPHORE_GROUPS,
     SMEM_LIMIT,
-    WORKSPACE_FLOATS,
+    CudaConstant,
     Engine,
     Field,
     Variant,
@@ -16,10 +17,22 @@ from kernels_src.engine import (
 GEMM_ROWS = (128, 256)  # weight rows a tile: two consumer warpgroups of rows / 2 (one or two m64 wgmmas)
 GEMM_TOKENS = (64, 128, 256)  # tokens a tile: the wgmma N
 GEMM_STAGES = (3, 4, 5, 6, 7, 8)
-GEMM_SLOT_K = 64  # K per ring slot: one 128-byte swizzle row of bf16
+GEMM_SLOT_K = TILE_K  # K per ring slot: the packed tiles' (tma_gemv's), one 128-byte swizzle row of bf16
 GEMM_STAGED_BYTES = 8192  # output bytes a consumer warpgroup stages at a time in the epilogue
 GEMM_MAX_ACCUMULATORS = 128  # fp32 accumulators a consumer thread holds: (rows / 2) x tokens / 128
 SMS = 132  # the H200's SMs: a grid of at most this many CTAs is one wave
+GEMM_CUDA_CONSTANTS = (
+    CudaConstant(
+        "kGemmStagedBytes",
+        GEMM_STAGED_BYTES,
+        "persistent_gemm.py GEMM_STAGED_BYTES: output bytes a consumer warpgroup stages at a time",
+    ),
+    CudaConstant(
+        "kGemmMaxAccumulators",
+        GEMM_MAX_ACCUMULATORS,
+        "persistent_gemm.py GEMM_MAX_ACCUMULATORS: fp32 accumulators a consumer thread holds",
+    ),
+)
 
 GEMM_FIELDS = (
     Field("rows", int, GEMM_ROWS, "weight rows a tile, split over the two consumer warpgroups"),
@@ -29,8 +42,8 @@ GEMM_FIELDS = (
         "ctas",
         int,
         None,
-        "the persistent grid: each CTA takes whole tiles for the full waves, then an even share of the rest's"
-        " k-blocks (stream-K: the tile's CTAs sum their shares of its partials once all have stored theirs)",
+        "the persistent grid: each CTA takes whole tiles for the full waves, then the tiles left are split over"
+        " equal groups of CTAs (split-K: their partials added into one fp32 sum a tile in L2, written out in shares)",
         bounds=f"1 .. {SMS}",
     ),
 )
@@ -56,14 +69,9 @@ def persistent_tiles(cfg, n: int, m: int) -> int:
     return n // cfg.rows * -(-m // cfg.tokens)
 
 
-def persistent_stream_k_tiles(cfg, n: int, m: int) -> int:
-    """The tiles past the full waves, whose k-blocks the CTAs share (stream-K)."""
+def persistent_split_tiles(cfg, n: int, m: int) -> int:
+    """The tiles past the full waves, each split over ctas / this many CTAs (split-K)."""
     return persistent_tiles(cfg, n, m) % cfg.ctas
-
-
-def persistent_workspace_floats(cfg) -> int:
-    """The stream-K partials: a slot per CTA, its first and last unit, and consumer warpgroup."""
-    return cfg.ctas * 2 * cfg.rows * cfg.tokens
 
 
 class PersistentGemm(Engine):
@@ -73,10 +81,12 @@ class PersistentGemm(Engine):
     m_min, m_max = 33, 256
     sweep_m = (64, 128, 256)
     launcher = "okc::launch_persistent_gemm"
+    cuda_constants = GEMM_CUDA_CONSTANTS
     summary = (
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
-        " full waves, the rest stream-K: a tile's CTAs store their partials, then each sums and writes its share."
+        " full waves, the rest split-K: a tile's CTAs add their partials into one fp32 sum in L2 by bulk reduce"
+        " copies, then each writes out its share."
     )
 
     def m_class(self, m):
@@ -98,13 +108,15 @@ class PersistentGemm(Engine):
             return f"stages={cfg.stages} at rows={cfg.rows}, tokens={cfg.tokens} need {smem} bytes, over {SMEM_LIMIT}"
         if not 1 <= cfg.ctas <= SMS:
             return f"ctas={cfg.ctas} must be 1..{SMS} (one wave)"
-        partial = persistent_stream_k_tiles(cfg, n, m)
-        if partial and partial * (k // GEMM_SLOT_K) < cfg.ctas:
-            return f"ctas={cfg.ctas} over the {partial * (k // GEMM_SLOT_K)} k-blocks of the stream-K tiles"
-        if partial and persistent_workspace_floats(cfg) > WORKSPACE_FLOATS:
-            return f"ctas={cfg.ctas} at {cfg.rows} x {cfg.tokens} needs over the workspace's {WORKSPACE_FLOATS} floats"
-        if 4 * partial > SEMAPHORE_GROUPS:
-            return f"{partial} stream-K tiles need {4 * partial} counters, over {SEMAPHORE_GROUPS}"
+        split = persistent_split_tiles(cfg, n, m)
+        if split and cfg.ctas % split:
+            return f"ctas={cfg.ctas} is no multiple of the {split} tiles past the full waves (equal splits)"
+        if split and k // GEMM_SLOT_K < cfg.ctas // split:
+            return f"ctas={cfg.ctas} splits each of {split} tiles {cfg.ctas // split} ways, over its {k // GEMM_SLOT_K} k-blocks"
+        if split * cfg.rows * cfg.tokens > ACCUMULATOR_FLOATS:
+            return f"{split} split tiles of {cfg.rows} x {cfg.tokens} need over the accumulator's {ACCUMULATOR_FLOATS} floats"
+        if 4 * split > SEMAPHORE_GROUPS:
+            return f"{split} split tiles need {4 * split} counters, over {SEMAPHORE_GROUPS}"
         return None
 
     def operands(self, cfg, layer):
@@ -120,10 +132,8 @@ class PersistentGemm(Engine):
         return Variant.of(self.name, kernel, ctas=cfg.ctas, smem_bytes=smem)
 
     def plan(self, cfg, layer, m, ctx):
-        tiles, workspace = ctx.operands[TILES], ctx.buffers["workspace"]
-        return ctx.cuda_plan(
-            self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1]), (workspace.numel(),)
-        )
+        tiles, accumulator = ctx.operands[TILES], ctx.buffers["accumulator"]
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1], accumulator))
 
 
 PERSISTENT_GEMM = PersistentGemm()

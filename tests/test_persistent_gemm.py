@@ -1,5 +1,5 @@
 """persistent_gemm: its schedule and rule on the CPU; on a CUDA machine (the H200), every layer at every class edge
-past 32 tokens against float64 on both weight distributions, whole tiles, stream-K tiles and both mixed, a second
+past 32 tokens against float64 on both weight distributions, whole tiles, split tiles and both mixed, a second
 call on the same state (the accumulator and counters left clean), CUDA-graph replays, and two launches on two
 streams at once."""
 
@@ -19,20 +19,21 @@ from kernels_src.persistent_gemm import (
     PERSISTENT_GEMM,
     GemmConfig,
     persistent_smem_bytes,
-    persistent_stream_k_tiles,
+    persistent_split_tiles,
 )
 
 PROBLEM = load_problem()
 EDGES = (33, 64, 65, 100, 128, 129, 200, 255, 256)
-# rows, tokens, stages, ctas: whole tiles only (ctas dividing the tiles), stream-K only (ctas above the tiles),
-# whole waves then stream-K (few ctas), every tile shape and the deepest rings
+# rows, tokens, stages, ctas: whole tiles only (ctas dividing the tiles), split tiles only (ctas a multiple of
+# the tiles), whole waves then split tiles, every tile shape and the deepest rings
 CONFIGS = [
-    GemmConfig(128, 128, 6, 132),
-    GemmConfig(128, 64, 8, 132),
-    GemmConfig(256, 128, 4, 132),
-    GemmConfig(128, 256, 4, 128),
-    GemmConfig(128, 128, 4, 7),
-    GemmConfig(256, 64, 5, 100),
+    GemmConfig(128, 128, 5, 108),
+    GemmConfig(128, 128, 6, 128),
+    GemmConfig(128, 64, 8, 128),
+    GemmConfig(256, 128, 4, 126),
+    GemmConfig(128, 256, 4, 126),
+    GemmConfig(128, 128, 5, 60),
+    GemmConfig(256, 64, 5, 96),
     GemmConfig(128, 128, 5, 2),
 ]
 
@@ -83,13 +84,31 @@ def test_the_schedule_covers_every_k_block_of_every_tile_once(tiles, k_blocks, c
         assert holders == list(range(first, last + 1)), (tile, holders, first, last)
     partial = {tile for _, tile, k0, k1 in schedule(tiles, k_blocks, ctas) if k1 - k0 < k_blocks}
     cfg = GemmConfig(128, 128, 4, ctas)
-    assert len(partial) <= persistent_stream_k_tiles(cfg, 128 * tiles, 128)
+    assert len(partial) <= persistent_split_tiles(cfg, 128 * tiles, 128)
+
+
+@pytest.mark.parametrize(
+    "tiles, k_blocks, ctas", [(18, 128, 108), (18, 128, 126), (68, 16, 64), (4, 128, 132)]
+)
+def test_equal_splits_give_a_cta_one_split_unit_its_last(tiles, k_blocks, ctas):
+    """With the CTAs a multiple of the tiles past the full waves (the rule), each of those tiles has exactly
+    ctas / split CTAs, and a CTA's split unit, if any, is its last: the ring is idle for its partial."""
+    split = tiles % ctas
+    assert split and ctas % split == 0
+    units = schedule(tiles, k_blocks, ctas)
+    for cta in range(ctas):
+        mine = [u for u in units if u[0] == cta]
+        cut = [i for i, (_, _, k0, k1) in enumerate(mine) if k1 - k0 < k_blocks]
+        assert cut in ([], [len(mine) - 1]), (cta, mine)
+    for tile in range(tiles - split, tiles):
+        assert len([u for u in units if u[1] == tile]) == ctas // split
 
 
 def test_the_rule_bounds_accumulators_shared_memory_and_the_grid():
     qkv = Layer("qkv_gate", 2304, 8192, "bfloat16")
     router = Layer("router", 256, 8192, "float32")
-    assert PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 6, 132), qkv, 128) is None
+    assert PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 6, 126), qkv, 128) is None
+    assert "multiple" in PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 6, 132), qkv, 128)
     assert "accumulators" in PERSISTENT_GEMM.config_error(GemmConfig(256, 256, 3, 132), qkv, 256)
     assert "bytes" in PERSISTENT_GEMM.config_error(GemmConfig(128, 256, 5, 132), qkv, 256)
     assert "1..132" in PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 4, 133), qkv, 128)
@@ -98,6 +117,9 @@ def test_the_rule_bounds_accumulators_shared_memory_and_the_grid():
     )
     assert persistent_smem_bytes(128, 128, 4, True) > persistent_smem_bytes(128, 128, 4, False)  # hi + lo
     assert PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 4, 132), router, 128) is None
+    assert "accumulator" in PERSISTENT_GEMM.config_error(
+        GemmConfig(128, 256, 4, 132), Layer("x", 128 * 66, 8192, "bfloat16"), 256
+    )  # 66 split tiles of 128 x 256 floats
     thin = Layer(
         "thin", 128 * 133, 64, "bfloat16"
     )  # 133 tiles of one k-block over 132 CTAs: one stream-K k-block
@@ -106,7 +128,7 @@ def test_the_rule_bounds_accumulators_shared_memory_and_the_grid():
         for m in (64, 128, 256):
             found = candidates(PERSISTENT_GEMM, layer, m)
             assert found and all(PERSISTENT_GEMM.config_error(c, layer, m) is None for c in found)
-            assert any(c.ctas == 132 for c in found)
+            assert any(c.ctas >= 126 for c in found)
 
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -157,12 +179,12 @@ def test_every_layer_at_every_edge_twice_on_one_state(submission, distribution, 
 @pytest.mark.gpu
 def test_graph_replays_and_two_streams_at_once(submission):
     """Replays of one captured launch on fresh x; then two prepared states launching on two streams at once,
-    each a stream-K config whose partials meet in its own accumulator."""
+    each a split-tile config whose partials meet in its own accumulator."""
     weights = make_weights(PROBLEM, "normal", 4, "cuda")
     states = [submission.prepare({name: w.clone() for name, w in weights.items()}) for _ in range(2)]
     gen = torch.Generator(device="cuda").manual_seed(2)
     launches = [
-        ("qkv_gate", 128, "persistent_gemm", (128, 128, 6, 132)),
+        ("qkv_gate", 128, "persistent_gemm", (128, 128, 6, 126)),
         ("router", 200, "persistent_gemm", (128, 128, 4, 132)),
     ]
     for name, m, engine, cfg in launches:

@@ -20,8 +20,8 @@ enum TailDesign : int {
 };
 
 struct TailArgs {
-    GemmArgs g;   // out, ws (the kernel's partials, then the stamps), sem, M, N, K (8 k-blocks a CTA), ctas
-    float* sums;  // the reduce designs: each tile's fp32 sum per consumer warpgroup, zero between launches
+    GemmArgs g;   // out, sums (the reduce designs), stamps, sem, M, N, K (8 k-blocks a CTA), ctas
+    float* ws;    // the store designs: a partial slot per CTA and consumer warpgroup
     int splits;   // CTAs a tile: CTA c is participant c % splits of tile c / splits
 };
 
@@ -32,24 +32,6 @@ __device__ __forceinline__ void bulk_store_1d(void* dst, const void* src, uint32
                  "r"(bytes)
                  : "memory");
 }
-
-// The same bytes, as floats, added into global memory (the adds are done in L2, atomically per element).
-__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, const void* src, uint32_t bytes) {
-    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(dst),
-                 "r"(smem_addr(src)), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-
-// Until all but N of the thread's committed bulk groups are complete: their global writes done.
-template <int N>
-__device__ __forceinline__ void bulk_wait() {
-    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
-
-// This thread's shared-memory writes made visible to the async proxy (a bulk copy that reads them next).
-__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 // Every thread of every CTA of the cluster: arrive (release) and wait (acquire).
 __device__ __forceinline__ void cluster_sync() {
@@ -68,15 +50,6 @@ __device__ __forceinline__ float4 ld_cluster_f4(const void* local, uint32_t rank
     return v;
 }
 
-__device__ __forceinline__ float4 ld_cg_f4(const float4* p) {
-    float4 v;
-    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
-
 // Participant p's partial at (row, token): a small integer, so a tile's sum is exact in bf16.
 __device__ __forceinline__ float tail_value(int row, int token, int p) {
     return (float)((row * 3 + token * 5 + p * 7) % 9 - 4);
@@ -91,51 +64,85 @@ __device__ __forceinline__ void tail_partial(float (&acc)[S::kBlocks][S::kAcc], 
             acc[b][e] = tail_value(row0 + gemm_row(t, b, e), token0 + gemm_token(t, e), p);
 }
 
-// A warpgroup's partial into shared memory in the workspace's thread-major order (a warp's 512 bytes contiguous),
-// then out by bulk copies of kTailCopy bytes, all in flight at once: stored plainly or added into `dst` in L2.
-constexpr int kTailCopy = 8192;
-template <class S, int G, bool ADD>
-__device__ __forceinline__ void tail_bulk_out(float4* dst, uint8_t* buffer, const float (&acc)[S::kBlocks][S::kAcc],
-                                              int t) {
-    float4* stage = reinterpret_cast<float4*>(buffer) + t;
-#pragma unroll
-    for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-        for (int j = 0; j < S::kNB; ++j)
-            stage[(b * S::kNB + j) * 128] =
-                make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]);
-    fence_async_shared();
-    named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    if (t == 0) {
-        for (int off = 0; off < S::kPartial * 16; off += kTailCopy) {
-            if constexpr (ADD)
-                bulk_reduce_add_f32(reinterpret_cast<float*>(dst) + off / 4, buffer + off, kTailCopy);
-            else
-                bulk_store_1d(reinterpret_cast<uint8_t*>(dst) + off, buffer + off, kTailCopy);
+// Designs kTailStore and kTailBulkStore: the partial into the CTA's workspace slot, thread-major, by st.global.cg
+// from every thread (the kernel's stores before the bulk adds) or staged and bulk-copied; then one release.
+template <class S, int G, bool BULK>
+__device__ __forceinline__ void tail_store(float4* slot, int* arrivals, uint8_t* buffer,
+                                           const float (&acc)[S::kBlocks][S::kAcc], int t) {
+    if constexpr (BULK) {
+        gemm_stage_partial<S>(buffer, acc, t);
+        fence_async_shared();
+        named_barrier_sync<kWarpgroupBarrier + G, 128>();
+        if (t == 0) {
+            for (int off = 0; off < S::kPartial * 16; off += kGemmTailCopy)
+                bulk_store_1d(reinterpret_cast<uint8_t*>(slot) + off, buffer + off, kGemmTailCopy);
+            bulk_commit();
+            bulk_wait<0>();
+            asm volatile("fence.proxy.async.global;" ::: "memory");
         }
-        bulk_commit();
-        bulk_wait<0>();
-        asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk writes before the generic release
+    } else {
+#pragma unroll
+        for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+            for (int j = 0; j < S::kNB; ++j)
+                __stcg(slot + (b * S::kNB + j) * 128 + t,
+                       make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
+        asm volatile("fence.proxy.async.global;" ::: "memory");  // visible to the bulk copies that read it
+        named_barrier_sync<kWarpgroupBarrier + G, 128>();
     }
+    if (t == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
 }
 
-// Token blocks block0 .. block0 + blocks of a tile's sum in L2: read, zeroed for the next launch, written out.
-template <class S, int G, int NB>
-__device__ __forceinline__ void tail_take_sum(const TailArgs& a, float4* sum_tile, int block0, int blocks, int row0,
-                                              int token0, uint8_t* staging, int t) {
-    float sum[S::kBlocks][4 * NB];
-    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+// The store designs' gather, once all have arrived: this CTA's token blocks of every participant's partial come
+// into the idle ring by bulk copies, as many participants a round as fit (one L2 round trip a round), are summed in
+// participant order and written out. The last to leave resets the tile's counters.
+template <class S, int G>
+__device__ __forceinline__ void tail_gather(const TailArgs& a, const float4* parts, int* arrivals, int p,
+                                            uint8_t* buffer, uint64_t* bar, int row0, int token0, uint8_t* staging,
+                                            int t) {
+    constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;  // this warpgroup's half of the ring
+    const int count = a.splits, block0 = S::kNB * p / count, blocks = S::kNB * (p + 1) / count - block0;
+    if (t == 0) {
+        while (load_acquire(arrivals) < count) __nanosleep(32);
+        asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk copies read what was acquired
+        gemm_stamp(a.g, G, kStampArrived);
+    }
+    named_barrier_sync<kWarpgroupBarrier + G, 128>();
+    float sum[S::kBlocks][4 * S::kShareBlocks];
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
-        for (int j = 0; j < NB; ++j)
-            if (j < blocks) {
-                float4* at = sum_tile + (b * S::kNB + block0 + j) * 128 + t;
-                const float4 v = ld_cg_f4(at);
-                __stcg(at, zero);
-                sum[b][4 * j] = v.x, sum[b][4 * j + 1] = v.y, sum[b][4 * j + 2] = v.z, sum[b][4 * j + 3] = v.w;
-            }
-    gemm_write<S, G, NB>(a.g, staging, row0, token0 + 8 * block0, sum, blocks, t);
+        for (int e = 0; e < 4 * S::kShareBlocks; ++e) sum[b][e] = 0.f;
+    const int slice = blocks * 128 * 16;  // bytes of one participant's m64 block of the share
+    const int batch = blocks ? max(1, kBuffer / (slice * S::kBlocks)) : count;
+    uint32_t phase = 0;
+    for (int c0 = 0; c0 < count && blocks; c0 += batch) {
+        const int n = min(batch, count - c0);
+        if (t == 0) {
+            mbar_arrive_expect_tx(bar, n * S::kBlocks * slice);
+            for (int c = c0; c < c0 + n; ++c)
+                for (int b = 0; b < S::kBlocks; ++b)
+                    bulk_load_1d(buffer + ((c - c0) * S::kBlocks + b) * slice,
+                                 parts + (size_t)c * kGemmConsumers * S::kPartial + (b * S::kNB + block0) * 128, slice,
+                                 bar);
+        }
+        mbar_wait(bar, phase);
+        phase ^= 1;
+        const float4* got = reinterpret_cast<const float4*>(buffer) + t;
+        for (int c = 0; c < n; ++c)
+#pragma unroll
+            for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+                for (int j = 0; j < S::kShareBlocks; ++j)
+                    if (j < blocks) {
+                        const float4 v = got[((c * S::kBlocks + b) * blocks + j) * 128];
+                        sum[b][4 * j] += v.x, sum[b][4 * j + 1] += v.y, sum[b][4 * j + 2] += v.z,
+                            sum[b][4 * j + 3] += v.w;
+                    }
+        named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the buffer is free for the next participants
+    }
+    gemm_write<S, G, S::kShareBlocks>(a.g, staging, row0, token0 + 8 * block0, sum, blocks, t);
+    if (t == 0 && atomicAdd(arrivals + 1, 1) == count - 1) arrivals[0] = 0, arrivals[1] = 0;
 }
 
 // Design kTailCluster: each rank's partial stays in its shared memory; this CTA sums its token blocks over the ranks.
@@ -143,16 +150,11 @@ template <class S, int G>
 __device__ __forceinline__ void tail_cluster(const TailArgs& a, uint8_t* buffer,
                                              const float (&acc)[S::kBlocks][S::kAcc], int row0, int token0,
                                              uint8_t* staging, int t) {
-    float4* stage = reinterpret_cast<float4*>(buffer) + t;
-#pragma unroll
-    for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-        for (int j = 0; j < S::kNB; ++j)
-            stage[(b * S::kNB + j) * 128] =
-                make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]);
-    if (t == 0) gemm_stamp<S>(a.g, G, kStampUnits);
+    gemm_stage_partial<S>(buffer, acc, t);
+    if (t == 0) gemm_stamp(a.g, G, kStampUnits);
     cluster_sync();
-    if (t == 0) gemm_stamp<S>(a.g, G, kStampArrived);
+    if (t == 0) gemm_stamp(a.g, G, kStampArrived);
+    const float4* stage = reinterpret_cast<const float4*>(buffer) + t;
     const int p = (int)cluster_rank(), block0 = S::kNB * p / a.splits, blocks = S::kNB * (p + 1) / a.splits - block0;
     float sum[S::kBlocks][4 * S::kShareBlocks];
 #pragma unroll
@@ -172,19 +174,28 @@ __device__ __forceinline__ void tail_cluster(const TailArgs& a, uint8_t* buffer,
     cluster_sync();  // no rank leaves while another still reads its shared memory
 }
 
-// Design kTailReduceLast: the CTA whose add completes the tile (an acq_rel count) reads all of it; the others leave.
+// Design kTailReduceLast: the kernel's adds; the CTA whose add completes the tile reads all of it (zeroing it) and
+// writes it out, the others leave.
 template <class S, int G>
-__device__ __forceinline__ void tail_reduce_last(const TailArgs& a, float4* sum_tile, int* arrivals, int* last,
-                                                 int row0, int token0, uint8_t* staging, int t) {
-    if (t == 0) {
-        int before;
-        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(before) : "l"(arrivals) : "memory");
-        *last = before == a.splits - 1;
-        gemm_stamp<S>(a.g, G, kStampArrived);
-    }
+__device__ __forceinline__ void tail_reduce_last(const TailArgs& a, float4* sum, int* arrivals, uint8_t* buffer,
+                                                 int* last, const float (&acc)[S::kBlocks][S::kAcc], int row0,
+                                                 int token0, uint8_t* staging, int t) {
+    const int before = gemm_add_partial<S, G>(sum, arrivals, buffer, acc, t);
+    if (t == 0) *last = before == a.splits - 1, gemm_stamp(a.g, G, kStampUnits), gemm_stamp(a.g, G, kStampArrived);
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
     if (!*last) return;
-    tail_take_sum<S, G, S::kNB>(a, sum_tile, 0, S::kNB, row0, token0, staging, t);
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    float part[S::kBlocks][S::kAcc];
+#pragma unroll
+    for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+        for (int j = 0; j < S::kNB; ++j) {
+            float4* at = sum + (b * S::kNB + j) * 128 + t;
+            const float4 v = __ldcg(at);
+            __stcg(at, zero);
+            part[b][4 * j] = v.x, part[b][4 * j + 1] = v.y, part[b][4 * j + 2] = v.z, part[b][4 * j + 3] = v.w;
+        }
+    gemm_write<S, G, S::kNB>(a.g, staging, row0, token0, part, S::kNB, t);
     if (t == 0) arrivals[0] = 0;
 }
 
@@ -197,46 +208,28 @@ __device__ __forceinline__ void tail_consume(const TailArgs& a, uint8_t* slots, 
     uint8_t* buffer = slots + G * (S::kStages * S::kStage / kGemmConsumers);  // this warpgroup's half of the ring
     uint8_t* staging = slots + S::kStages * S::kStage + G * S::kStageOut;
     int* arrivals = a.g.sem + (tile * kGemmConsumers + G) * 2;
-    float4* sum_tile = reinterpret_cast<float4*>(a.sums) + (size_t)(tile * kGemmConsumers + G) * S::kPartial;
+    float4* sum = reinterpret_cast<float4*>(a.g.sums) + (size_t)(tile * kGemmConsumers + G) * S::kPartial;
+    float4* parts = reinterpret_cast<float4*>(a.ws) + (size_t)(tile * a.splits * kGemmConsumers + G) * S::kPartial;
     float acc[S::kBlocks][S::kAcc];
     tail_partial<S>(acc, row0, token0, p, t);
-    if (t == 0) gemm_stamp<S>(a.g, G, kStampEntry);
-    if constexpr (D == kTailStore || D == kTailBulkStore) {  // the kernel's gather, after either store
-        const GemmSchedule schedule(row_tiles * ((a.g.M + S::kTokens - 1) / S::kTokens), a.g.K / kGemmSlotK, a.g.ctas,
-                                    cta);
-        const int slot = cta * 2 * kGemmConsumers + G;  // the slot of the CTA's first unit
-        if constexpr (D == kTailStore) {
-            gemm_store_partial<S, G>(a.g, slot, arrivals, acc, t);
-        } else {
-            tail_bulk_out<S, G, false>(reinterpret_cast<float4*>(a.g.ws) + (size_t)slot * S::kPartial, buffer, acc, t);
-            if (t == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
-        }
-        if (t == 0) gemm_stamp<S>(a.g, G, kStampUnits);
-        named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();
-        uint32_t phase = 0;
-        gemm_reduce_share<S, G>(a.g, schedule, tile, row_tiles, buffer, bar, phase, staging, t, true);
-    } else if constexpr (D == kTailReduceShares || D == kTailReduceLast) {
-        tail_bulk_out<S, G, true>(sum_tile, buffer, acc, t);
-        if (t == 0) gemm_stamp<S>(a.g, G, kStampUnits);
-        if constexpr (D == kTailReduceLast) {
-            tail_reduce_last<S, G>(a, sum_tile, arrivals, last, row0, token0, staging, t);
-        } else {
-            if (t == 0) {
-                asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
-                while (load_acquire(arrivals) < a.splits) __nanosleep(64);
-                gemm_stamp<S>(a.g, G, kStampArrived);
-            }
-            named_barrier_sync<kWarpgroupBarrier + G, 128>();
-            const int block0 = S::kNB * p / a.splits, blocks = S::kNB * (p + 1) / a.splits - block0;
-            tail_take_sum<S, G, S::kShareBlocks>(a, sum_tile, block0, blocks, row0, token0, staging, t);
-            if (t == 0 && atomicAdd(arrivals + 1, 1) == a.splits - 1) arrivals[0] = 0, arrivals[1] = 0;
-        }
+    if (t == 0) gemm_stamp(a.g, G, kStampEntry);
+    if constexpr (D == kTailStore || D == kTailBulkStore) {
+        tail_store<S, G, D == kTailBulkStore>(parts + (size_t)p * kGemmConsumers * S::kPartial, arrivals, buffer, acc,
+                                              t);
+        if (t == 0) gemm_stamp(a.g, G, kStampUnits);
+        tail_gather<S, G>(a, parts, arrivals, p, buffer, bar, row0, token0, staging, t);
+    } else if constexpr (D == kTailReduceShares) {  // the kernel's tail
+        gemm_add_partial<S, G>(sum, arrivals, buffer, acc, t);
+        if (t == 0) gemm_stamp(a.g, G, kStampUnits);
+        gemm_take_share<S, G>(a.g, sum, arrivals, p, a.splits, row0, token0, staging, t);
+    } else if constexpr (D == kTailReduceLast) {
+        tail_reduce_last<S, G>(a, sum, arrivals, buffer, last, acc, row0, token0, staging, t);
     } else if constexpr (D == kTailCluster) {
         tail_cluster<S, G>(a, buffer, acc, row0, token0, staging, t);
     } else if (t == 0) {
-        gemm_stamp<S>(a.g, G, kStampUnits), gemm_stamp<S>(a.g, G, kStampArrived);
+        gemm_stamp(a.g, G, kStampUnits), gemm_stamp(a.g, G, kStampArrived);
     }
-    if (t == 0) gemm_stamp<S>(a.g, G, kStampExit);
+    if (t == 0) gemm_stamp(a.g, G, kStampExit);
 }
 
 // persistent_gemm's block: warpgroup 0 (the producer there) idles but for the cluster's barriers.
@@ -310,14 +303,16 @@ const char* tail_design(int design, const TailArgs& a, cudaStream_t stream, int*
 // One launch of the probe on `stream` (clusters == 0), or the count of its clusters that fit at once written to
 // *clusters; "" once done, else why not. The tile shapes are persistent_gemm's, each with its ring of the kernel's
 // configs (so a CTA takes an SM as it does there).
-const char* splitk_tail_launch(int design, int rows, int tokens, int m, int n, int splits, long long out, long long ws,
-                               long long sums, long long sem, long long stream, long long clusters) {
+const char* splitk_tail_launch(int design, int rows, int tokens, int m, int n, int splits, long long out,
+                               long long ws, long long sums, long long stamps, long long sem, long long stream,
+                               long long clusters) {
     const int tiles = n / rows * ((m + tokens - 1) / tokens);
     if (n % rows || splits < 2 || tiles * splits > 132 || (design == okc::kTailCluster && splits > 16))
         return "n must be a multiple of rows, 2 <= splits, tiles x splits <= 132, and clusters of at most 16";
-    const okc::TailArgs a{{nullptr, nullptr, reinterpret_cast<void*>(out), reinterpret_cast<float*>(ws),
-                           reinterpret_cast<int*>(sem), m, n, splits * 8 * okc::kGemmSlotK, tiles * splits},
-                          reinterpret_cast<float*>(sums),
+    const okc::TailArgs a{{nullptr, nullptr, reinterpret_cast<void*>(out), reinterpret_cast<float*>(sums),
+                           reinterpret_cast<long long*>(stamps), reinterpret_cast<int*>(sem), m, n,
+                           splits * 8 * okc::kTmaTileK, tiles * splits},
+                          reinterpret_cast<float*>(ws),
                           splits};
     auto st = reinterpret_cast<cudaStream_t>(stream);
     int* count = reinterpret_cast<int*>(clusters);

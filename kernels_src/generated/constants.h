@@ -16,6 +16,8 @@ constexpr int kTicketGroups = 256;
 constexpr int kTicketSplits = 5;
 // engine.py SEMAPHORES: the int32 counters runtime.py allocates
 constexpr int kSemaphoreInts = 6656;
+// engine.py ACCUMULATOR_FLOATS: the zeroed fp32 accumulator's floats
+constexpr int kAccumulatorFloats = 2097152;
 // engine.py CALL_OPERANDS: operand pointers a call holds
 constexpr int kCallOperands = 4;
 // engine.py CALL_SCALARS: 64-bit scalars a call holds
@@ -32,4 +34,8 @@ constexpr int kTmaTileRows = 64;
 constexpr int kTmaTileK = 64;
 // tma_gemv.py CONSUMERS: threads of one consumer warpgroup
 constexpr int kTmaConsumers = 128;
+// persistent_gemm.py GEMM_STAGED_BYTES: output bytes a consumer warpgroup stages at a time
+constexpr int kGemmStagedBytes = 8192;
+// persistent_gemm.py GEMM_MAX_ACCUMULATORS: fp32 accumulators a consumer thread holds
+constexpr int kGemmMaxAccumulators = 128;
 }  // namespace okc
