@@ -21,10 +21,10 @@ SMEM_PER_BLOCK = 227 * 1024
 STATIC_SMEM = 1024
 SMEM_LIMIT = SMEM_PER_BLOCK - STATIC_SMEM
 # The split-K workspace every engine shares (one launch at a time), in floats: 36 MB (persistent_gemm's 128 x 256
-# partials of 132 CTAs take 33 MB).
+# partials of 132 CTAs take 17 MB).
 WORKSPACE_FLOATS = 9 * 1024 * 1024
-# The zeroed fp32 accumulator of the accumulator split-K reductions (tma_gemm, splitk_gemm, persistent_gemm), in
-# floats: every launch leaves it zero (8 MB: a 256-token tile of 8192 rows).
+# The zeroed fp32 accumulator of the accumulator split-K reductions (tma_gemm, splitk_gemm), in floats: every
+# launch leaves it zero (8 MB: a 256-token tile of 8192 rows).
 ACCUMULATOR_FLOATS = 256 * 8192
 # The self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions and
 # tma_gemm's accumulator one (SEMAPHORE_GROUPS; tma_gemm takes one per 64-row tile, 128 at most here), then
@@ -191,11 +191,6 @@ SHARED_CUDA_CONSTANTS = (
     CudaConstant("kTicketSplits", TICKET_SPLITS, "engine.py TICKET_SPLITS: S = 2, 4, 8, 16, 32"),
     CudaConstant(
         "kSemaphoreInts", SEMAPHORES, "engine.py SEMAPHORES: the int32 counters runtime.py allocates"
-    ),
-    CudaConstant(
-        "kAccumulatorFloats",
-        ACCUMULATOR_FLOATS,
-        "engine.py ACCUMULATOR_FLOATS: the zeroed fp32 accumulator's floats",
     ),
     CudaConstant("kCallOperands", CALL_OPERANDS, "engine.py CALL_OPERANDS: operand pointers a call holds"),
     CudaConstant("kCallScalars", CALL_SCALARS, "engine.py CALL_SCALARS: 64-bit scalars a call holds"),

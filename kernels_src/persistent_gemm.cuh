@@ -2,7 +2,7 @@
 // (`rows` a tile, packed 8 KB tiles by bulk copy), x as its B (`tokens` a tile, by TMA). A CTA per SM walks its
 // share of the (tile, k-block) space: whole tiles first, then an equal split of a remaining tile (split-K). Two
 // producer lanes feed the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or add
-// their partial into the tile's fp32 sum in L2; a split tile's CTAs then each write a share of it out.
+// store their partial; a split tile's CTAs then each sum a share of its partials and write it out.
 // Docs: docs/persistent-gemm.md.
 #pragma once
 #include "ring.cuh"
@@ -13,14 +13,13 @@ namespace okc {
 
 constexpr int kGemmConsumers = 2;  // consumer warpgroups; the producer is warpgroup 0
 constexpr int kGemmThreads = 128 * (1 + kGemmConsumers);
-constexpr int kGemmTailCopy = 8192;  // bytes a bulk add of a partial: four to sixteen in flight
 
 struct GemmArgs {
     const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] pre-swizzled 8 KB blocks
     const uint8_t* w2;  // the router's lo tiles (dual), else w
     void* out;          // [M, N] of the layer's output type
-    float* sums;        // the split tiles' fp32 sums, [tile][warpgroup][S::kPartial float4]: the zeroed accumulator
-    long long* stamps;  // probe-gemm's phase stamps (OKC_GEMM_STAMPS), else unused
+    float* ws;          // the split tiles' partials: [CTA][warpgroup][S::kPartial float4] fp32
+    long long* stamps;  // probe-gemm's phase stamps (OKC_GEMM_STAMPS) past the partials, else unused
     int* sem;           // arrivals and departures per split tile and warpgroup; 0 between launches
     int M, N, K, ctas;
 };
@@ -130,6 +129,30 @@ __device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uin
     }
 }
 
+// probe-gemm's switch (OKC_GEMM_ANY_ORDER, compiled out of the shipped build): a unit's slots taken in the order they
+// land, within the ring's window, instead of ring order.
+#ifndef OKC_GEMM_ANY_ORDER
+#define OKC_GEMM_ANY_ORDER 0
+#endif
+template <int STAGES>
+struct LandingOrder {
+    int lo = 0;         // the window's first position (from the unit's first slot) not yet taken
+    uint32_t done = 0;  // bit d: position lo + d taken
+    // The slot of the first landed, untaken position of the window (positions past n are not the unit's).
+    __device__ __forceinline__ int next(RingBarriers<STAGES>& ring, const RingCursor<STAGES>& cursor, int n) {
+        const int span = min(STAGES, n - lo);
+        for (;;)
+            for (int d = 0; d < span; ++d) {
+                const int at = cursor.slot + lo + d;
+                if (!(done >> d & 1) && ring.landed(at % STAGES, cursor.phase ^ ((at / STAGES) & 1))) {
+                    done |= 1u << d;
+                    for (; done & 1; done >>= 1) ++lo;
+                    return at % STAGES;
+                }
+            }
+    }
+};
+
 // Phase 2 (a consumer warpgroup): one unit's k-blocks into acc, one slot's wgmmas in flight while the next lands.
 template <class S, int G>
 __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, RingCursor<S::kStages>& cursor,
@@ -142,9 +165,16 @@ __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, Ri
     const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * S::kRowsPerGroup * 128);
     const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + S::kXOffset);
     int held = -1;  // the slot whose wgmmas are in flight
-    for (int kb = u.k_begin; kb < u.k_end; ++kb, cursor.advance()) {
-        ring.wait_full(cursor.slot, cursor.phase);
-        const uint32_t slot = cursor.slot * (S::kStage / 16);
+    LandingOrder<S::kStages> order;
+    for (int kb = u.k_begin; kb < u.k_end; ++kb) {
+        int taken = cursor.slot;
+        if constexpr (OKC_GEMM_ANY_ORDER) {
+            taken = order.next(ring, cursor, u.k_end - u.k_begin);
+        } else {
+            ring.wait_full(cursor.slot, cursor.phase);
+            cursor.advance();
+        }
+        const uint32_t slot = taken * (S::kStage / 16);
 #pragma unroll
         for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
         wgmma_fence();
@@ -161,8 +191,10 @@ __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, Ri
         wgmma_commit();
         wgmma_wait<1>();
         if (held >= 0 && lane == 0) ring.release(held);
-        held = cursor.slot;
+        held = taken;
     }
+    if constexpr (OKC_GEMM_ANY_ORDER)
+        for (int kb = u.k_begin; kb < u.k_end; ++kb) cursor.advance();
     wgmma_wait<0>();
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
@@ -208,38 +240,23 @@ __device__ __forceinline__ void gemm_write(const GemmArgs& a, uint8_t* staging, 
     }
 }
 
-// A warpgroup's partial into shared memory, thread-major: float4 j of m64 block b of thread t at (b * kNB + j) * 128
-// + t, so a warp's 512 bytes lie together and one bulk copy takes the whole.
-template <class S>
-__device__ __forceinline__ void gemm_stage_partial(uint8_t* buffer, const float (&acc)[S::kBlocks][S::kAcc], int t) {
-    float4* stage = reinterpret_cast<float4*>(buffer) + t;
+// Phase 3b, a split tile's unit (a CTA's last: the rule splits the tiles past the full waves over equal groups of
+// CTAs): its partial into the CTA's workspace slot, thread-major so a warp stores 512 contiguous bytes, then counted
+// in. (Bulk adds into one fp32 sum a tile took 1.4-4.3 us longer: docs/persistent-gemm.md, The split-K tail.)
+template <class S, int G>
+__device__ __forceinline__ void gemm_store_partial(float4* slot, int* arrivals, const float (&acc)[S::kBlocks][S::kAcc],
+                                                   int t) {
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
         for (int j = 0; j < S::kNB; ++j)
-            stage[(b * S::kNB + j) * 128] =
-                make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]);
-}
-
-// Phase 3b, a split tile's unit (a CTA's last: the rule splits the tiles past the full waves over equal groups of
-// CTAs): the partial, staged in this warpgroup's half of the idle ring, is added into the tile's fp32 sum in L2 by
-// bulk reduce copies, all in flight at once; then counted in. Thread 0 gets the arrivals before its own.
-template <class S, int G>
-__device__ __forceinline__ int gemm_add_partial(float4* sum, int* arrivals, uint8_t* buffer,
-                                                const float (&acc)[S::kBlocks][S::kAcc], int t) {
-    gemm_stage_partial<S>(buffer, acc, t);
-    fence_async_shared();
+            __stcg(slot + (b * S::kNB + j) * 128 + t,
+                   make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
+    asm volatile("fence.proxy.async.global;" ::: "memory");  // visible to the bulk copies that will read it
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    int before = 0;
-    if (t == 0) {
-        for (int off = 0; off < S::kPartial * 16; off += kGemmTailCopy)
-            bulk_reduce_add_f32(reinterpret_cast<float*>(sum) + off / 4, buffer + off, kGemmTailCopy);
-        bulk_commit();
-        bulk_wait<0>();
-        asm volatile("fence.proxy.async.global;" ::: "memory");  // the adds, then the release that counts them
-        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(before) : "l"(arrivals) : "memory");
-    }
-    return before;
+    // One release by thread 0 covers the warpgroup's stores, ordered before it by the barrier: a __threadfence in
+    // every thread (MEMBAR.SC.GPU) made the store phase 2.31 us at qkv_gate m = 128, this 1.94
+    if (t == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
 }
 
 __device__ __forceinline__ int load_acquire(const int* p) {
@@ -248,39 +265,65 @@ __device__ __forceinline__ int load_acquire(const int* p) {
     return v;
 }
 
-// Phase 4: once the tile's `count` CTAs have all added theirs, participant `share`'s token blocks of the sum: read,
-// zeroed for the next launch, written out. The last to leave resets the tile's counters.
+// Phase 4, once the tile's `count` CTAs have all stored theirs: participant `share`'s token blocks of every
+// participant's partial come into this warpgroup's half of the idle ring by bulk copies, as many participants a
+// round as fit (one L2 round trip each; loads one by one took o m = 128 from 13 to 26 us), are summed in participant
+// order (deterministic) and written out. The last to leave resets the tile's counters.
 template <class S, int G>
-__device__ __forceinline__ void gemm_take_share(const GemmArgs& a, float4* sum, int* arrivals, int share, int count,
-                                                int row0, int token0, uint8_t* staging, int t) {
+__device__ __forceinline__ void gemm_gather_share(const GemmArgs& a, const float4* parts, int* arrivals, int share,
+                                                  int count, uint8_t* buffer, uint64_t* bar, int row0, int token0,
+                                                  uint8_t* staging, int t) {
+    constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;
+    const int block0 = S::kNB * share / count, blocks = S::kNB * (share + 1) / count - block0;
     if (t == 0) {
         while (load_acquire(arrivals) < count) __nanosleep(32);
+        asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk copies read what was acquired
         if (OKC_GEMM_STAMPS) gemm_stamp(a, G, kStampArrived);
     }
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    const int block0 = S::kNB * share / count, blocks = S::kNB * (share + 1) / count - block0;
-    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-    float part[S::kBlocks][4 * S::kShareBlocks];
+    float sum[S::kBlocks][4 * S::kShareBlocks];
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
-        for (int j = 0; j < S::kShareBlocks; ++j)
-            if (j < blocks) {
-                float4* at = sum + (b * S::kNB + block0 + j) * 128 + t;
-                const float4 v = __ldcg(at);
-                __stcg(at, zero);
-                part[b][4 * j] = v.x, part[b][4 * j + 1] = v.y, part[b][4 * j + 2] = v.z, part[b][4 * j + 3] = v.w;
-            }
-    gemm_write<S, G, S::kShareBlocks>(a, staging, row0, token0 + 8 * block0, part, blocks, t);
+        for (int e = 0; e < 4 * S::kShareBlocks; ++e) sum[b][e] = 0.f;
+    const int slice = blocks * 128 * 16;  // bytes of one participant's m64 block of the share
+    const int batch = blocks ? max(1, kBuffer / (slice * S::kBlocks)) : count;
+    uint32_t phase = 0;
+    for (int c0 = 0; c0 < count && blocks; c0 += batch) {
+        const int n = min(batch, count - c0);
+        if (t == 0) {
+            mbar_arrive_expect_tx(bar, n * S::kBlocks * slice);
+            for (int c = c0; c < c0 + n; ++c)
+                for (int b = 0; b < S::kBlocks; ++b)
+                    bulk_load_1d(buffer + ((c - c0) * S::kBlocks + b) * slice,
+                                 parts + (size_t)c * kGemmConsumers * S::kPartial + (b * S::kNB + block0) * 128, slice,
+                                 bar);
+        }
+        mbar_wait(bar, phase);
+        phase ^= 1;
+        const float4* got = reinterpret_cast<const float4*>(buffer) + t;
+        for (int c = 0; c < n; ++c)
+#pragma unroll
+            for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+                for (int j = 0; j < S::kShareBlocks; ++j)
+                    if (j < blocks) {
+                        const float4 v = got[((c * S::kBlocks + b) * blocks + j) * 128];
+                        sum[b][4 * j] += v.x, sum[b][4 * j + 1] += v.y, sum[b][4 * j + 2] += v.z,
+                            sum[b][4 * j + 3] += v.w;
+                    }
+        named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the buffer is free for the next participants
+    }
+    gemm_write<S, G, S::kShareBlocks>(a, staging, row0, token0 + 8 * block0, sum, blocks, t);
     if (t == 0 && atomicAdd(arrivals + 1, 1) == count - 1) arrivals[0] = 0, arrivals[1] = 0;
 }
 
 // A split tile's unit, for consumer warpgroup G: its CTAs owner(first k-block) .. owner(last), one unit each, and
-// where the tile's sum and counters lie.
+// where their partials (the first participant's slot; the others' follow a CTA apart) and the tile's counters lie.
 template <class S, int G>
 struct GemmSplit {
     int share, count, row0, token0;
-    float4* sum;
+    float4* parts;
     int* arrivals;
     __device__ __forceinline__ GemmSplit(const GemmArgs& a, const GemmSchedule& schedule, const GemmUnit& u,
                                          int row_tiles) {
@@ -289,17 +332,17 @@ struct GemmSplit {
         const int first = schedule.owner(k0);
         share = schedule.cta - first, count = schedule.owner(k0 + schedule.k_blocks - 1) - first + 1;
         row0 = (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup, token0 = (u.tile / row_tiles) * S::kTokens;
-        sum = reinterpret_cast<float4*>(a.sums) + (size_t)(tile * kGemmConsumers + G) * S::kPartial;
+        parts = reinterpret_cast<float4*>(a.ws) + (size_t)(first * kGemmConsumers + G) * S::kPartial;
         arrivals = a.sem + (tile * kGemmConsumers + G) * 2;
     }
 };
 
 // A consumer warpgroup's whole run: each unit's mainloop, then its write (a whole tile) or, for a split tile (the
-// CTA's last unit), its partial added in once both warpgroups are done with the ring; then its share written out
-// (after the loop: the accumulators are dead by then, and 128 of them a thread leave no room for both).
+// CTA's last unit), its partial's store; then, the ring idle, its share of the split tile (after the loop: the
+// accumulators are dead by then, and 128 of them a thread leave no room for both).
 template <class S, int G>
 __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uint8_t* slots, uint8_t* staging,
-                                             const GemmArgs& a, int row_tiles) {
+                                             uint64_t* gather_bar, const GemmArgs& a, int row_tiles) {
     const int t = threadIdx.x % 128, lane = threadIdx.x % 32;
     const int k_blocks = a.K / kTmaTileK;
     GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
@@ -314,9 +357,8 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
         if (u.k_begin > 0 || u.k_end < k_blocks) {
             const GemmSplit<S, G> split(a, schedule, u, row_tiles);
             split_unit = u;
-            named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
-            gemm_add_partial<S, G>(split.sum, split.arrivals, slots + G * (S::kStages * S::kStage / kGemmConsumers),
-                                   acc, t);
+            gemm_store_partial<S, G>(split.parts + (size_t)split.share * kGemmConsumers * S::kPartial, split.arrivals,
+                                     acc, t);
         } else {
             gemm_write<S, G, S::kNB>(a, staging, (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
                                      (u.tile / row_tiles) * S::kTokens, acc, S::kNB, t);
@@ -325,7 +367,10 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
     if (stamp) gemm_stamp(a, G, kStampUnits);
     if (split_unit.tile >= 0) {
         const GemmSplit<S, G> s(a, schedule, split_unit, row_tiles);
-        gemm_take_share<S, G>(a, s.sum, s.arrivals, s.share, s.count, s.row0, s.token0, staging, t);
+        named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
+        gemm_gather_share<S, G>(a, s.parts, s.arrivals, s.share, s.count,
+                                slots + G * (S::kStages * S::kStage / kGemmConsumers), gather_bar, s.row0, s.token0,
+                                staging, t);
     } else if (stamp) {
         gemm_stamp(a, G, kStampArrived);
     }
@@ -337,11 +382,13 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
     persistent_gemm_kernel(const __grid_constant__ CUtensorMap x_map, const GemmArgs a) {
     extern __shared__ uint8_t smem_raw[];
     __shared__ RingBarriers<S::kStages> ring;
+    __shared__ __align__(8) uint64_t gather_bar[kGemmConsumers];
     uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     uint8_t* staging = slots + S::kStages * S::kStage;
     const int row_tiles = a.N / S::kRows, warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         prefetch_tensor_map(&x_map);
+        mbar_init(&gather_bar[0], 1), mbar_init(&gather_bar[1], 1);
         ring.init(4 * kGemmConsumers);  // one arrival per consumer warp
     }
     __syncthreads();
@@ -352,15 +399,15 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
     } else {
         warpgroup_registers_inc<224>();
         if (warpgroup == 1)
-            gemm_consume<S, 0>(ring, slots, staging, a, row_tiles);
+            gemm_consume<S, 0>(ring, slots, staging, &gather_bar[0], a, row_tiles);
         else
-            gemm_consume<S, 1>(ring, slots, staging + S::kStageOut, a, row_tiles);
+            gemm_consume<S, 1>(ring, slots, staging + S::kStageOut, &gather_bar[1], a, row_tiles);
     }
 }
 
 // ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
-// tiles (dual) or the tiles again, [2] = the zeroed accumulator; call.ws takes probe-gemm's stamps. ctas: the
-// persistent grid, cooperative when a split tile's CTAs wait on each other.
+// tiles (dual) or the tiles again; call.scalar[0] = the workspace's floats (the partials, then probe-gemm's stamps).
+// ctas: the persistent grid, cooperative when a split tile's CTAs wait on each other.
 template <typename L>
 const char* launch_persistent_gemm(const Call& c) {
     using S = GemmShape<L::rows, L::tokens, L::stages, L::dual, typename L::out>;
@@ -369,18 +416,18 @@ const char* launch_persistent_gemm(const Call& c) {
     if (c.M < 1 || c.N % L::rows || c.K % kTmaTileK || ctas < 1) return "persistent_gemm: N or K does not fit the tile";
     const int tiles = c.N / L::rows * ((c.M + L::tokens - 1) / L::tokens);
     const int split_tiles = tiles % ctas;  // tiles past the full waves, each over ctas / split_tiles CTAs
-    if (split_tiles && (ctas % split_tiles || c.K / kTmaTileK < ctas / split_tiles ||
-                        (long long)split_tiles * L::rows * L::tokens > kAccumulatorFloats ||
-                        split_tiles * kGemmConsumers * 2 > kTicketAt))
-        return "persistent_gemm: the split tiles need equal groups of CTAs, a k-block each, and fit the accumulator";
+    if (split_tiles &&
+        (ctas % split_tiles || c.K / kTmaTileK < ctas / split_tiles ||
+         (long long)ctas * L::rows * L::tokens > c.scalar[0] || split_tiles * kGemmConsumers * 2 > kTicketAt))
+        return "persistent_gemm: the split tiles need equal groups of CTAs, a k-block each, and fit the workspace";
     CUtensorMap x_map;
     const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, L::tokens, 1);
     if (err != nullptr) return err;
     const GemmArgs a{static_cast<const uint8_t*>(c.operand[0]),
                      static_cast<const uint8_t*>(c.operand[1]),
                      c.out,
-                     static_cast<float*>(const_cast<void*>(c.operand[2])),
-                     reinterpret_cast<long long*>(c.ws),
+                     c.ws,
+                     reinterpret_cast<long long*>(c.ws + (size_t)ctas * L::rows * L::tokens),
                      c.sem,
                      c.M,
                      c.N,

@@ -3,7 +3,6 @@ Design and the measurements behind each field: docs/persistent-gemm.md."""
 
 from kernels_src.tma_gemv import TILE_K, TILES, TMA_GEMV
 from kernels_src.engine import (
-    ACCUMULATOR_FLOATS,
     CUDA_TYPES,
     SEMAPHORE_GROUPS,
     SMEM_LIMIT,
@@ -43,7 +42,7 @@ GEMM_FIELDS = (
         int,
         None,
         "the persistent grid: each CTA takes whole tiles for the full waves, then the tiles left are split over"
-        " equal groups of CTAs (split-K: their partials added into one fp32 sum a tile in L2, written out in shares)",
+        " equal groups of CTAs (split-K: each stores its partial, then sums a share of the tile's and writes it)",
         bounds=f"1 .. {SMS}",
     ),
 )
@@ -74,6 +73,11 @@ def persistent_split_tiles(cfg, n: int, m: int) -> int:
     return persistent_tiles(cfg, n, m) % cfg.ctas
 
 
+def persistent_workspace_floats(cfg) -> int:
+    """The split tiles' partials: a slot per CTA, rows x tokens fp32."""
+    return cfg.ctas * cfg.rows * cfg.tokens
+
+
 class PersistentGemm(Engine):
     name = "persistent_gemm"
     FIELDS = GEMM_FIELDS
@@ -85,8 +89,8 @@ class PersistentGemm(Engine):
     summary = (
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
-        " full waves, the rest split-K: a tile's CTAs add their partials into one fp32 sum in L2 by bulk reduce"
-        " copies, then each writes out its share."
+        " full waves, the rest split over equal groups of CTAs: each stores its partial, then sums and writes"
+        " its share of the tile's."
     )
 
     def m_class(self, m):
@@ -113,8 +117,6 @@ class PersistentGemm(Engine):
             return f"ctas={cfg.ctas} is no multiple of the {split} tiles past the full waves (equal splits)"
         if split and k // GEMM_SLOT_K < cfg.ctas // split:
             return f"ctas={cfg.ctas} splits each of {split} tiles {cfg.ctas // split} ways, over its {k // GEMM_SLOT_K} k-blocks"
-        if split * cfg.rows * cfg.tokens > ACCUMULATOR_FLOATS:
-            return f"{split} split tiles of {cfg.rows} x {cfg.tokens} need over the accumulator's {ACCUMULATOR_FLOATS} floats"
         if 4 * split > SEMAPHORE_GROUPS:
             return f"{split} split tiles need {4 * split} counters, over {SEMAPHORE_GROUPS}"
         return None
@@ -132,8 +134,10 @@ class PersistentGemm(Engine):
         return Variant.of(self.name, kernel, ctas=cfg.ctas, smem_bytes=smem)
 
     def plan(self, cfg, layer, m, ctx):
-        tiles, accumulator = ctx.operands[TILES], ctx.buffers["accumulator"]
-        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1], accumulator))
+        tiles, workspace = ctx.operands[TILES], ctx.buffers["workspace"]
+        return ctx.cuda_plan(
+            self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1]), (workspace.numel(),)
+        )
 
 
 PERSISTENT_GEMM = PersistentGemm()

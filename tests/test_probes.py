@@ -172,9 +172,9 @@ def test_gemm_timeline_on_known_stamps():
     assert len(lines) == 3 and all(line.count("|") == lines[0].count("|") for line in lines)
 
 
-def test_a_phase_row_reads_each_launchs_stamps(monkeypatch):
-    """_phase_row on the CPU: the stamps are read from the workspace after each launch (cleared before it, the
-    floats past them untouched), and the intake counts the config's weight and x copies per CTA."""
+def test_a_phase_row_reads_each_launchs_stamps_past_the_partials(monkeypatch):
+    """_phase_row on the CPU: the stamps are read from past the config's partials after each launch (cleared
+    before it), and the intake counts the config's weight and x copies per CTA."""
     import torch
     from types import SimpleNamespace
 
@@ -185,21 +185,22 @@ def test_a_phase_row_reads_each_launchs_stamps(monkeypatch):
     module = SimpleNamespace(
         GemmConfig=engine.GemmConfig,
         GEMM_SLOT_K=engine.GEMM_SLOT_K,
+        persistent_workspace_floats=engine.persistent_workspace_floats,
         persistent_tiles=engine.persistent_tiles,
     )
-    offset = gemm.stamp_floats(config[3])
-    workspace = torch.full((offset + 64,), 7.0)
+    offset = engine.persistent_workspace_floats(engine.GemmConfig(*config))
+    workspace = torch.full((offset + gemm.stamp_floats(config[3]),), 7.0)
     cta = _gemm_stamps(1000, [2000, 8000, 500, 300, 1000])
     launched = []
 
     def call():
-        stamps = workspace[:offset].view(torch.int64)
+        stamps = workspace[offset:].view(torch.int64)
         launched.append(int(stamps.abs().sum()))  # cleared before each launch
         stamps.copy_(torch.tensor([cta] * config[3]).flatten())
 
     row = gemm.GemmRow("128x2304x8192", "128,128,5,4", 1e-3, 20.0, 15.0, 19.0, 14.0)
     got = gemm._phase_row(module, row, config, call, workspace, lambda: None, launches=3)
-    assert launched == [0, 0, 0] and (workspace[offset:] == 7.0).all()
+    assert launched == [0, 0, 0] and (workspace[:offset] == 7.0).all()
     copies = 18 * 128 * (128 + 128) * 64 * 2 / 4  # 18 tiles x 128 k-blocks of 32 KB over 4 CTAs
     assert got == gemm.timeline(row.shape, row.config, [[cta] * config[3]] * 3, copies)
     assert got.intake_gbs == pytest.approx(copies / 8000)

@@ -20,10 +20,12 @@ enum TailDesign : int {
 };
 
 struct TailArgs {
-    GemmArgs g;   // out, sums (the reduce designs), stamps, sem, M, N, K (8 k-blocks a CTA), ctas
-    float* ws;    // the store designs: a partial slot per CTA and consumer warpgroup
+    GemmArgs g;   // out, ws (the store designs' partials), stamps, sem, M, N, K (8 k-blocks a CTA), ctas
+    float* sums;  // the reduce designs: each tile's fp32 sum per consumer warpgroup, zero between launches
     int splits;   // CTAs a tile: CTA c is participant c % splits of tile c / splits
 };
+
+constexpr int kTailCopy = 8192;  // bytes a bulk copy of a partial: four to sixteen in flight
 
 // `bytes` contiguous bytes (a multiple of 16) of shared memory out to global memory by the bulk copy engine, in
 // the issuing thread's bulk group (bulk_commit, bulk_wait).
@@ -32,6 +34,24 @@ __device__ __forceinline__ void bulk_store_1d(void* dst, const void* src, uint32
                  "r"(bytes)
                  : "memory");
 }
+
+// The same bytes, as floats, added into global memory (the adds are done in L2, atomically per element).
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, const void* src, uint32_t bytes) {
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(dst),
+                 "r"(smem_addr(src)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+// Until all but N of the thread's committed bulk groups are complete: their global writes done.
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// This thread's shared-memory writes made visible to the async proxy (a bulk copy that reads them next).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 // Every thread of every CTA of the cluster: arrive (release) and wait (acquire).
 __device__ __forceinline__ void cluster_sync() {
@@ -64,84 +84,81 @@ __device__ __forceinline__ void tail_partial(float (&acc)[S::kBlocks][S::kAcc], 
             acc[b][e] = tail_value(row0 + gemm_row(t, b, e), token0 + gemm_token(t, e), p);
 }
 
-// Designs kTailStore and kTailBulkStore: the partial into the CTA's workspace slot, thread-major, by st.global.cg
-// from every thread (the kernel's stores before the bulk adds) or staged and bulk-copied; then one release.
-template <class S, int G, bool BULK>
-__device__ __forceinline__ void tail_store(float4* slot, int* arrivals, uint8_t* buffer,
-                                           const float (&acc)[S::kBlocks][S::kAcc], int t) {
-    if constexpr (BULK) {
-        gemm_stage_partial<S>(buffer, acc, t);
-        fence_async_shared();
-        named_barrier_sync<kWarpgroupBarrier + G, 128>();
-        if (t == 0) {
-            for (int off = 0; off < S::kPartial * 16; off += kGemmTailCopy)
-                bulk_store_1d(reinterpret_cast<uint8_t*>(slot) + off, buffer + off, kGemmTailCopy);
-            bulk_commit();
-            bulk_wait<0>();
-            asm volatile("fence.proxy.async.global;" ::: "memory");
-        }
-    } else {
-#pragma unroll
-        for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-            for (int j = 0; j < S::kNB; ++j)
-                __stcg(slot + (b * S::kNB + j) * 128 + t,
-                       make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
-        asm volatile("fence.proxy.async.global;" ::: "memory");  // visible to the bulk copies that read it
-        named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    }
-    if (t == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
-}
-
-// The store designs' gather, once all have arrived: this CTA's token blocks of every participant's partial come
-// into the idle ring by bulk copies, as many participants a round as fit (one L2 round trip a round), are summed in
-// participant order and written out. The last to leave resets the tile's counters.
-template <class S, int G>
-__device__ __forceinline__ void tail_gather(const TailArgs& a, const float4* parts, int* arrivals, int p,
-                                            uint8_t* buffer, uint64_t* bar, int row0, int token0, uint8_t* staging,
-                                            int t) {
-    constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;  // this warpgroup's half of the ring
-    const int count = a.splits, block0 = S::kNB * p / count, blocks = S::kNB * (p + 1) / count - block0;
-    if (t == 0) {
-        while (load_acquire(arrivals) < count) __nanosleep(32);
-        asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk copies read what was acquired
-        gemm_stamp(a.g, G, kStampArrived);
-    }
-    named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    float sum[S::kBlocks][4 * S::kShareBlocks];
+// A warpgroup's partial into shared memory, thread-major: float4 j of m64 block b of thread t at (b * kNB + j) * 128
+// + t, so a warp's 512 bytes lie together and one bulk copy takes the whole.
+template <class S>
+__device__ __forceinline__ void tail_stage(uint8_t* buffer, const float (&acc)[S::kBlocks][S::kAcc], int t) {
+    float4* stage = reinterpret_cast<float4*>(buffer) + t;
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
-        for (int e = 0; e < 4 * S::kShareBlocks; ++e) sum[b][e] = 0.f;
-    const int slice = blocks * 128 * 16;  // bytes of one participant's m64 block of the share
-    const int batch = blocks ? max(1, kBuffer / (slice * S::kBlocks)) : count;
-    uint32_t phase = 0;
-    for (int c0 = 0; c0 < count && blocks; c0 += batch) {
-        const int n = min(batch, count - c0);
-        if (t == 0) {
-            mbar_arrive_expect_tx(bar, n * S::kBlocks * slice);
-            for (int c = c0; c < c0 + n; ++c)
-                for (int b = 0; b < S::kBlocks; ++b)
-                    bulk_load_1d(buffer + ((c - c0) * S::kBlocks + b) * slice,
-                                 parts + (size_t)c * kGemmConsumers * S::kPartial + (b * S::kNB + block0) * 128, slice,
-                                 bar);
-        }
-        mbar_wait(bar, phase);
-        phase ^= 1;
-        const float4* got = reinterpret_cast<const float4*>(buffer) + t;
-        for (int c = 0; c < n; ++c)
-#pragma unroll
-            for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-                for (int j = 0; j < S::kShareBlocks; ++j)
-                    if (j < blocks) {
-                        const float4 v = got[((c * S::kBlocks + b) * blocks + j) * 128];
-                        sum[b][4 * j] += v.x, sum[b][4 * j + 1] += v.y, sum[b][4 * j + 2] += v.z,
-                            sum[b][4 * j + 3] += v.w;
-                    }
-        named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the buffer is free for the next participants
+        for (int j = 0; j < S::kNB; ++j)
+            stage[(b * S::kNB + j) * 128] =
+                make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]);
+}
+
+// Designs kTailReduceShares and kTailReduceLast: the partial, staged in this warpgroup's half of the idle ring, is
+// added into the tile's fp32 sum in L2 by bulk reduce copies, all in flight at once; then counted in. Thread 0 gets
+// the arrivals before its own.
+template <class S, int G>
+__device__ __forceinline__ int tail_add_partial(float4* sum, int* arrivals, uint8_t* buffer,
+                                                const float (&acc)[S::kBlocks][S::kAcc], int t) {
+    tail_stage<S>(buffer, acc, t);
+    fence_async_shared();
+    named_barrier_sync<kWarpgroupBarrier + G, 128>();
+    int before = 0;
+    if (t == 0) {
+        for (int off = 0; off < S::kPartial * 16; off += kTailCopy)
+            bulk_reduce_add_f32(reinterpret_cast<float*>(sum) + off / 4, buffer + off, kTailCopy);
+        bulk_commit();
+        bulk_wait<0>();
+        asm volatile("fence.proxy.async.global;" ::: "memory");  // the adds, then the release that counts them
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(before) : "l"(arrivals) : "memory");
     }
-    gemm_write<S, G, S::kShareBlocks>(a.g, staging, row0, token0 + 8 * block0, sum, blocks, t);
+    return before;
+}
+
+// Design kTailBulkStore: the kernel's store, staged and written by bulk copies instead of every thread's stores.
+template <class S, int G>
+__device__ __forceinline__ void tail_bulk_store(float4* slot, int* arrivals, uint8_t* buffer,
+                                                const float (&acc)[S::kBlocks][S::kAcc], int t) {
+    tail_stage<S>(buffer, acc, t);
+    fence_async_shared();
+    named_barrier_sync<kWarpgroupBarrier + G, 128>();
+    if (t == 0) {
+        for (int off = 0; off < S::kPartial * 16; off += kTailCopy)
+            bulk_store_1d(reinterpret_cast<uint8_t*>(slot) + off, buffer + off, kTailCopy);
+        bulk_commit();
+        bulk_wait<0>();
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
+    }
+}
+
+// Design kTailReduceShares, once the tile's `count` CTAs have all added theirs: participant `share`'s token blocks of
+// the sum: read, zeroed for the next launch, written out. The last to leave resets the tile's counters.
+template <class S, int G>
+__device__ __forceinline__ void tail_take_share(const GemmArgs& a, float4* sum, int* arrivals, int share, int count,
+                                                int row0, int token0, uint8_t* staging, int t) {
+    if (t == 0) {
+        while (load_acquire(arrivals) < count) __nanosleep(32);
+        if (OKC_GEMM_STAMPS) gemm_stamp(a, G, kStampArrived);
+    }
+    named_barrier_sync<kWarpgroupBarrier + G, 128>();
+    const int block0 = S::kNB * share / count, blocks = S::kNB * (share + 1) / count - block0;
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    float part[S::kBlocks][4 * S::kShareBlocks];
+#pragma unroll
+    for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+        for (int j = 0; j < S::kShareBlocks; ++j)
+            if (j < blocks) {
+                float4* at = sum + (b * S::kNB + block0 + j) * 128 + t;
+                const float4 v = __ldcg(at);
+                __stcg(at, zero);
+                part[b][4 * j] = v.x, part[b][4 * j + 1] = v.y, part[b][4 * j + 2] = v.z, part[b][4 * j + 3] = v.w;
+            }
+    gemm_write<S, G, S::kShareBlocks>(a, staging, row0, token0 + 8 * block0, part, blocks, t);
     if (t == 0 && atomicAdd(arrivals + 1, 1) == count - 1) arrivals[0] = 0, arrivals[1] = 0;
 }
 
@@ -150,7 +167,7 @@ template <class S, int G>
 __device__ __forceinline__ void tail_cluster(const TailArgs& a, uint8_t* buffer,
                                              const float (&acc)[S::kBlocks][S::kAcc], int row0, int token0,
                                              uint8_t* staging, int t) {
-    gemm_stage_partial<S>(buffer, acc, t);
+    tail_stage<S>(buffer, acc, t);
     if (t == 0) gemm_stamp(a.g, G, kStampUnits);
     cluster_sync();
     if (t == 0) gemm_stamp(a.g, G, kStampArrived);
@@ -180,7 +197,7 @@ template <class S, int G>
 __device__ __forceinline__ void tail_reduce_last(const TailArgs& a, float4* sum, int* arrivals, uint8_t* buffer,
                                                  int* last, const float (&acc)[S::kBlocks][S::kAcc], int row0,
                                                  int token0, uint8_t* staging, int t) {
-    const int before = gemm_add_partial<S, G>(sum, arrivals, buffer, acc, t);
+    const int before = tail_add_partial<S, G>(sum, arrivals, buffer, acc, t);
     if (t == 0) *last = before == a.splits - 1, gemm_stamp(a.g, G, kStampUnits), gemm_stamp(a.g, G, kStampArrived);
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
     if (!*last) return;
@@ -208,20 +225,24 @@ __device__ __forceinline__ void tail_consume(const TailArgs& a, uint8_t* slots, 
     uint8_t* buffer = slots + G * (S::kStages * S::kStage / kGemmConsumers);  // this warpgroup's half of the ring
     uint8_t* staging = slots + S::kStages * S::kStage + G * S::kStageOut;
     int* arrivals = a.g.sem + (tile * kGemmConsumers + G) * 2;
-    float4* sum = reinterpret_cast<float4*>(a.g.sums) + (size_t)(tile * kGemmConsumers + G) * S::kPartial;
-    float4* parts = reinterpret_cast<float4*>(a.ws) + (size_t)(tile * a.splits * kGemmConsumers + G) * S::kPartial;
+    float4* sum = reinterpret_cast<float4*>(a.sums) + (size_t)(tile * kGemmConsumers + G) * S::kPartial;
+    float4* parts = reinterpret_cast<float4*>(a.g.ws) + (size_t)(tile * a.splits * kGemmConsumers + G) * S::kPartial;
+    float4* mine = parts + (size_t)p * kGemmConsumers * S::kPartial;
     float acc[S::kBlocks][S::kAcc];
     tail_partial<S>(acc, row0, token0, p, t);
     if (t == 0) gemm_stamp(a.g, G, kStampEntry);
-    if constexpr (D == kTailStore || D == kTailBulkStore) {
-        tail_store<S, G, D == kTailBulkStore>(parts + (size_t)p * kGemmConsumers * S::kPartial, arrivals, buffer, acc,
-                                              t);
+    if constexpr (D == kTailStore || D == kTailBulkStore) {  // the kernel's gather after either store
+        if constexpr (D == kTailStore)
+            gemm_store_partial<S, G>(mine, arrivals, acc, t);
+        else
+            tail_bulk_store<S, G>(mine, arrivals, buffer, acc, t);
         if (t == 0) gemm_stamp(a.g, G, kStampUnits);
-        tail_gather<S, G>(a, parts, arrivals, p, buffer, bar, row0, token0, staging, t);
-    } else if constexpr (D == kTailReduceShares) {  // the kernel's tail
-        gemm_add_partial<S, G>(sum, arrivals, buffer, acc, t);
+        named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();
+        gemm_gather_share<S, G>(a.g, parts, arrivals, p, a.splits, buffer, bar, row0, token0, staging, t);
+    } else if constexpr (D == kTailReduceShares) {
+        tail_add_partial<S, G>(sum, arrivals, buffer, acc, t);
         if (t == 0) gemm_stamp(a.g, G, kStampUnits);
-        gemm_take_share<S, G>(a.g, sum, arrivals, p, a.splits, row0, token0, staging, t);
+        tail_take_share<S, G>(a.g, sum, arrivals, p, a.splits, row0, token0, staging, t);
     } else if constexpr (D == kTailReduceLast) {
         tail_reduce_last<S, G>(a, sum, arrivals, buffer, last, acc, row0, token0, staging, t);
     } else if constexpr (D == kTailCluster) {
@@ -303,16 +324,15 @@ const char* tail_design(int design, const TailArgs& a, cudaStream_t stream, int*
 // One launch of the probe on `stream` (clusters == 0), or the count of its clusters that fit at once written to
 // *clusters; "" once done, else why not. The tile shapes are persistent_gemm's, each with its ring of the kernel's
 // configs (so a CTA takes an SM as it does there).
-const char* splitk_tail_launch(int design, int rows, int tokens, int m, int n, int splits, long long out,
-                               long long ws, long long sums, long long stamps, long long sem, long long stream,
-                               long long clusters) {
+const char* splitk_tail_launch(int design, int rows, int tokens, int m, int n, int splits, long long out, long long ws,
+                               long long sums, long long stamps, long long sem, long long stream, long long clusters) {
     const int tiles = n / rows * ((m + tokens - 1) / tokens);
     if (n % rows || splits < 2 || tiles * splits > 132 || (design == okc::kTailCluster && splits > 16))
         return "n must be a multiple of rows, 2 <= splits, tiles x splits <= 132, and clusters of at most 16";
-    const okc::TailArgs a{{nullptr, nullptr, reinterpret_cast<void*>(out), reinterpret_cast<float*>(sums),
+    const okc::TailArgs a{{nullptr, nullptr, reinterpret_cast<void*>(out), reinterpret_cast<float*>(ws),
                            reinterpret_cast<long long*>(stamps), reinterpret_cast<int*>(sem), m, n,
                            splits * 8 * okc::kTmaTileK, tiles * splits},
-                          reinterpret_cast<float*>(ws),
+                          reinterpret_cast<float*>(sums),
                           splits};
     auto st = reinterpret_cast<cudaStream_t>(stream);
     int* count = reinterpret_cast<int*>(clusters);

@@ -16,8 +16,6 @@ constexpr int kTicketGroups = 256;
 constexpr int kTicketSplits = 5;
 // engine.py SEMAPHORES: the int32 counters runtime.py allocates
 constexpr int kSemaphoreInts = 6656;
-// engine.py ACCUMULATOR_FLOATS: the zeroed fp32 accumulator's floats
-constexpr int kAccumulatorFloats = 2097152;
 // engine.py CALL_OPERANDS: operand pointers a call holds
 constexpr int kCallOperands = 4;
 // engine.py CALL_SCALARS: 64-bit scalars a call holds
