@@ -72,7 +72,7 @@ struct GemmUnit {
 
 struct GemmSchedule {
     int k_blocks, ctas, cta, whole_waves, whole_tiles, next_wave;
-    long long rest, at, end;  // the stream-K k-blocks past the whole tiles; this CTA's range of them
+    long long rest, at, end;  // the k-blocks past the whole tiles; this CTA's range of them
 
     __device__ __forceinline__ GemmSchedule(int tiles, int k_blocks_, int ctas_, int cta_)
         : k_blocks(k_blocks_), ctas(ctas_), cta(cta_), whole_waves(tiles / ctas_), next_wave(0) {
@@ -80,7 +80,7 @@ struct GemmSchedule {
         rest = (long long)(tiles - whole_tiles) * k_blocks;
         at = begin_of(cta), end = begin_of(cta + 1);
     }
-    // Where CTA c's stream-K range begins, and which CTA's range holds k-block p (each holds >= 1: the rule).
+    // Where CTA c's range begins, and which CTA's range holds k-block p (each holds >= 1: the rule).
     __device__ __forceinline__ long long begin_of(int c) const { return rest * c / ctas; }
     __device__ __forceinline__ int owner(long long p) const { return (int)(((p + 1) * ctas + rest - 1) / rest) - 1; }
     __device__ __forceinline__ bool next(GemmUnit& u) {

@@ -73,12 +73,10 @@ def test_the_schedule_covers_every_k_block_of_every_tile_once(tiles, k_blocks, c
     whole = tiles // ctas * ctas
     rest = (tiles - whole) * k_blocks
 
-    def owner(p):  # GemmSchedule::owner: the CTA whose stream-K range holds k-block p
+    def owner(p):  # GemmSchedule::owner: the CTA whose range holds k-block p
         return ((p + 1) * ctas + rest - 1) // rest - 1
 
-    for tile in range(
-        whole, tiles
-    ):  # a stream-K tile's participants are owner(first) .. owner(last), each once
+    for tile in range(whole, tiles):  # a split tile's participants are owner(first) .. owner(last), each once
         holders = [c for c, t, k0, k1 in schedule(tiles, k_blocks, ctas) if t == tile]
         first, last = owner((tile - whole) * k_blocks), owner((tile - whole + 1) * k_blocks - 1)
         assert holders == list(range(first, last + 1)), (tile, holders, first, last)
@@ -119,7 +117,7 @@ def test_the_rule_bounds_accumulators_shared_memory_and_the_grid():
     assert PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 4, 132), router, 128) is None
     thin = Layer(
         "thin", 128 * 133, 64, "bfloat16"
-    )  # 133 tiles of one k-block over 132 CTAs: one stream-K k-block
+    )  # 133 tiles of one k-block over 132 CTAs: one k-block to split 132 ways
     assert "k-blocks" in PERSISTENT_GEMM.config_error(GemmConfig(128, 128, 4, 132), thin, 128)
     for layer in (qkv, router):
         for m in (64, 128, 256):

@@ -4,7 +4,7 @@ reference first. The milestone table of docs/persistent-gemm.md comes from here.
 
 With `phases`, the kernel is built with its phase stamps (persistent_gemm.cuh's gemm_stamp, OKC_GEMM_STAMPS) and
 each config also gets a timeline: per CTA, from the global timer, the time from the grid's first entry to its own,
-to its first slot landed, through its mainloops, its writes or partial stores, its wait for a stream-K tile's
+to its first slot landed, through its mainloops, its writes or partial stores, its wait for a split tile's
 other participants and its share of the reduction; medians over cold launches of the median and the slowest
 CTA. The shipped kernel carries none of it."""
 
