@@ -84,8 +84,9 @@ def tma_gemm(engine, layer, m: int):
 
 
 def persistent_gemm(engine, layer, m: int):
-    """Tiles no wider than m's class, the two deepest rings that fit, and grids of whole waves of tiles or of
-    every equal split of the tiles that one wave holds."""
+    """Tiles no wider than m's class, the two deepest rings that fit, and grids of at least 64 CTAs (fewer
+    stream too slowly): whole waves of tiles, or the four widest equal splits of the tiles that one wave holds.
+    """
     for rows in engine.values["rows"]:
         for tokens in (t for t in engine.values["tokens"] if t <= gemm_class_tokens(m)):
             fitting = [
@@ -95,9 +96,8 @@ def persistent_gemm(engine, layer, m: int):
             ]
             for stages in fitting[-2:]:
                 tiles = persistent_tiles(engine.Config(rows, tokens, stages, 1), layer.n_for(m), m)
-                grids = {tiles * s for s in range(1, SMS // tiles + 1)} | {
-                    c for c in range(64, SMS + 1) if tiles % c == 0
-                }
+                splits = [tiles * s for s in range(1, SMS // tiles + 1) if tiles * s >= 64]
+                grids = set(splits[-4:]) | {c for c in range(64, SMS + 1) if tiles % c == 0}
                 for ctas in sorted(grids):
                     yield engine.Config(rows, tokens, stages, ctas)
 

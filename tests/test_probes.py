@@ -1,4 +1,5 @@
-"""The intake probe's cases and table (CPU): every case fits the probe kernel's limits, the table shows each."""
+"""The probes on the CPU: their cases fit their kernels, their tables show each row, their CUDA compiles, and their
+analyses read known stamps right."""
 
 import shutil
 import subprocess
@@ -6,7 +7,7 @@ import subprocess
 import pytest
 
 from generator import REPO_ROOT
-from generator.probes import gemm, intake, slot_stamps
+from generator.probes import gemm, intake, slot_stamps, tail
 from generator.problem import load_problem
 from kernels_src.engine import SMEM_LIMIT  # kSmemOptInLimit, which tma_intake_launch checks
 from tools import needs
@@ -228,3 +229,66 @@ def test_the_gemm_stamps_compile_in_only_for_the_probe():
         )
         assert code == 0 and found and not [k.name for k in found if k.spills], messages[-2000:]
         assert ("GLOBALTIMER" in sass) == stamped
+
+
+# ---- probe-tail: persistent_gemm's split-K tail apart from the GEMM (generator/probes/tail.py, splitk_tail.cu)
+
+
+def test_every_tail_case_fits_the_probe_kernel():
+    """Each default case is a tile shape the probe is built for, a one-wave grid, and the problem's layer."""
+    layers = load_problem().layers
+    for case in tail.DEFAULT_CASES:
+        assert (case.rows, case.tokens) in tail.SHAPES and 2 <= case.splits and case.ctas <= tail.SMS, case
+        layer = layers[case.name.split(",")[0].split(" ")[0]]
+        assert (case.n, case.m) == (layer.n, int(case.name.split("m=")[1])), case
+        assert tail.parse_case(f"{case.rows},{case.tokens},{case.m},{case.n},{case.splits}")[1:] == case[1:]
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("128,192,128,2304,6", "rows x tokens"),
+        ("128,128,128,2300,6", "multiple of rows"),
+        ("128,128,128,2304,1", "splits >= 2"),
+        ("128,128,128,2304,8", "<= 132"),
+        ("128,128,2304", "expected rows,tokens,m,n,splits"),
+    ],
+)
+def test_a_bad_tail_case_is_one_line(text, why):
+    with pytest.raises(tail.ProbeError, match=why):
+        tail.parse_case(text)
+
+
+def test_the_tail_sums_are_each_participants_values_added():
+    """expected_sums against the kernel's value rule (splitk_tail.cu's tail_value) summed element by element."""
+    case = tail.Case("small", 128, 64, 5, 256, 3)
+    got = tail.expected_sums(case)
+    for token in (0, 4):
+        for row in (0, 77, 255):
+            want = sum((row * 3 + token * 5 + p * 7) % 9 - 4 for p in range(case.splits))
+            assert got[token, row].item() == want
+    assert got.abs().max().item() <= 4 * case.splits  # small integers: every sum exact in bf16
+
+
+def test_the_tail_table_has_a_row_per_design():
+    case = tail.DEFAULT_CASES[0]
+    rows = [tail.Row(case, design, 0, 11.0, 6.5, 3.0, 0.5, 2.4, 6.8) for design in tail.DESIGNS]
+    lines = tail.table(rows).splitlines()
+    assert len(lines) == 2 + len(tail.DESIGNS) and all(l.count("|") == lines[0].count("|") for l in lines)
+    assert "| 22 | 1.04 |" in lines[2]  # 64 KB in 3.0 us a CTA; 108 x 64 KB over the 6.8 us span
+
+
+@needs("nvcc")
+def test_the_tail_probe_compiles_without_spills(tmp_path):
+    """tail.build()'s CUDA (splitk_tail.cu on persistent_gemm.cuh) compiles for sm_90a with no spill: a change to
+    the kernel's tail functions cannot break the probe unseen."""
+    source = tmp_path / "tail.cu"
+    source.write_text(tail.cuda_source())
+    cmd = ["nvcc", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-I{tail.KERNELS_SRC}", "-c"]
+    done = subprocess.run(
+        [*cmd, "-Xptxas", "-v", str(source), "-o", str(tmp_path / "tail.o")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert " 0 bytes spill stores" in done.stderr and "bytes spill stores" not in done.stderr.replace(
+        " 0 bytes spill stores", ""
+    )
