@@ -1,7 +1,7 @@
 // Persistent warp-specialized GEMM (engine persistent_gemm): out[M, N] = x[M, K] . W[N, K]^T, weights as wgmma's A
 // (`rows` a tile, packed 8 KB tiles by bulk copy), x as its B (`tokens` a tile, by TMA). A CTA per SM walks its
 // share of the (tile, k-block) space: whole tiles first, then an equal split of a remaining tile (split-K). Two
-// producer lanes feed the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or add
+// producer lanes feed the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or
 // store their partial; a split tile's CTAs then each sum a share of its partials and write it out.
 // Docs: docs/persistent-gemm.md.
 #pragma once
