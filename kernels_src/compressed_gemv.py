@@ -37,12 +37,7 @@ def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
 COMPRESSED_GEMV_FIELDS = (
     Field("warps", int, (1, 2, 4, 8, 16), "warps per CTA, splitting its K range"),
     Field("splits", int, (1, 2, 4, 8, 16, 32), "CTAs that split K"),
-    Field(
-        "groups",
-        int,
-        (1, 2, 4),
-        "64-wide K groups each warp has in flight per trip (three 16-byte loads each)",
-    ),
+    Field("groups", int, (1, 2, 4), "64-wide K groups each warp has in flight per trip (three 16-byte loads each)"),
     Field("pipeline", str, COMPRESSED_PIPELINES, "batch, or double (two register sets), as in mma_gemv"),
     Field("row_blocks", int, (1, 2, 4), "16-row blocks per CTA"),
     Field("reduce", str, COMPRESSED_REDUCTIONS, "none (splits = 1), semaphore, cluster"),

@@ -78,9 +78,7 @@ def wgmma_columns(device=None) -> torch.Tensor:
     (g, t) in fragment f as row g + 8 (j & 1), column 16 f + 2 t + 8 (j >> 1) + h. Rows agree, columns are
     permuted within the group; compressing W with its columns in this order makes every decoded register the
     weight wgmma multiplies there (ring_operands)."""
-    where = unfragment(
-        torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64
-    )  # p at (row, column)
+    where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64)  # p at (row, column)
     p = where[0].to(torch.int64)  # row 0: register j even, so only the column varies
     f, lane, e = p // 256, (p // 8) % 32, p % 8
     return 16 * f + 2 * (lane & 3) + 8 * (e >> 2) + (e & 1)
@@ -94,9 +92,7 @@ def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) 
     n, k = w.shape
     columns = wgmma_columns(w.device)
     z = compress(
-        w.reshape(n, k // 64, 64)[:, :, columns].reshape(n, k),
-        name,
-        max_bits_per_weight=None if refuse else 1e9,
+        w.reshape(n, k // 64, 64)[:, :, columns].reshape(n, k), name, max_bits_per_weight=None if refuse else 1e9
     )
     row_starts, rows, entries = ring_overflow(z, n, k, columns)
     per_tile = row_starts[TILE_ROWS::TILE_ROWS].to(torch.int64) - row_starts[:-1:TILE_ROWS].to(torch.int64)
@@ -156,9 +152,7 @@ class CompressedRing(DecodeGemv):
                 STAGED_ENTRIES,
                 "compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages",
             ),
-            CudaConstant(
-                "kCompressedHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"
-            ),
+            CudaConstant("kCompressedHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"),
         )
 
     summary = (
@@ -204,13 +198,7 @@ class CompressedRing(DecodeGemv):
         if entries.numel() == 0:  # a valid address for an empty list (the kernel never reads it then)
             entries = r["row_starts"]
         pointers = (r["slots"], r["row_starts"], r["rows"] if r["rows"].numel() else entries, entries)
-        return ctx.cuda_plan(
-            self.variant(cfg, layer, m),
-            layer,
-            m,
-            pointers,
-            (*table_scalars(r["table_words"]), r["entries"].numel()),
-        )
+        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, (*table_scalars(r["table_words"]), r["entries"].numel()))
 
 
 COMPRESSED_RING = CompressedRing()

@@ -153,9 +153,7 @@ class CudaEnum:
         return "k" + "".join(part[:1].upper() + part[1:] for part in member.split("_"))
 
     def code(self, member: str) -> CudaCode:
-        return CudaCode(
-            self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}"
-        )
+        return CudaCode(self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}")
 
     def cpp(self) -> str:
         codes = ", ".join(f"{self.enumerator(m)} = {i}" for i, m in enumerate(self.members))
@@ -250,9 +248,7 @@ class Engine:
     m_min, m_max = 1, None  # the m range the engine serves (None: no upper bound)
     has_defaults = False  # the table may name a config per weight kind (plain, dual) for m's it does not list
     sweep_m: tuple = ()  # the m's its table lists, which `sweep` tunes (others borrow their entries)
-    launcher = (
-        ""  # C++ launcher template (CUDA engines): launcher<L>(call), L the launch table's case (variant)
-    )
+    launcher = ""  # C++ launcher template (CUDA engines): launcher<L>(call), L the launch table's case (variant)
     cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
     summary = ""  # one paragraph for the submission's docstring
 
@@ -353,8 +349,7 @@ class Engine:
 
     def variant(self, cfg, layer: Layer, m: int) -> Variant | None:
         """The launch-table case cfg runs at m tokens of `layer`: its launcher's arguments by name, the dynamic shared
-        memory (the engine's own figure, which its rule bounds) among them; None for an engine without CUDA.
-        """
+        memory (the engine's own figure, which its rule bounds) among them; None for an engine without CUDA."""
         return None
 
     def plan(self, cfg, layer: Layer, m: int, ctx):

@@ -2,6 +2,7 @@
 
 Design and the measurements behind each field: docs/mma-gemv.md."""
 
+
 from kernels_src.engine import (
     CLUSTER_MAX,
     CUDA_TYPES,
@@ -70,8 +71,7 @@ MmaGemvConfig = config_type("MmaGemvConfig", MMA_GEMV_FIELDS)
 
 def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
     """Fragment registers one thread holds: weights 8 R (16 R dual) and x 4 NB per K block, times unroll, times
-    the live sets of each (two and two double buffered, two and one double_w); plus the 4 R NB accumulators.
-    """
+    the live sets of each (two and two double buffered, two and one double_w); plus the 4 R NB accumulators."""
     double = cfg.pipeline in ("double", "double_l2")
     weight_sets = 2 if double or cfg.pipeline in ("double_w", "double_w_l2") else 1
     x_sets = 2 if double else 1
