@@ -10,6 +10,7 @@ from kernels_src.engine import (
     Operand,
     Variant,
     column_blocks,
+    build_only,
     config_type,
     split_rule,
 )
@@ -22,8 +23,8 @@ COMPRESSED = Operand("compressed")  # the 12-bit stream and its parts (compress.
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
 # Data-register budgets (the rule's): batch under mma_gemv's because the decode needs temporaries (the spill that
 # set it: docs/compressed-gemv.md); double the plain kernel's.
-COMPRESSED_BATCH_DATA_REGS = 104
-COMPRESSED_DOUBLE_DATA_REGS = 100
+COMPRESSED_BATCH_DATA_REGS = build_only(104)
+COMPRESSED_DOUBLE_DATA_REGS = build_only(100)
 
 
 def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
@@ -35,12 +36,22 @@ def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
 
 
 COMPRESSED_GEMV_FIELDS = (
-    Field("warps", int, (1, 2, 4, 8, 16), "warps per CTA, splitting its K range"),
-    Field("splits", int, (1, 2, 4, 8, 16, 32), "CTAs that split K"),
-    Field("groups", int, (1, 2, 4), "64-wide K groups each warp has in flight per trip (three 16-byte loads each)"),
-    Field("pipeline", str, COMPRESSED_PIPELINES, "batch, or double (two register sets), as in mma_gemv"),
-    Field("row_blocks", int, (1, 2, 4), "16-row blocks per CTA"),
-    Field("reduce", str, COMPRESSED_REDUCTIONS, "none (splits = 1), semaphore, cluster"),
+    Field("warps", int, (1, 2, 4, 8, 16), build_only("warps per CTA, splitting its K range")),
+    Field("splits", int, (1, 2, 4, 8, 16, 32), build_only("CTAs that split K")),
+    Field(
+        "groups",
+        int,
+        (1, 2, 4),
+        build_only("64-wide K groups each warp has in flight per trip (three 16-byte loads each)"),
+    ),
+    Field(
+        "pipeline",
+        str,
+        COMPRESSED_PIPELINES,
+        build_only("batch, or double (two register sets), as in mma_gemv"),
+    ),
+    Field("row_blocks", int, (1, 2, 4), build_only("16-row blocks per CTA")),
+    Field("reduce", str, COMPRESSED_REDUCTIONS, build_only("none (splits = 1), semaphore, cluster")),
 )
 CompressedGemvConfig = config_type("CompressedGemvConfig", COMPRESSED_GEMV_FIELDS)
 
@@ -50,8 +61,8 @@ class CompressedGemv(DecodeGemv):
     FIELDS = COMPRESSED_GEMV_FIELDS
     Config = CompressedGemvConfig
     launcher = "okc::launch_compressed_gemv"
-    cuda_constants = (MMA_PIPELINE,)
-    summary = (
+    cuda_constants = build_only((MMA_PIPELINE,))
+    summary = build_only(
         "compressed_gemv (m <= 32, bf16 layers): the weights stream 12-bit and lossless (each weight's low byte"
         " plus a 4-bit index into a 16-entry table of sign/exponent bytes; 25 % fewer bytes than bf16) through"
         " mma_gemv's skeleton, each fragment rebuilt in registers with byte permutes. Weights outside the table"
@@ -61,6 +72,7 @@ class CompressedGemv(DecodeGemv):
         " one line)."
     )
 
+    @build_only
     def rule(self, cfg, layer, m):
         if layer.dual:
             return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"

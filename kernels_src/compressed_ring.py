@@ -13,6 +13,7 @@ from kernels_src.engine import (
     Field,
     Operand,
     Variant,
+    build_only,
     column_blocks,
     config_type,
 )
@@ -28,12 +29,17 @@ COMPRESSED_RING_FIELDS = (
         "stages",
         int,
         TMA_STAGES,
-        "shared-memory ring slots per CTA, each the tile's four row blocks x `groups` K groups and x's boxes",
+        build_only(
+            "shared-memory ring slots per CTA, each the tile's four row blocks x `groups` K groups and x's boxes"
+        ),
     ),
     Field(
-        "warpgroups", int, RING_WARPGROUPS, "consumer warpgroups, taking alternate slots (stages a multiple)"
+        "warpgroups",
+        int,
+        RING_WARPGROUPS,
+        build_only("consumer warpgroups, taking alternate slots (stages a multiple)"),
     ),
-    Field("groups", int, RING_GROUPS, "64-wide K groups per slot"),
+    Field("groups", int, RING_GROUPS, build_only("64-wide K groups per slot")),
 )
 CompressedRingConfig = config_type("CompressedRingConfig", COMPRESSED_RING_FIELDS)
 
@@ -144,6 +150,7 @@ class CompressedRing(DecodeGemv):
     Config = CompressedRingConfig
     launcher = "okc::launch_compressed_ring"
 
+    @build_only
     @property
     def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
         return (
@@ -155,7 +162,7 @@ class CompressedRing(DecodeGemv):
             CudaConstant("kCompressedHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"),
         )
 
-    summary = (
+    summary = build_only(
         "compressed_ring (m <= 32, bf16 layers): the 12-bit stream of compressed_gemv repacked into ring slots (a"
         " 64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's"
         " boxes (one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A"
@@ -165,6 +172,7 @@ class CompressedRing(DecodeGemv):
         " stages keeps its other engines (prepare() says so in one line)."
     )
 
+    @build_only
     def rule(self, cfg, layer, m):
         if layer.dual:
             return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"

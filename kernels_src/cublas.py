@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import torch
 
-from kernels_src.engine import Engine, Operand
+from kernels_src.engine import Engine, Operand, build_only
 
 HI_LO = Operand("hi_lo")  # the router's [hi, lo] concatenated along K
 
@@ -18,7 +18,7 @@ class Cublas(Engine):
     name = "cublas"
     Config = CublasConfig
     m_min, m_max = 1, None
-    summary = (
+    summary = build_only(
         "cublas (everything else): x @ W[:n].T in bf16; the router as one GEMM over K concatenated,"
         " [x, x] @ [hi, lo].T with fp32 output."
     )

@@ -14,6 +14,12 @@ layout fits."""
 
 from typing import NamedTuple
 
+
+def build_only(thing):
+    """Marks what only the build and the tools read: dist/submission.py leaves out a def or class it decorates and
+    an assignment of its value, and holds None for any other build_only(x) (generator/sources.py)."""
+    return thing
+
 # Shared memory a block may opt into on the H200 (static and dynamic together): 227 KB. Triton's kernels take theirs
 # dynamically and count their barriers in (splitk_gemm); the CUDA kernels keep STATIC_SMEM of it for their static
 # __shared__ variables (barriers, flags: 272 bytes at most today), the rest, SMEM_LIMIT, is their dynamic budget.
@@ -69,6 +75,7 @@ class Layer(NamedTuple):
         """The output width the judge asks for at m tokens."""
         return self.narrow_n if self.narrow_n is not None and m <= self.narrow_max_m else self.n
 
+    @build_only
     def weight_bytes(self, m: int) -> int:
         """Bytes of weight a call at m tokens must read at least once (the memory floor's numerator)."""
         return self.n_for(m) * self.k * DTYPE_BYTES[self.dtype]
@@ -111,6 +118,7 @@ class CudaType(str):
 CUDA_TYPES = {"bfloat16": CudaType("__nv_bfloat16"), "float32": CudaType("float")}
 
 
+@build_only
 class CudaConstant(NamedTuple):
     """A figure both languages read, written once in Python and rendered into the C++ ahead of the kernels
     (registry.cuda_prelude) as `constexpr <ctype> <name> = <value>;`, or a constexpr array for a tuple."""
@@ -155,6 +163,7 @@ class CudaEnum:
     def code(self, member: str) -> CudaCode:
         return CudaCode(self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}")
 
+    @build_only
     def cpp(self) -> str:
         codes = ", ".join(f"{self.enumerator(m)} = {i}" for i, m in enumerate(self.members))
         return f"// {self.meaning}\nenum class {self.name} : int {{ {codes} }};"
@@ -170,7 +179,8 @@ REDUCTION = CudaEnum(
 )
 
 # The constants every CUDA engine shares (each engine adds its own: Engine.cuda_constants).
-SHARED_CUDA_CONSTANTS = (
+SHARED_CUDA_CONSTANTS = build_only(
+    (
     REDUCTION,
     CudaConstant(
         "kSmemOptInLimit",
@@ -192,10 +202,12 @@ SHARED_CUDA_CONSTANTS = (
     ),
     CudaConstant("kCallOperands", CALL_OPERANDS, "engine.py CALL_OPERANDS: operand pointers a call holds"),
     CudaConstant("kCallScalars", CALL_SCALARS, "engine.py CALL_SCALARS: 64-bit scalars a call holds"),
+    )
 )
 
 
 REQUIRED = None  # a Field's default when a table entry must give it
+ENGINES_MADE: list = []  # every Engine in the order its module made it (registry.ENGINES orders them)
 
 
 class Field(NamedTuple):
@@ -223,6 +235,7 @@ def config_type(name: str, fields: tuple) -> type:
     return cls
 
 
+@build_only
 def split_rule(cfg) -> str | None:
     """The rule every split-K engine shares: reduce none exactly when splits = 1."""
     if (cfg.splits == 1) != (cfg.reduce == "none"):
@@ -247,11 +260,15 @@ class Engine:
     Config: type = tuple  # config_type(..., FIELDS)
     m_min, m_max = 1, None  # the m range the engine serves (None: no upper bound)
     has_defaults = False  # the table may name a config per weight kind (plain, dual) for m's it does not list
-    sweep_m: tuple = ()  # the m's its table lists, which `sweep` tunes (others borrow their entries)
+    sweep_m: tuple = build_only(())  # the m's its table lists, which `sweep` tunes (others borrow their entries)
     launcher = ""  # C++ launcher template (CUDA engines): launcher<L>(call), L the launch table's case (variant)
-    cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
-    summary = ""  # one paragraph for the submission's docstring
+    cuda_constants: tuple = build_only(())  # the CudaConstants and CudaEnums its kernel reads
+    summary = build_only("")  # one paragraph for the submission's docstring
 
+    def __init__(self):
+        ENGINES_MADE.append(self)
+
+    @build_only
     @property
     def table_file(self) -> str:
         return self.name + ".yaml"
@@ -260,11 +277,13 @@ class Engine:
     def fields(self) -> tuple:
         return tuple(f.name for f in self.FIELDS)
 
+    @build_only
     @property
     def values(self) -> dict:
         """integer field -> its allowed values (fields the rule alone bounds are left out)"""
         return {f.name: f.allowed for f in self.FIELDS if f.type is int and f.allowed is not None}
 
+    @build_only
     @property
     def modes(self) -> dict:
         """mode field -> its allowed names"""
@@ -282,6 +301,7 @@ class Engine:
         above = [row for row in listed if row >= m and self.m_class(row) == self.m_class(m)]
         return min(above) if above else None
 
+    @build_only
     def class_maxima(self) -> tuple:
         """The largest m of each class (where a default is checked): every m a default could serve is no harder."""
         return ()
@@ -307,6 +327,7 @@ class Engine:
                 raise ValueError(f"{f.name} must be {kind}, got {value!r}")
         return self.Config(**{f.name: fields.get(f.name, f.default) for f in self.FIELDS})
 
+    @build_only
     def named_values(self, values) -> list:
         """[(field, value)] of a config (or its values in field order), a field left at its default left out: a
         field added with a default changes no existing description, label or docstring line."""
@@ -316,10 +337,12 @@ class Engine:
             if f.default is REQUIRED or value != f.default
         ]
 
+    @build_only
     def describe(self, cfg) -> str:
         """`warps=16 splits=1 ...`: a config as a reader wants it."""
         return " ".join(f"{name}={value}" for name, value in self.named_values(cfg))
 
+    @build_only
     def config_error(self, cfg, layer: Layer, m: int) -> str | None:
         """Why cfg cannot serve m tokens of `layer` on this engine, or None if it can."""
         if not isinstance(cfg, self.Config):
@@ -336,6 +359,7 @@ class Engine:
             return f"the {self.name} engine serves {self.m_min} <= m{top}, not m={m}"
         return self.rule(cfg, layer, m)
 
+    @build_only
     def rule(self, cfg, layer: Layer, m: int) -> str | None:
         return None
 
@@ -363,10 +387,11 @@ class DecodeGemv(Engine):
     m = 1, 8, 16, 32."""
 
     m_min, m_max = 1, 32
-    sweep_m = (1, 8, 16, 32)
+    sweep_m = build_only((1, 8, 16, 32))
 
     def m_class(self, m):
         return column_blocks(m)
 
+    @build_only
     def class_maxima(self):
         return (8, 16, 32)

@@ -10,6 +10,7 @@ from kernels_src.engine import (
     Engine,
     Field,
     Variant,
+    build_only,
     config_type,
 )
 
@@ -22,16 +23,23 @@ GEMM_MAX_ACCUMULATORS = 128  # fp32 accumulators a consumer thread holds: (rows 
 SMS = 132  # the H200's SMs: a grid of at most this many CTAs is one wave
 
 GEMM_FIELDS = (
-    Field("rows", int, GEMM_ROWS, "weight rows a tile, split over the two consumer warpgroups"),
-    Field("tokens", int, GEMM_TOKENS, "tokens a tile (wgmma N); m past it takes more tiles"),
-    Field("stages", int, GEMM_STAGES, "shared-memory ring slots, each the tile's 64-wide K slice of W and x"),
+    Field("rows", int, GEMM_ROWS, build_only("weight rows a tile, split over the two consumer warpgroups")),
+    Field("tokens", int, GEMM_TOKENS, build_only("tokens a tile (wgmma N); m past it takes more tiles")),
+    Field(
+        "stages",
+        int,
+        GEMM_STAGES,
+        build_only("shared-memory ring slots, each the tile's 64-wide K slice of W and x"),
+    ),
     Field(
         "ctas",
         int,
         None,
-        "the persistent grid: each CTA takes whole tiles for the full waves, then an even share of the rest's"
-        " k-blocks (stream-K: the tile's CTAs sum their shares of its partials once all have stored theirs)",
-        bounds=f"1 .. {SMS}",
+        build_only(
+            "the persistent grid: each CTA takes whole tiles for the full waves, then an even share of the rest's"
+            " k-blocks (stream-K: the tile's CTAs sum their shares of its partials once all have stored theirs)"
+        ),
+        bounds=build_only(f"1 .. {SMS}"),
     ),
 )
 GemmConfig = config_type("GemmConfig", GEMM_FIELDS)
@@ -51,16 +59,19 @@ def persistent_smem_bytes(rows: int, tokens: int, stages: int, dual: bool) -> in
     return stages * slot + 2 * staging + 1024
 
 
+@build_only
 def persistent_tiles(cfg, n: int, m: int) -> int:
     """Tiles of an [m, n] output: row tiles x token tiles."""
     return n // cfg.rows * -(-m // cfg.tokens)
 
 
+@build_only
 def persistent_stream_k_tiles(cfg, n: int, m: int) -> int:
     """The tiles past the full waves, whose k-blocks the CTAs share (stream-K)."""
     return persistent_tiles(cfg, n, m) % cfg.ctas
 
 
+@build_only
 def persistent_workspace_floats(cfg) -> int:
     """The stream-K partials: a slot per CTA, its first and last unit, and consumer warpgroup."""
     return cfg.ctas * 2 * cfg.rows * cfg.tokens
@@ -71,9 +82,9 @@ class PersistentGemm(Engine):
     FIELDS = GEMM_FIELDS
     Config = GemmConfig
     m_min, m_max = 33, 256
-    sweep_m = (64, 128, 256)
+    sweep_m = build_only((64, 128, 256))
     launcher = "okc::launch_persistent_gemm"
-    summary = (
+    summary = build_only(
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
         " full waves, the rest stream-K: a tile's CTAs store their partials, then each sums and writes its share."
@@ -82,9 +93,11 @@ class PersistentGemm(Engine):
     def m_class(self, m):
         return gemm_class_tokens(m)
 
+    @build_only
     def class_maxima(self):
         return (64, 128, 256)
 
+    @build_only
     def rule(self, cfg, layer, m):
         n, k = layer.n_for(m), layer.k
         if n % cfg.rows or k % GEMM_SLOT_K:

@@ -8,42 +8,35 @@ whose weights a compressed engine refuses (SKIPPABLE) skips that engine (prepare
 
 from typing import NamedTuple
 
-from kernels_src.compressed_gemv import COMPRESSED_GEMV
-from kernels_src.compressed_ring import COMPRESSED_RING
+from kernels_src.compressed_gemv import COMPRESSED_GEMV  # noqa: F401 (each import makes its engine)
+from kernels_src.compressed_ring import COMPRESSED_RING  # noqa: F401
 from kernels_src.cublas import CUBLAS
-from kernels_src.engine import PLAN_MAX_M, SHARED_CUDA_CONSTANTS
-from kernels_src.mma_gemv import MMA_GEMV
-from kernels_src.persistent_gemm import PERSISTENT_GEMM
-from kernels_src.splitk_gemm import SPLITK_GEMM
-from kernels_src.tma_gemm import TMA_GEMM
-from kernels_src.tma_gemv import TMA_GEMV
+from kernels_src.engine import ENGINES_MADE, PLAN_MAX_M
+from kernels_src.mma_gemv import MMA_GEMV  # noqa: F401
+from kernels_src.persistent_gemm import PERSISTENT_GEMM  # noqa: F401
+from kernels_src.splitk_gemm import SPLITK_GEMM  # noqa: F401
+from kernels_src.tma_gemm import TMA_GEMM  # noqa: F401
+from kernels_src.tma_gemv import TMA_GEMV  # noqa: F401
 
 # Precedence: the compressed engines stream the fewest bytes (the register GEMV, then the ring, where each table
 # says so); the TMA GEMV leads where its table says so; the
 # mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the persistent GEMM, then the TMA
 # GEMM, then the Triton split-K GEMM, each where its table says so.
-ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, PERSISTENT_GEMM, TMA_GEMM, SPLITK_GEMM)
+PRECEDENCE = (
+    "compressed_gemv",
+    "compressed_ring",
+    "tma_gemv",
+    "mma_gemv",
+    "persistent_gemm",
+    "tma_gemm",
+    "splitk_gemm",
+)
+# The engines made, in precedence order: every one here; in dist/submission.py the ones its tables route (the
+# build leaves the others' modules out).
+ENGINES = tuple(sorted((e for e in ENGINES_MADE if e.name in PRECEDENCE), key=lambda e: PRECEDENCE.index(e.name)))
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
 # the engines prepare() may find a layer's weights unfit for (each passed over alone)
-SKIPPABLE = (COMPRESSED_GEMV.name, COMPRESSED_RING.name)
-
-
-def cuda_prelude() -> str:
-    """The C++ ahead of the kernels in every build: each constant and mode code the CUDA side shares with
-    Python, rendered from the engines' declarations (engine.SHARED_CUDA_CONSTANTS, Engine.cuda_constants), so
-    that the CUDA sources never type one of their own."""
-    declared = dict.fromkeys(SHARED_CUDA_CONSTANTS)
-    for engine in ENGINES:
-        declared.update(dict.fromkeys(engine.cuda_constants))
-    lines = [
-        "// Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the",
-        "// CUDA side shares with Python, each written once, in Python.",
-        "#include <cstddef>",
-        "namespace okc {",
-    ]
-    lines += [item.cpp() for item in declared]
-    lines += ["}  // namespace okc", ""]
-    return "\n".join(lines)
+SKIPPABLE = ("compressed_gemv", "compressed_ring")
 
 
 class Table(NamedTuple):
@@ -128,14 +121,3 @@ def variants(layers, tables: dict) -> list:
     found.discard(None)
     order = {engine.name: i for i, engine in enumerate(ENGINES)}
     return sorted(found, key=lambda v: (order[v.engine], v.kernel, v.launch))
-
-
-def shape_lines(layers, tables: dict, ms) -> list:
-    """One line per (layer, m in ms): the output width and the engine and config that serve it."""
-    lines = []
-    for layer in layers:
-        for m in ms:
-            engine, cfg = route(layer, m, tables)
-            line = f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {engine.describe(cfg)}"
-            lines.append(line.rstrip())
-    return lines

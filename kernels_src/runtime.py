@@ -62,7 +62,7 @@ def prepare(weights):
             )
         state.parts[layer.name] = split_hi_lo(w) if layer.dual else (w,)
         state.operands[layer.name] = {}
-    cuda = device.type == "cuda"
+    cuda = runs_kernels(device)
     if not cuda:  # no kernels off the GPU: every shape on the fallback (the harness's CPU checks)
         tables = make_tables({})
     for layer in layers:
@@ -80,6 +80,11 @@ def prepare(weights):
     made = make_plans(state, layers)
     warm_up(state, layers, weights, made, device)
     return state
+
+
+def runs_kernels(device) -> bool:
+    """Whether prepare() routes to the kernels: on a CUDA device; elsewhere every shape goes to torch."""
+    return device.type == "cuda"
 
 
 def make_plans(state, layers) -> dict:
@@ -146,21 +151,6 @@ def add_operands(state, engine, cfg, layer) -> None:
             have[operand] = engine.build_operand(operand, state.parts[layer.name], layer)
 
 
-def served_by(state, layer: str, m: int):
-    """(engine, config) that serve m tokens of `layer` in this prepared state (cuBLAS past the plans)."""
-    routes = state.routes[layer]
-    return routes[m] if 0 < m < len(routes) else (BY_NAME["cublas"], BY_NAME["cublas"].Config())
-
-
-def use_kernels(state, extra) -> None:
-    """Make `extra` kernels launchable on a prepared state too (sweep, ab, profile time configs no table names):
-    one extension with the state's kernels and these. Launches made before keep theirs."""
-    missing = [variant for variant in dict.fromkeys(extra) if variant not in state.kernels]
-    if missing:
-        state.kernels = state.kernels + missing
-        state.extension = build_extension(state.kernels)
-
-
 def kernel_fn(data, state):
     """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m). An x it cannot
     serve (not a [m, k] bf16 tensor on the weights' device) fails in torch's fallback GEMM, which the launches
@@ -178,7 +168,7 @@ def kernel_fn(data, state):
                 return call(x)
         # an m past the plans (or a width the judge never asks for): cuBLAS
         layer = Layer(config["layer"], **LAYERS[config["layer"]])
-        return fallback_plan(layer, config["n"], state.parts[layer.name], cublas_operand(state, layer))(x)
+        return PlanContext(state, layer).fallback(config["n"])(x)
     except Exception:
         wrong = x_error(x, config["layer"], state)
         if wrong is None:  # x is right: the failure is another one
@@ -201,11 +191,6 @@ def x_error(x, layer: str, state):
     return ValueError(f"kernel_fn: {layer} takes x as a [m, {k}] {BF16} tensor on {device}, got {got}")
 
 
-def cublas_operand(state, layer):
-    add_operands(state, BY_NAME["cublas"], None, layer)
-    return state.operands[layer.name].get(HI_LO)
-
-
 BF16 = torch.bfloat16
 # The current CUDA stream as an integer, cheaply (the capture stream inside torch.cuda.graph): torch's own fast
 # path (what Triton's launcher uses), else the public one.
@@ -225,9 +210,10 @@ class PlanContext:
         self.operands = state.operands[layer.name]
         self.buffers = state.buffers
 
-    def fallback(self, m):
+    def fallback(self, n):
+        """x -> out by cuBLAS, n outputs."""
         add_operands(self.state, BY_NAME["cublas"], None, self.layer)
-        return fallback_plan(self.layer, self.layer.n_for(m), self.parts, self.operands.get(HI_LO))
+        return fallback_plan(self.layer, n, self.parts, self.operands.get(HI_LO))
 
     def cuda_plan(self, variant, layer, m, pointers, scalars=()):
         """x -> out through the extension's kernel `variant`, its pointers and constants fixed now; an x the
@@ -250,7 +236,7 @@ class PlanContext:
         plan_id = ext.plan(kernels.index(variant), n, layer.k, addresses, tuple(scalars), ws, sem)
         if plan_id < 0:
             raise RuntimeError(f"{variant.engine}: the extension's call layout does not hold these operands")
-        run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(m)
+        run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(n)
         device = self.buffers["workspace"].device
         index = device.index
 

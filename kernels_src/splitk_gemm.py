@@ -70,6 +70,7 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
     Engine,
     Field,
     Operand,
+    build_only,
     config_type,
     split_rule,
 )
@@ -80,34 +81,44 @@ SPLITK_REDUCTIONS = ("none", "semaphore", "atomic")
 _REDUCE_NONE = tl.constexpr(int(REDUCTION.code("none")))
 _REDUCE_SEMAPHORE = tl.constexpr(int(REDUCTION.code("semaphore")))
 SPLITK_GEMM_FIELDS = (
-    Field("block_n", int, (64, 128, 256), "weight rows per program"),
-    Field("block_m", int, (16, 32, 64, 128, 256), "tokens per program"),
-    Field("block_k", int, (32, 64, 128), "K per loop step"),
+    Field("block_n", int, (64, 128, 256), build_only("weight rows per program")),
+    Field("block_m", int, (16, 32, 64, 128, 256), build_only("tokens per program")),
+    Field("block_k", int, (32, 64, 128), build_only("K per loop step")),
     Field(
-        "splits", int, None, "programs sharing one tile's K range", bounds="1 .. K / block_k, uneven allowed"
+        "splits",
+        int,
+        None,
+        build_only("programs sharing one tile's K range"),
+        bounds=build_only("1 .. K / block_k, uneven allowed"),
     ),
-    Field("warps", int, (4, 8), "Triton num_warps (whole warpgroups for wgmma)"),
-    Field("stages", int, (1, 2, 3, 4, 5, 6, 7, 8), "Triton num_stages"),
+    Field("warps", int, (4, 8), build_only("Triton num_warps (whole warpgroups for wgmma)")),
+    Field("stages", int, (1, 2, 3, 4, 5, 6, 7, 8), build_only("Triton num_stages")),
     Field(
-        "loads", str, LOADS, "tma (TensorDescriptor for x and the weights) or pointers (plain masked tl.load)"
+        "loads",
+        str,
+        LOADS,
+        build_only("tma (TensorDescriptor for x and the weights) or pointers (plain masked tl.load)"),
     ),
     Field(
         "reduce",
         str,
         SPLITK_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
-        " zeroed accumulator, the last program writes out and re-zeroes)",
+        build_only(
+            "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
+            " zeroed accumulator, the last program writes out and re-zeroes)"
+        ),
     ),
 )
 SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
 COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
+SPLITK_ACC_REGS = build_only(128)  # fp32 accumulator registers per thread above which the tile would spill
 # Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
 # and with dual or pointer loads ptxas (sm_90a) spills at 128 accumulator registers per thread: those stop at 64.
-SPLITK_ATOMIC_ACC_REGS = 64
-_SPLITK_INT32 = 2**31
+SPLITK_ATOMIC_ACC_REGS = build_only(64)
+_SPLITK_INT32 = build_only(2**31)
 
 
+@build_only
 def splitk_smem_bytes(cfg, dual):
     """Shared memory of one program: `stages` ring slots (one for stages = 1), each the weight tile(s) and the x
     tile in bf16, plus 1 KB for barriers and alignment; Triton 3.6 adds 4 KB for dual at block_n = 64 with 8
@@ -118,6 +129,7 @@ def splitk_smem_bytes(cfg, dual):
     return max(cfg.stages, 1) * slot + 1024 + extra
 
 
+@build_only
 def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
     """Why a config of admitted field values cannot serve this shape (one line naming the field and the limit),
     or None. Pure Python."""
@@ -516,8 +528,8 @@ class SplitKGemm(Engine):
     FIELDS = SPLITK_GEMM_FIELDS
     Config = SplitKGemmConfig
     m_min, m_max = 33, None
-    sweep_m = (64, 128, 256)  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
-    summary = (
+    sweep_m = build_only((64, 128, 256))  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
+    summary = build_only(
         "splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens"
         " per program, wgmma), TMA descriptors for x and the weights (the weights' built once in prepare()), K"
         " split over `splits` programs and reduced in the same launch: by a self-resetting semaphore (partials"
@@ -525,6 +537,7 @@ class SplitKGemm(Engine):
         " that the last program writes out and re-zeroes. The router: hi and lo into one fp32 accumulator."
     )
 
+    @build_only
     def rule(self, cfg, layer, m):
         return splitk_shape_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
 
@@ -540,7 +553,8 @@ class SplitKGemm(Engine):
         return weight_descriptors(parts, cfg)
 
     def plan(self, cfg, layer, m, ctx):
-        parts, n, fallback = ctx.parts, layer.n_for(m), ctx.fallback(m)
+        parts, n = ctx.parts, layer.n_for(m)
+        fallback = ctx.fallback(n)
         descriptors = ctx.operands[self.operands(cfg, layer)[0]] if cfg.loads == "tma" else ()
         b = ctx.buffers
         workspace, counters, accumulator = b["workspace"], b["counters"], b["accumulator"]

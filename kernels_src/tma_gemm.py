@@ -13,6 +13,7 @@ from kernels_src.engine import (
     WORKSPACE_FLOATS,
     Engine,
     Field,
+    build_only,
     config_type,
     split_rule,
 )
@@ -34,9 +35,10 @@ TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
 TMA_GEMM_EPILOGUES = ("direct", "staged")
 # A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
 # takes more (docs/tma-gemm.md, the rule), and `compile` fails a kernel that spills.
-_OTHER_REGISTERS = 40
+_OTHER_REGISTERS = build_only(40)
 
 
+@build_only
 def register_budget(warpgroups: int) -> int:
     """Registers a thread may hold under __launch_bounds__(128 WG + 32, 1): 64 K a SM over the CTA's threads,
     in steps of 8, at most 255 (255, 224, 120 for 1, 2, 4 warpgroups)."""
@@ -53,25 +55,38 @@ TMA_GEMM_FIELDS = (
         "warpgroups",
         int,
         TMA_GEMM_WARPGROUPS,
-        "consumer warpgroups per CTA, each a 64-row weight tile against the slot's one x box",
+        build_only("consumer warpgroups per CTA, each a 64-row weight tile against the slot's one x box"),
     ),
-    Field("splits", int, None, "CTAs that split the CTA tile's K", bounds="1 .. K/64, uneven splits allowed"),
     Field(
-        "stages", int, TMA_STAGES, "shared-memory ring slots per CTA, the warpgroups' tiles and x's box each"
+        "splits",
+        int,
+        None,
+        build_only("CTAs that split the CTA tile's K"),
+        bounds=build_only("1 .. K/64, uneven splits allowed"),
+    ),
+    Field(
+        "stages",
+        int,
+        TMA_STAGES,
+        build_only("shared-memory ring slots per CTA, the warpgroups' tiles and x's box each"),
     ),
     Field(
         "reduce",
         str,
         TMA_GEMM_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last CTA sums in split order), atomic (four-float L2 atomics"
-        " into a zeroed accumulator, the last CTA writes out and re-zeroes)",
+        build_only(
+            "none (splits = 1), semaphore (workspace, the last CTA sums in split order), atomic (four-float L2 atomics"
+            " into a zeroed accumulator, the last CTA writes out and re-zeroes)"
+        ),
     ),
     Field(
         "epilogue",
         str,
         TMA_GEMM_EPILOGUES,
-        "direct (each accumulator stored as one bf16) or staged (reduce none, one warpgroup, bf16: the tile goes"
-        " token-major through the idle ring and out in whole 128-byte token rows)",
+        build_only(
+            "direct (each accumulator stored as one bf16) or staged (reduce none, one warpgroup, bf16: the tile goes"
+            " token-major through the idle ring and out in whole 128-byte token rows)"
+        ),
         default="direct",
     ),
 )
@@ -88,10 +103,10 @@ class TmaGemm(Engine):
     FIELDS = TMA_GEMM_FIELDS
     Config = TmaGemmConfig
     m_min, m_max = 33, 256
-    sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
+    sweep_m = build_only((64, 128, 256))  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
     launcher = "okc::launch_tma"
-    cuda_constants = TMA_CUDA_CONSTANTS
-    summary = (
+    cuda_constants = build_only(TMA_CUDA_CONSTANTS)
+    summary = build_only(
         "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
         " weight tile against one shared x box of up to 256 tokens (wgmma N = 8 NB), so x crosses from L2 once"
         " per 64 x warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2"
@@ -101,9 +116,11 @@ class TmaGemm(Engine):
     def m_class(self, m):
         return gemm_column_blocks(m)
 
+    @build_only
     def class_maxima(self):
         return (64, 128, 256)
 
+    @build_only
     def rule(self, cfg, layer, m):
         n, k, dual, wg = layer.n_for(m), layer.k, layer.dual, cfg.warpgroups
         nb = gemm_column_blocks(m)

@@ -13,6 +13,7 @@ from kernels_src.engine import (
     Field,
     Operand,
     Variant,
+    build_only,
     column_blocks,
     config_type,
     split_rule,
@@ -29,35 +30,49 @@ TILES = Operand("tiles")  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): 
 HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 TMA_GEMV_FIELDS = (
-    Field("splits", int, None, "CTAs that split a tile's K", bounds="1 .. K/64, uneven splits allowed"),
+    Field(
+        "splits",
+        int,
+        None,
+        build_only("CTAs that split a tile's K"),
+        bounds=build_only("1 .. K/64, uneven splits allowed"),
+    ),
     Field(
         "stages",
         int,
         TMA_STAGES,
-        "shared-memory ring slots per CTA, each one weight tile (two for the router's hi + lo) and x's slice",
+        build_only(
+            "shared-memory ring slots per CTA, each one weight tile (two for the router's hi + lo) and x's slice"
+        ),
     ),
     Field(
         "tile",
         str,
         TMA_TILES,
-        "full: 64 rows x a K range per CTA; half: 32 rows x the whole K (splits = 1, plain weights)",
+        build_only(
+            "full: 64 rows x a K range per CTA; half: 32 rows x the whole K (splits = 1, plain weights)"
+        ),
     ),
     Field(
         "reduce",
         str,
         TMA_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last CTA sums), cluster_gather (partials meet on rank 0),"
-        " cluster_scatter (on all ranks, 128/splits threads' worth each); the clusters take splits <= 16",
+        build_only(
+            "none (splits = 1), semaphore (workspace, the last CTA sums), cluster_gather (partials meet on rank 0),"
+            " cluster_scatter (on all ranks, 128/splits threads' worth each); the clusters take splits <= 16"
+        ),
     ),
 )
 TmaGemvConfig = config_type("TmaGemvConfig", TMA_GEMV_FIELDS)
 # What tma_gemv.cuh reads from here (both engines on it: tma_gemv and tma_gemm).
-TMA_CUDA_CONSTANTS = (
+TMA_CUDA_CONSTANTS = build_only(
+    (
     CudaConstant("kTmaTileRows", TILE_ROWS, "tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M"),
     CudaConstant(
         "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
     ),
     CudaConstant("kTmaConsumers", CONSUMERS, "tma_gemv.py CONSUMERS: threads of one consumer warpgroup"),
+    )
 )
 
 
@@ -96,8 +111,8 @@ class TmaGemv(DecodeGemv):
     FIELDS = TMA_GEMV_FIELDS
     Config = TmaGemvConfig
     launcher = "okc::launch_tma"
-    cuda_constants = TMA_CUDA_CONSTANTS
-    summary = (
+    cuda_constants = build_only(TMA_CUDA_CONSTANTS)
+    summary = build_only(
         "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
         " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
         " ring read by one consumer warpgroup's wgmma. Full tiles: 64 rows and a K range per CTA, splits CTAs"
@@ -106,6 +121,7 @@ class TmaGemv(DecodeGemv):
         " one wgmma, no split."
     )
 
+    @build_only
     def rule(self, cfg, layer, m):
         n, k, dual = layer.n_for(m), layer.k, layer.dual
         if not 1 <= cfg.splits <= k // TILE_K:  # the range before the pairing with reduce: splits=-1 is out of it

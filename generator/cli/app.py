@@ -12,6 +12,12 @@ from generator.errors import BuildError
 
 DIST = REPO_ROOT / "dist" / "submission.py"
 FILE_ARGUMENT = click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+# What the tuning and probing commands load unless given a file: the checkout's file with every engine
+EVERY_ENGINE = REPO_ROOT / "build" / "every_engine.py"
+EVERY_ENGINE_FILE_ARGUMENT = click.argument(
+    "file", type=click.Path(dir_okay=False, path_type=Path), default=None, required=False
+)
+EVERY_ENGINE_HELP = "[default: the checkout's build with every engine, written to build/every_engine.py]"
 DISTRIBUTIONS_OPTION = click.option(
     "--dist",
     "distributions",
@@ -107,9 +113,43 @@ def load_file(file: Path):
 
 def require_engines(module, file: Path) -> None:
     """A file this generator built has its engines and tables; anything else is refused in one line."""
-    missing = [name for name in ("problem", "BY_NAME", "route", "served_by") if not hasattr(module, name)]
+    missing = [name for name in ("problem", "BY_NAME", "route") if not hasattr(module, name)]
     if missing:
         fail(f"{file}: has no {missing[0]} (not a file `python -m generator build` made?)")
+
+
+def every_engine_file(file: Path | None) -> Path:
+    """`file`, or (None) the checkout's file with every engine and what only the tools read (render_every_engine),
+    written to build/every_engine.py: dist/submission.py holds only the engines its tables route."""
+    if file is not None:
+        return file
+    from generator.build import write_atomic
+    from generator.render import render_every_engine
+
+    try:
+        text = render_every_engine()
+    except BuildError as exc:
+        fail(str(exc))
+    if not EVERY_ENGINE.is_file() or EVERY_ENGINE.read_text() != text:
+        EVERY_ENGINE.parent.mkdir(exist_ok=True)
+        write_atomic(EVERY_ENGINE, text)
+    return EVERY_ENGINE
+
+
+def require_tools(module, file: Path) -> None:
+    """A file with what the tuning and probing commands read of it (what build_only marks: the engines' rules),
+    or one line: a file built for the judge holds only what its run needs."""
+    if not hasattr(module, "build_only"):
+        fail(
+            f"{file}: holds only what the judge's run needs (no engine rules, only the engines its tables route):"
+            f" leave the file out to use the checkout's file with every engine ({display(EVERY_ENGINE)})"
+        )
+
+
+def display(path: Path) -> str:
+    from generator.errors import display_path
+
+    return display_path(path, REPO_ROOT)
 
 
 def load_problem_or_fail(shrink: int = 1):

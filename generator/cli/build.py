@@ -149,11 +149,13 @@ def syntax_checked(compilers: tuple, no_compilers: bool) -> str:
 def dispatch(file: Path) -> None:
     """Which engine and configuration serve every (layer, m) the judge sends, from FILE's own tables and router:
     the same lines as the file's docstring."""
+    from generator.render import shape_lines
+
     module = load_file(file)
     require_engines(module, file)
     layers, tables = module.problem()
     click.echo(f"{'layer':<9} {'m':>4} {'n':>5}  {'engine':<15} config")
-    for line in module.shape_lines(layers, tables, module.WARMUP_M):
+    for line in shape_lines(layers, tables, module.WARMUP_M, module.route):
         click.echo(line)
 
 

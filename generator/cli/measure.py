@@ -9,14 +9,16 @@ import click
 
 from generator.cli.app import (
     DISTRIBUTIONS_OPTION,
-    DIST,
+    EVERY_ENGINE_HELP,
     FILE_ARGUMENT,
+    every_engine_file,
     fail,
     load_file,
     load_problem_or_fail,
     main,
     parse_launches,
     require_gpu,
+    require_tools,
     shape_filter,
 )
 
@@ -28,9 +30,8 @@ def launch_arguments(verb: str):
         command = click.option(
             "--file",
             type=click.Path(dir_okay=False, path_type=Path),
-            default=DIST,
-            show_default=True,
-            help=f"The submission file whose kernels are {verb}.",
+            default=None,
+            help=f"The submission file whose kernels are {verb} {EVERY_ENGINE_HELP}.",
         )(command)
         return click.argument("launches", nargs=-1, required=True)(command)
 
@@ -190,7 +191,10 @@ def ab(launches, file: Path, rounds: int, reps: int, env_text: str | None, time_
         except ValueError as exc:
             fail(str(exc))
     require_gpu("ab")
-    timed, wrong = run_ab(load_file(file), problem, parsed, rounds, reps, env, time_wrong=time_wrong)
+    file = every_engine_file(file)
+    module = load_file(file)
+    require_tools(module, file)
+    timed, wrong = run_ab(module, problem, parsed, rounds, reps, env, time_wrong=time_wrong)
     rows = summarize(timed, per_launch=env is not None)
     if rows:
         click.echo(format_ab(rows, rounds, reps, per_launch=env is not None))
@@ -235,6 +239,7 @@ def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None
             f"{ncu} (Nsight Compute) is not on PATH: profile runs where the GPU is (see README, On the H200)"
         )
     out.mkdir(parents=True, exist_ok=True)
+    file = every_engine_file(file)
     run_profile, export_details, export_source = ncu_commands(
         ncu, out / "profile", sys.executable, file, parsed, section_set
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from generator.cli.app import DIST, FILE_ARGUMENT, fail, main, require_gpu
+from generator.cli.app import EVERY_ENGINE_HELP, FILE_ARGUMENT, every_engine_file, fail, main, require_gpu
 from generator.judge.loader import SubmissionLoadError, load_submission
 
 
@@ -72,9 +72,8 @@ def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
     "--file",
     "file",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=DIST,
-    show_default=True,
-    help="The submission file whose build is timed.",
+    default=None,
+    help=f"The submission file whose build is timed {EVERY_ENGINE_HELP}.",
 )
 @click.option(
     "--config",
@@ -106,6 +105,7 @@ def probe_gemm(sizes, file: Path, configs, reps: int, phases: int, json_path: Pa
     except gemm.ProbeError as exc:
         fail(str(exc))
     require_gpu("probe-gemm")
+    file = every_engine_file(file)
     try:
         module = load_submission(file)
         rows, phase_rows = gemm.run(module, *sizes, parsed, reps, phases)

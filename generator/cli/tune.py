@@ -9,12 +9,14 @@ import click
 
 from generator import REPO_ROOT
 from generator.cli.app import (
-    FILE_ARGUMENT,
+    EVERY_ENGINE_FILE_ARGUMENT,
+    every_engine_file,
     fail,
     load_file,
     load_problem_or_fail,
     main,
     require_gpu,
+    require_tools,
     shape_filter,
 )
 from generator.errors import BuildError
@@ -52,7 +54,7 @@ def parse_where(texts, engine) -> dict:
 
 
 @main.command()
-@FILE_ARGUMENT
+@EVERY_ENGINE_FILE_ARGUMENT
 @click.option(
     "--engine",
     default="mma_gemv",
@@ -127,7 +129,9 @@ def sweep(
     except BuildError as exc:
         fail(str(exc))
     require_gpu("sweep")
+    file = every_engine_file(file)
     module = load_file(file)
+    require_tools(module, file)
     points = _timed_points(module, problem, shapes, chosen, reps, where, file)
     click.echo(_point_line(None, chosen))
     for p in points:

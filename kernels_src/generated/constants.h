@@ -1,6 +1,6 @@
 // Written by `python -m generator build` for the sources to include: do not edit.
 #pragma once
-// Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the
+// Generated from the engines (generator/sources.py, cuda_prelude): the constants and mode codes the
 // CUDA side shares with Python, each written once, in Python.
 #include <cstddef>
 namespace okc {
