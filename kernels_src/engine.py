@@ -365,7 +365,7 @@ class Engine:
 
     def operands(self, cfg, layer: Layer) -> tuple:
         """The Operands prepare() builds once per layer for cfg (shared by every m routed to it)."""
-        return ()
+        raise NotImplementedError(self.name)
 
     def build_operand(self, operand: str, parts: tuple, layer: Layer):
         """Build `operand` from the layer's weight parts ((w,) bf16, or (hi, lo) for fp32 weights)."""

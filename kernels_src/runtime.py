@@ -28,6 +28,9 @@ from kernels_src.splitk_gemm import COUNTERS
 # WARMUP_M (the m's the judge sends), and, at the end of the file, CUDA_SRC and BINDING_SRC (kernels_src/).
 
 
+KERNEL_DEVICE = "cuda"  # where prepare() routes to the kernels; elsewhere every shape goes to torch
+
+
 def problem():
     """(layers, tables) of this file: Layer tuples and the engines' tables of configs."""
     layers = [Layer(name, **spec) for name, spec in LAYERS.items()]
@@ -62,7 +65,7 @@ def prepare(weights):
             )
         state.parts[layer.name] = split_hi_lo(w) if layer.dual else (w,)
         state.operands[layer.name] = {}
-    cuda = runs_kernels(device)
+    cuda = device.type == KERNEL_DEVICE
     if not cuda:  # no kernels off the GPU: every shape on the fallback (the harness's CPU checks)
         tables = make_tables({})
     for layer in layers:
@@ -80,11 +83,6 @@ def prepare(weights):
     made = make_plans(state, layers)
     warm_up(state, layers, weights, made, device)
     return state
-
-
-def runs_kernels(device) -> bool:
-    """Whether prepare() routes to the kernels: on a CUDA device; elsewhere every shape goes to torch."""
-    return device.type == "cuda"
 
 
 def make_plans(state, layers) -> dict:

@@ -18,7 +18,7 @@ from generator.tables import load_tables
 from kernels_src import registry
 from kernels_src.compressed_gemv import COMPRESSED_GEMV, CompressedGemvConfig
 from kernels_src.compressed_ring import COMPRESSED_RING, CompressedRingConfig
-from kernels_src.engine import Layer, column_blocks
+from kernels_src.engine import TICKET_SPLITS, Engine, Layer, column_blocks
 from kernels_src.mma_gemv import MMA_GEMV, MmaGemvConfig, tiles_smem_error
 from kernels_src.registry import Table, route
 from kernels_src.tma_gemv import TMA_GEMV, TmaGemvConfig, smem_bytes
@@ -622,3 +622,22 @@ def test_a_field_at_its_default_is_left_out_of_descriptions():
     probe = Probe()
     assert probe.describe(probe.Config(splits=2)) == "splits=2"
     assert probe.describe(probe.Config(splits=2, hint="on")) == "splits=2 hint=on"
+
+
+def test_the_output_atomic_reduction_keeps_tickets_for_every_split_count():
+    """The semaphores hold a ticket and a flag per row group for each split count S >= 2 mma_gemv admits."""
+    assert TICKET_SPLITS == len([s for s in MMA_GEMV.values["splits"] if s >= 2])
+
+
+def test_every_engine_of_kernels_src_has_its_place_in_the_precedence():
+    """registry.ENGINES orders the engines made by registry.PRECEDENCE: one it does not name would never route."""
+    import importlib
+    import pkgutil
+
+    import kernels_src
+
+    names = [info.name for info in pkgutil.iter_modules(kernels_src.__path__)]
+    modules = [importlib.import_module(f"kernels_src.{name}") for name in names]
+    made = {value.name for module in modules for value in vars(module).values() if isinstance(value, Engine)}
+    assert made == set(registry.PRECEDENCE) | {"cublas"}
+    assert [engine.name for engine in registry.ENGINES] == list(registry.PRECEDENCE)
