@@ -25,8 +25,8 @@ BLACK_VERSION = "26.10.1"  # pyproject.toml pins the same (tests/test_build.py c
 
 
 def tables_literal(tables: dict, layer_order: list[str]) -> str:
-    """The TABLES dict literal: per engine (precedence order) its entries, keys in problem order then m, and its
-    defaults; deterministic, and black formats it."""
+    """The TABLES dict literal: per engine (precedence order) its fields (a comment) and entries, keys in problem
+    order then m, and its defaults; deterministic, and black formats it."""
     parts = []
     for name, table in tables.items():
         literal = table.literal()
@@ -35,8 +35,9 @@ def tables_literal(tables: dict, layer_order: list[str]) -> str:
         body = ["'entries': {" + ", ".join(f"{key!r}: {entries[key]!r}" for key in keys) + "}"]
         if "defaults" in literal:
             body.append(f"'defaults': {literal['defaults']!r}")
-        parts.append(f"{name!r}: {{" + ", ".join(body) + "}")
-    return "{" + ", ".join(parts) + "}"
+        fields = ", ".join(table.engine.fields)
+        parts.append(f"{name!r}: {{  # ({fields})\n" + ", ".join(body) + "}")
+    return "{\n" + ",\n".join(parts) + "}"
 
 
 def layers_literal(problem: Problem) -> str:

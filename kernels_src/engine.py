@@ -273,6 +273,7 @@ class Engine:
     def table_file(self) -> str:
         return self.name + ".yaml"
 
+    @build_only
     @property
     def fields(self) -> tuple:
         return tuple(f.name for f in self.FIELDS)
@@ -306,6 +307,7 @@ class Engine:
         """The largest m of each class (where a default is checked): every m a default could serve is no harder."""
         return ()
 
+    @build_only
     def make_config(self, fields: dict):
         """A Config from a table entry's {field: value}, a field left out taking its default; ValueError (one line
         naming the field) if a field is missing, unknown or of the wrong type. Values are checked by config_error.

@@ -50,15 +50,14 @@ class Table(NamedTuple):
 
 
 def make_tables(raw: dict) -> dict:
-    """The submission's TABLES literal ({engine: {"entries": {(layer, m): {field: value} | None}, "defaults":
-    {kind: {field: value} | None}}}) as Table objects of Configs, one per engine (empty where none is given).
-    """
+    """The submission's TABLES literal ({engine: {"entries": {(layer, m): values | None}, "defaults": {kind: values
+    | None}}}, values in field order) as Table objects of Configs, one per engine (empty where none is given)."""
     tables = {}
     for engine in ENGINES:
         given = raw.get(engine.name, {})
 
-        def config(fields, engine=engine):
-            return None if fields is None else engine.make_config(fields)
+        def config(values, engine=engine):
+            return None if values is None else engine.Config(*values)
 
         entries = {key: config(fields) for key, fields in given.get("entries", {}).items()}
         defaults = {kind: config(fields) for kind, fields in given.get("defaults", {}).items()}
