@@ -1,6 +1,4 @@
-"""The mma.sync tensor-core GEMV (kernels_src/mma_gemv.cuh) for m <= 32: its config, rule, operands and launch.
-
-Design and the measurements behind each field: docs/mma-gemv.md."""
+"""The mma.sync tensor-core GEMV (mma_gemv.cuh) for m <= 32. Design and figures: docs/mma-gemv.md."""
 
 
 from kernels_src.engine import (
@@ -154,12 +152,9 @@ class MmaGemv(DecodeGemv):
     launcher = "okc::launch_mma_gemv"
     cuda_constants = build_only((MMA_PIPELINE,))
     summary = build_only(
-        "mma_gemv (m <= 32): mma.sync m16n8k16, bf16 x bf16 -> fp32, weights as the A operand repacked once into"
-        " fragment order (each lane streams one 16-byte load per fragment), x as B (8 tokens per column block,"
-        " one 16-byte load per 32-wide K block). A CTA owns row_blocks 16-row blocks; its warps split K and"
-        " reduce through shared memory; splits CTAs split K further, reduced by a self-resetting semaphore, a"
-        " thread-block cluster (st.async into rank 0) or, for the router's fp32 output, atomic adds. The fp32"
-        " router runs as a bf16 hi+lo pair into one fp32 accumulator (about 2^-16 relative)."
+        "mma_gemv (m <= 32): mma.sync with the weights repacked in fragment order (one 16-byte load a lane a"
+        " fragment); warps split K through shared memory, CTAs by a semaphore, a cluster or the router's fp32"
+        " atomics."
     )
 
     @build_only

@@ -1,7 +1,7 @@
 """The persistent warp-specialized GEMM for m > 32 (kernels_src/persistent_gemm.cuh): its config, rule and launch.
 Design and the measurements behind each field: docs/persistent-gemm.md."""
 
-from kernels_src.tma_gemv import TILES, TMA_GEMV
+from kernels_src.tma_gemv import TILES, TmaGemv
 from kernels_src.engine import (
     CUDA_TYPES,
     SEMAPHORE_GROUPS,
@@ -123,8 +123,7 @@ class PersistentGemm(Engine):
     def operands(self, cfg, layer):
         return (TILES,)  # tma_gemv's packed 64 x 64 tiles: one copy serves the three engines
 
-    def build_operand(self, operand, parts, layer):
-        return TMA_GEMV.build_operand(operand, parts, layer)
+    build_operand = TmaGemv.build_operand
 
     def variant(self, cfg, layer, m):
         kernel = dict(rows=cfg.rows, tokens=cfg.tokens, stages=cfg.stages, dual=layer.dual)

@@ -1,10 +1,6 @@
-"""The engines, in precedence order, and the one routing rule: which engine and config serve (layer, m).
-
-A (layer, m) goes to the first engine, in ENGINES order, that serves m and whose table gives it a config there:
-the entry for m itself, else the entry of the smallest listed m above it in its class (the GEMVs: the same number
-of 8-token column blocks), else the table's default for the weight's kind (plain, or dual for fp32 weights), if
-the engine has defaults. An entry of None means "not this engine". What no engine takes goes to cuBLAS. A layer
-whose weights a compressed engine refuses (SKIPPABLE) skips that engine (prepare() says so in one line)."""
+"""The engines in precedence order, and the routing rule: a (layer, m) runs on the first engine that serves m
+and whose table gives it a config (the entry for m, else the smallest listed m above it in its class, else the
+default for its weight kind); an entry of None means "not this engine", and what none takes goes to cuBLAS."""
 
 from typing import NamedTuple
 
@@ -18,10 +14,7 @@ from kernels_src.splitk_gemm import SPLITK_GEMM  # noqa: F401
 from kernels_src.tma_gemm import TMA_GEMM  # noqa: F401
 from kernels_src.tma_gemv import TMA_GEMV  # noqa: F401
 
-# Precedence: the compressed engines stream the fewest bytes (the register GEMV, then the ring, where each table
-# says so); the TMA GEMV leads where its table says so; the
-# mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the persistent GEMM, then the TMA
-# GEMM, then the Triton split-K GEMM, each where its table says so.
+# The compressed engines stream the fewest bytes; mma_gemv covers the other m <= 32 through its defaults.
 PRECEDENCE = (
     "compressed_gemv",
     "compressed_ring",
@@ -31,16 +24,16 @@ PRECEDENCE = (
     "tma_gemm",
     "splitk_gemm",
 )
-# The engines made, in precedence order: every one here; in dist/submission.py the ones its tables route (the
-# build leaves the others' modules out).
-ENGINES = tuple(sorted((e for e in ENGINES_MADE if e.name in PRECEDENCE), key=lambda e: PRECEDENCE.index(e.name)))
+# The engines made: every one here, the routed ones in dist/submission.py (the build leaves the others out).
+ENGINES = tuple(
+    sorted((e for e in ENGINES_MADE if e.name in PRECEDENCE), key=lambda e: PRECEDENCE.index(e.name))
+)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
-# the engines prepare() may find a layer's weights unfit for (each passed over alone)
 SKIPPABLE = ("compressed_gemv", "compressed_ring")
 
 
 class Table(NamedTuple):
-    """An engine's table: (layer, m) -> config or None; defaults: weight kind -> config or None."""
+    """(layer, m) -> config or None; defaults: weight kind -> config or None."""
 
     entries: dict
     defaults: dict
@@ -50,8 +43,7 @@ class Table(NamedTuple):
 
 
 def make_tables(raw: dict) -> dict:
-    """The submission's TABLES literal ({engine: {"entries": {(layer, m): values | None}, "defaults": {kind: values
-    | None}}}, values in field order) as Table objects of Configs, one per engine (empty where none is given)."""
+    """The file's TABLES literal (configs as values in field order) as a Table of Configs per engine."""
     tables = {}
     for engine in ENGINES:
         given = raw.get(engine.name, {})
@@ -66,7 +58,7 @@ def make_tables(raw: dict) -> dict:
 
 
 def lookup(engine, table: Table, layer, m: int):
-    """The config engine's table gives (layer, m), or None (see the module docstring)."""
+    """The config engine's table gives (layer, m), or None."""
     listed = table.listed(layer.name)
     row = m if m in listed else engine.borrowed_m(m, listed)
     if row is not None:
@@ -93,9 +85,8 @@ def plan_max_m(tables: dict) -> int:
 
 
 def skip_sets(layer) -> tuple:
-    """The engine sets prepare() may have to pass over for `layer`: none, or any of the compressed engines (each
-    refuses the weights it does not pay for on its own: compress.py's bits, compressed_ring's staging), in the
-    order runtime.layer_routes adds them."""
+    """The engine sets prepare() may pass over for `layer`: any of the compressed ones, which may refuse its
+    weights (SKIPPABLE)."""
     if layer.dual:
         return ((),)
     subsets = [()]
@@ -115,7 +106,7 @@ def routes(layers, tables: dict):
 
 
 def variants(layers, tables: dict) -> list:
-    """The CUDA kernels the tables and defaults can reach, in a fixed order: what the extension compiles."""
+    """The CUDA kernels the tables can reach, in a fixed order: what the extension compiles."""
     found = {engine.variant(cfg, layer, m) for layer, m, _, engine, cfg in routes(layers, tables)}
     found.discard(None)
     order = {engine.name: i for i, engine in enumerate(ENGINES)}

@@ -1,68 +1,13 @@
-"""Split-K GEMM for m > 32 tokens: out = x . W[:n]^T on Hopper's wgmma, weights on the MMA's M side.
-
-The math
-========
-For x [M, K] (bf16, row-major) and a weight W [N_total, K] (bf16, row-major; only its first n = out.shape[1]
-rows are used, so the unpooler's 1024-row slice is a prefix of the full tensor)
-
-    out[m, j] = sum_k x[m, k] * W[j, k]        m < M, j < n
-
-accumulated in fp32. Dense layers write bf16. The router ("dual") holds its fp32 weight as two bf16 halves
-hi + lo (hi + lo == W to about 2^-16 relative); both are multiplied by the same x tile into ONE fp32
-accumulator, and the output is fp32: out = x . hi^T + x . lo^T.
-
-The tiling ("swap AB")
-======================
-A program computes the transposed tile acc[BLOCK_N, BLOCK_M] = W[rows, ks] . x[tokens, ks]^T: BLOCK_N (>= 64)
-weight rows are the MMA's M side, so wgmma is used even when the token count is small, and the BLOCK_M tokens
-are its N side. Each loop step loads one weight tile [BLOCK_N, BLOCK_K] (two for dual) and one x tile
-[BLOCK_M, BLOCK_K] and does acc += tl.dot(w, tl.trans(x)); the tile is stored transposed into out[m, j].
-Loads are either TMA tensor descriptors (x's descriptor is built per call and zero-fills the rows past M; the
-weights' are built once, `weight_descriptors`) or plain pointer loads (x masked on rows past M).
-
-The grid
-========
-    grid = (n / BLOCK_N, splits, cdiv(M, BLOCK_M))
-
-program_id(0) picks the weight-row tile, program_id(2) the token tile, and program_id(1) its share of K: the
-K / BLOCK_K steps are cut into `splits` contiguous runs, run s taking steps [s * T // splits,
-(s + 1) * T // splits) (T = K / BLOCK_K): uneven splits differ by at most one step, none is empty.
-
-The epilogues
-=============
-splits == 1 (reduce none): a plain masked store (tokens >= M are never written).
-splits > 1 need a reduction over the programs of one (row tile, token tile); both kinds leave their state as
-they found it, so CUDA-graph replays need no clearing launch:
-
-* semaphore: every program stores its fp32 partial tile into the workspace (slot [tile, split],
-  real tokens only), then takes a ticket on the tile's counter; the program that draws the last ticket sums
-  the partials in split order 0 .. splits - 1 whoever it is (deterministic), loading them past L1 in
-  EPILOGUE_N-row chunks with four splits in flight at a time, writes out and resets the counter to 0.
-* atomic: every program adds its partial into a zeroed fp32 accumulator (fp32 atomic adds, real
-  tokens only), then takes a ticket; the last one reads the accumulated tile past L1, writes out (bf16 or
-  fp32), stores zeros back over it and resets the counter. One tile read instead of splits, and no
-  workspace of splits tiles; the summation order is not fixed.
-
-A ticket is one acq_rel, gpu-scope atomic add by one thread behind a CTA barrier, so it publishes the whole
-program's partial (the argument is spelled out at the epilogue).
-
-What is constexpr
-=================
-BLOCK_N, BLOCK_M, BLOCK_K, TMA (load style), DUAL (two weights), REDUCE (reduce's code: engine.REDUCTION),
-EPILOGUE_N (the semaphore sum's chunk rows, derived from the block shape and warps: no compiles of its own) and
-UPCAST (interpreter only, see `_splitk_mma`); also num_warps / num_stages and the argument types (pointer
-element types, descriptor block shapes). M and splits are runtime and never specialised
-(`do_not_specialize`): m = 33 and m = 64 share one compiled kernel, as do all split counts. N and K are
-runtime too; Triton keys them only on divisibility by 16, which every admitted shape has (N % BLOCK_N,
-K % BLOCK_K), so they add no compiles and tell the compiler that rows start 16-element aligned.
-"""
+"""The Triton split-K GEMM for m > 32: the weights on wgmma's M side, TMA descriptors, K split over programs and
+reduced in the same launch (a semaphore or fp32 atomics). Its math, tiling, grid and epilogues:
+docs/splitk-gemm.md."""
 
 import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and accumulator (atomic) the caller passes
+from kernels_src.engine import (
     ACCUMULATOR_FLOATS,
     REDUCTION,
     SMEM_PER_BLOCK,
@@ -77,7 +22,7 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
 
 LOADS = ("tma", "pointers")
 SPLITK_REDUCTIONS = ("none", "semaphore", "atomic")
-# The reduce codes the kernel branches on: engine.REDUCTION's (Triton reads a global only as a constexpr).
+# The reduce codes the kernel branches on (Triton reads a global only as a constexpr)
 _REDUCE_NONE = tl.constexpr(int(REDUCTION.code("none")))
 _REDUCE_SEMAPHORE = tl.constexpr(int(REDUCTION.code("semaphore")))
 SPLITK_GEMM_FIELDS = (
@@ -110,20 +55,17 @@ SPLITK_GEMM_FIELDS = (
     ),
 )
 SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
-COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-SPLITK_ACC_REGS = build_only(128)  # fp32 accumulator registers per thread above which the tile would spill
-# Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
-# and with dual or pointer loads ptxas (sm_90a) spills at 128 accumulator registers per thread: those stop at 64.
+COUNTERS = 4096  # int32 tile counters, zeroed once; every launch leaves them zero
+SPLITK_ACC_REGS = build_only(128)  # fp32 accumulators a thread holds without spilling
+# the atomic epilogue's adds (atom) keep their old values in registers: with dual or pointer loads, 64 at most
 SPLITK_ATOMIC_ACC_REGS = build_only(64)
 _SPLITK_INT32 = build_only(2**31)
 
 
 @build_only
 def splitk_smem_bytes(cfg, dual):
-    """Shared memory of one program: `stages` ring slots (one for stages = 1), each the weight tile(s) and the x
-    tile in bf16, plus 1 KB for barriers and alignment; Triton 3.6 adds 4 KB for dual at block_n = 64 with 8
-    warps. (Checked against Triton's own figure by compiling for sm_90a; the epilogue's layout conversions
-    reuse the ring's space.)"""
+    """Shared memory of one program: its ring slots (weight tiles and x tile), 1 KB for barriers and alignment,
+    and the 4 KB Triton adds for dual at block_n = 64 with 8 warps (tests/test_splitk_gemm.py compiles to check)."""
     slot = cfg.block_k * (cfg.block_n * (2 if dual else 1) + cfg.block_m) * 2
     extra = 4096 if dual and cfg.warps == 8 and cfg.block_n == 64 else 0
     return max(cfg.stages, 1) * slot + 1024 + extra
@@ -131,8 +73,7 @@ def splitk_smem_bytes(cfg, dual):
 
 @build_only
 def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
-    """Why a config of admitted field values cannot serve this shape (one line naming the field and the limit),
-    or None. Pure Python."""
+    """Why a config cannot serve this shape (one line naming the field and the limit), or None."""
     if n % cfg.block_n:
         return f"block_n={cfg.block_n} does not divide n={n}"
     if k % cfg.block_k:
@@ -148,10 +89,7 @@ def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
     if n * k >= _SPLITK_INT32:
         return f"n={n} at k={k} overflows the kernel's 32-bit offsets (the weights)"
     if cfg.reduce == "atomic" and cfg.loads == "tma" and cfg.block_k != 128:
-        # Measured on the H200, unexplained: at block_k=64 these launches computed wrong results in up to 9 of 12
-        # runs (about 120x the error bound, no element left unwritten, counters and accumulator clean afterwards),
-        # while the same tiles with block_k=128, pointer loads or the semaphore were right in every run
-        # (docs/splitk-gemm.md). block_k=32 was never run there. Refused until the cause is found.
+        # wrong results on the H200 at block_k=64, cause unknown (docs/splitk-gemm.md): refused until found
         return f"reduce='atomic' with loads='tma' takes block_k=128: at block_k={cfg.block_k} it computed wrong results on the H200"
     acc_regs = cfg.block_n * cfg.block_m // (32 * cfg.warps)
     if acc_regs > SPLITK_ACC_REGS:
@@ -190,11 +128,7 @@ def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
 
 @triton.jit
 def _splitk_mma(w_tile, x_tile, acc, UPCAST: tl.constexpr):
-    """acc[BLOCK_N, BLOCK_M] += w_tile[BLOCK_N, BLOCK_K] . x_tile[BLOCK_M, BLOCK_K]^T in fp32.
-
-    UPCAST (true only off CUDA, i.e. under TRITON_INTERPRET=1): Triton 3.6's CPU interpreter computes tl.dot on
-    bf16 operands wrongly (values near 1e10), while fp32 operands are right; bf16 -> fp32 is exact, so the
-    result is the same sum. On the GPU the bf16 tiles go straight to wgmma."""
+    """acc += w_tile . x_tile^T in fp32; UPCAST (the CPU interpreter, whose bf16 tl.dot is wrong): fp32 operands."""
     if UPCAST:
         acc = tl.dot(w_tile.to(tl.float32), tl.trans(x_tile.to(tl.float32)), acc, input_precision="ieee")
     else:
@@ -216,8 +150,7 @@ def _splitk_k_loop(
         w_offs = (off_n + rn)[:, None] * K + rk[None, :]
         x_offs = (off_m + rm)[:, None] * K + rk[None, :]
         x_live = (off_m + rm)[:, None] < M
-    # tl.full, not tl.zeros / tl.zeros_like: those are @triton.jit library functions, which the CPU tests'
-    # interpreted copy of this module cannot call (tests/test_splitk_gemm.py keeps Triton itself compiled).
+    # tl.full: the CPU tests' interpreted copy cannot call Triton's jit library (tl.zeros)
     acc = tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32)
     for step in range(first, last):
         off_k = step * BLOCK_K
@@ -236,16 +169,8 @@ def _splitk_k_loop(
 
 @triton.jit
 def _splitk_ticket(counters, tile):
-    """The ticket (both reductions): how many programs of this tile arrived before this one.
-
-    Memory ordering. Each thread's partial stores (semaphore) or atomic adds (atomic) come before
-    tl.debug_barrier() (bar.sync) in program order, and bar.sync orders them before everything the CTA's threads
-    do after it. Triton lowers the scalar counter atomic to ONE thread, so that thread's acq_rel gpu-scope add
-    releases, cumulatively, every write the barrier ordered before it: a program whose add returns splits - 1
-    acquires the tiles of all splits - 1 earlier programs (each released the same way). Triton hands the returned
-    count to the other threads through shared memory behind another bar.sync, so their reads of the partials are
-    ordered after the acquire; they use cache_modifier=".cg" because L1 is not coherent across SMs. The counter
-    reset and the accumulator's zeros are read only by the next launch, which the kernel boundary orders."""
+    """How many programs of this tile arrived before this one. The CTA's writes precede bar.sync; one thread's
+    acq_rel gpu-scope add releases them all and acquires the earlier programs' (docs/splitk-gemm.md, Ordering)."""
     tl.debug_barrier()
     return tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
 
@@ -261,10 +186,8 @@ def _splitk_semaphore_epilogue(
     acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, EPILOGUE_N: tl.constexpr,
 ):  # fmt: skip
-    """reduce = semaphore: the partial into its workspace slot; the last program to arrive sums the tile's slots in split
-    order 0, 1, ..., whoever it is (deterministic), writes out and resets the counter. acc is dead once stored,
-    so the sum goes over EPILOGUE_N-row chunks, four splits' loads in flight at a time (one L2 round trip per four
-    splits instead of per split; past `splits` they load 0.0)."""
+    """The partial into its workspace slot; the last program sums the slots in split order, in EPILOGUE_N-row
+    chunks four splits at a time, writes out and resets the counter."""
     TILE: tl.constexpr = BLOCK_N * BLOCK_M
     rm = tl.arange(0, BLOCK_M)
     tl.store(slots + pid_s * TILE + local, acc, mask=live)
@@ -289,8 +212,8 @@ def _splitk_semaphore_epilogue(
 def _splitk_atomic_epilogue(
     acc, slots, counters, out_ptrs, tile, splits, live, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr
 ):
-    """reduce = atomic: the partial added into the zeroed accumulator; the last program to arrive reads the tile, writes
-    out, stores zeros back over it and resets the counter."""
+    """The partial added into the zeroed accumulator; the last program writes the tile out, zeroes it and resets
+    the counter."""
     tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
     arrived = _splitk_ticket(counters, tile)
     if arrived == splits - 1:
@@ -354,7 +277,7 @@ def _splitk_gemm_kernel(
 
 
 def splitk_constexprs(cfg, dual, upcast):
-    """The kernel's constexpr arguments for cfg (besides num_warps / num_stages); upcast: x is not on CUDA."""
+    """The kernel's constexpr arguments for cfg; upcast: x is not on CUDA."""
     return dict(
         BLOCK_N=cfg.block_n,
         BLOCK_M=cfg.block_m,
@@ -368,21 +291,15 @@ def splitk_constexprs(cfg, dual, upcast):
 
 
 def weight_descriptors(weights: tuple, cfg) -> tuple:
-    """TensorDescriptors of each weight for cfg (loads == "tma"), built once in prepare(); () for pointers.
-    Built on the full [N_total, K] tensor: a launch with a smaller n reads only its prefix rows."""
+    """Each weight's TensorDescriptor for cfg's block (on the whole [N, K]: a smaller n reads a prefix)."""
     if cfg.loads != "tma":
         return ()
     return tuple(TensorDescriptor.from_tensor(w, [cfg.block_n, cfg.block_k]) for w in weights)
 
 
 def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()):
-    """Launch on the current stream; returns Triton's compiled kernel (what BoundSplitKLaunch.bind reads; None
-    under the interpreter). len(weights) == 2 means dual (fp32 out).
-
-    x [M, K] bf16 and the weights [N_total, K] bf16 row-major contiguous, out [M, n] contiguous (bf16, or fp32
-    for dual), workspace fp32 (WORKSPACE_FLOATS), counters int32 (COUNTERS) and accumulator fp32
-    (ACCUMULATOR_FLOATS), the last two zero. cfg must be admitted by SPLITK_GEMM.config_error at the launch's M,
-    n and K; descriptors are weight_descriptors(weights, cfg) (built here when not given)."""
+    """Launch on the current stream (two weights: dual, fp32 out); returns Triton's compiled kernel (None under
+    the interpreter). cfg admitted by the engine's rule at this shape; counters and accumulator zero."""
     m, k = x.shape
     n = out.shape[1]
     if cfg.loads == "tma":
@@ -416,19 +333,9 @@ def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator,
 
 
 class BoundSplitKLaunch:
-    """splitk_gemm's launch for one plan, bound once: the compiled kernel, its launcher and every argument but
-    x's descriptor, the output and M fixed in prepare(), so that an eager call pays only the launch itself.
-
-    Through `_splitk_gemm_kernel[grid](...)` each call paid ~30 us of Triton's argument binding and cache
-    lookup, plus the encoding of every tensor descriptor (x's and the weights') and ~3 us of
-    TensorDescriptor.from_tensor (docs/splitk-gemm.md, "Host time"). Here the weights' tensor maps are encoded
-    once, and x's is encoded once per (address, M) and kept: it holds only the address, [M, K], the strides
-    (K, 1), the box and the swizzle, and K is the plan's, so any x at that address with that M encodes the same
-    (a caller that reuses its buffers, as a forward pass or a graph capture does, encodes it once). The launch
-    goes to the C launcher Triton generated for the kernel, with the arguments Triton's own path passes it (its
-    launch hooks, such as a profiler's, do not see these launches). bind() returns None where the compiled
-    kernel or the launcher is not what this class expects (another Triton, global scratch); the plan then keeps
-    the JIT call."""
+    """One plan's launch bound once: Triton's C launcher with every argument fixed but x's tensor map (kept per
+    address and M), the output and M, so that an eager call skips Triton's ~30 us of binding (docs/splitk-gemm.md,
+    Host time). bind() returns None where the compiled kernel is not what it expects: the plan keeps the JIT call."""
 
     CACHED_X_MAPS = 16  # x's tensor maps kept per plan, by (address, M)
     LAUNCHER_FORMAT = "iiiKKppOOOOOO"  # Triton 3.6's base arguments of the C launcher, before the kernel's
@@ -530,11 +437,8 @@ class SplitKGemm(Engine):
     m_min, m_max = 33, None
     sweep_m = build_only((64, 128, 256))  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
     summary = build_only(
-        "splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens"
-        " per program, wgmma), TMA descriptors for x and the weights (the weights' built once in prepare()), K"
-        " split over `splits` programs and reduced in the same launch: by a self-resetting semaphore (partials"
-        " to the workspace, the last program sums them in order) or by fp32 atomic adds into a zeroed accumulator"
-        " that the last program writes out and re-zeroes. The router: hi and lo into one fp32 accumulator."
+        "splitk_gemm (m > 32): a Triton GEMM with the weights on wgmma's M side and TMA descriptors, K split"
+        " over programs and reduced in the same launch by a semaphore or fp32 atomics."
     )
 
     @build_only

@@ -1,6 +1,4 @@
-"""The bulk-copy + wgmma GEMV (kernels_src/tma_gemv.cuh) for m <= 32: its config, rule, operands and launch.
-
-Design and the measurements behind each field: docs/tma-gemv.md."""
+"""The bulk-copy + wgmma GEMV (tma_gemv.cuh) for m <= 32. Design and figures: docs/tma-gemv.md."""
 
 from kernels_src.engine import (
     CLUSTER_MAX,
@@ -77,15 +75,13 @@ TMA_CUDA_CONSTANTS = build_only(
 
 
 def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
-    """A CTA's ring: stages slots of each warpgroup's 8 KB weight block (two for dual) and x's box(es) of 8 NB
-    rows x 128 bytes, plus 1 KB to align it (tma_gemv.cuh asserts its layout fits). tma_gemm's rule reads it too."""
+    """A CTA's ring: per slot each warpgroup's 8 KB weight block (two for dual) and x's boxes, plus 1 KB to align."""
     return stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2) + 1024
 
 
 def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA (the launch's smem_bytes): the ring, then for a cluster reduction the inbox:
-    splits - 1 slots of 4 NB floats for each consumer thread a rank owns, all 128 (gather) or at most
-    ceil(128 / splits) (scatter: tma_gemv.cuh, tma_owned_from)."""
+    """A CTA's shared memory: the ring, and a cluster reduction's inbox (splits - 1 slots of 4 NB floats for each
+    consumer thread a rank owns)."""
     ring = ring_bytes(cfg.stages, nb, dual, 2 if cfg.tile == "half" else 1)
     if not cfg.reduce.startswith("cluster"):
         return ring
@@ -94,7 +90,7 @@ def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
 
 
 def tma_variant(engine, cfg, layer, nb, half, warpgroups, staged, smem) -> Variant:
-    """A launch of tma_gemv.cuh's kernel (both engines on it, through okc::launch_tma)."""
+    """A launch of tma_gemv.cuh's kernel (tma_gemv and tma_gemm)."""
     kernel = dict(NB=nb, stages=cfg.stages, dual=layer.dual, half=half, warpgroups=warpgroups)
     kernel.update(out=CUDA_TYPES[layer.out_dtype], staged=staged)
     return Variant.of(
@@ -113,12 +109,9 @@ class TmaGemv(DecodeGemv):
     launcher = "okc::launch_tma"
     cuda_constants = build_only(TMA_CUDA_CONSTANTS)
     summary = build_only(
-        "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
-        " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
-        " ring read by one consumer warpgroup's wgmma. Full tiles: 64 rows and a K range per CTA, splits CTAs"
-        " reduced by the semaphore or a thread-block cluster (gathered on rank 0 or scattered over the ranks);"
-        " half tiles: 32 rows and the whole K per CTA, two K halves stacked per slot and met by x's two boxes in"
-        " one wgmma, no split."
+        "tma_gemv (m <= 32): pre-swizzled 64 x 64 weight tiles by plain bulk copies into a shared-memory ring"
+        " read by one consumer warpgroup's wgmma; full tiles split K over CTAs (semaphore or cluster), half"
+        " tiles take 32 rows and the whole K."
     )
 
     @build_only
