@@ -236,7 +236,7 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     root = Path(root)
     raw, sources, template = render_raw(root, black.__version__, shipped=True)
     try:
-        text = black.format_str(raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH))
+        text = black.format_str(raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH, magic_trailing_comma=False))
     except black.parsing.InvalidInput as exc:
         raise BuildError(display_path(template, root), None, f"renders invalid Python: {exc}") from None
     check_contract(text, "dist/submission.py (rendered)")
@@ -291,6 +291,7 @@ def template_context(
         imports.extend(statement for statement in module.imports if statement not in imports)
     layers = list(problem.layers.values())
     warmup = tuple(sorted(set(problem.verify_m) | set(problem.bench_m)))
+    head, head_files = sources.shared_head()
     return {
         "problem": problem,
         "black_version": black_version,
@@ -299,11 +300,13 @@ def template_context(
         "kernels": kernel_lines(registry.variants(layers, as_registry)),
         "cuda_files": sources.cuda_files,
         "binding_files": sources.binding_files,
+        "head_files": head_files,
+        "cuda_head": head,
         "digest": input_digest(root, sources),
         "imports": imports,
         "width_rule": width_rule(problem),
-        "cuda_src": sources.cuda,
-        "binding_src": sources.binding,
+        "cuda_rest": sources.cuda[len(head) :],
+        "binding_rest": sources.binding[len(head) :],
         "layers_literal": layers_literal(problem),
         "warmup_m": repr(warmup),
         "tables_literal": tables_literal(tables, list(problem.layers)),

@@ -42,8 +42,7 @@ class PythonModule:
 @dataclass(frozen=True)
 class Sources:
     cuda_parts: tuple  # (file, its text behind its #line marker) in CUDA_SRC's order
-    binding: str  # BINDING_SRC
-    binding_files: tuple[str, ...]
+    binding_parts: tuple  # the same for BINDING_SRC
     python: tuple[PythonModule, ...]
     input_files: tuple[Path, ...]  # every file inlined, the manifest first: for the provenance hash
     cuda_line: int | None = None  # the line of kernels_src/sources.yaml that lists the CUDA files
@@ -57,8 +56,28 @@ class Sources:
         return cuda_prelude() + parts + f'#line 1 "{LAUNCH_TABLE_FILE}"\n'
 
     @property
+    def binding(self) -> str:
+        """BINDING_SRC: the generated constants, then the shim's sources."""
+        return cuda_prelude() + "".join(text for _, text in self.binding_parts)
+
+    @property
     def cuda_files(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.cuda_parts)
+
+    @property
+    def binding_files(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.binding_parts)
+
+    def shared_head(self) -> tuple[str, tuple]:
+        """(the text CUDA_SRC and BINDING_SRC both open with: the constants, then the files both lists start with;
+        those files): the file holds it once."""
+        shared = 0
+        while shared < min(len(self.cuda_parts), len(self.binding_parts)):
+            if self.cuda_parts[shared] != self.binding_parts[shared]:
+                break
+            shared += 1
+        parts = self.cuda_parts[:shared]
+        return cuda_prelude() + "".join(text for _, text in parts), tuple(name for name, _ in parts)
 
     def shipped(self, routed) -> "Sources":
         """What dist/submission.py holds when the tables route to the engines `routed`: every module and CUDA file
@@ -432,7 +451,7 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
                 )
     cuda = assemble_c_sources(cuda_files, src_dir, root)
     # The constants and mode codes generated from the engines come first in both (CUDA_SRC, BINDING_SRC).
-    binding = cuda_prelude() + "".join(text for _, text in assemble_c_sources(binding_files, src_dir, root))
+    binding = assemble_c_sources(binding_files, src_dir, root)
     modules = []
     for index, name in enumerate(python_files):
         path = src_dir / name
@@ -443,8 +462,7 @@ def load_sources(root: Path = REPO_ROOT) -> Sources:
     inputs = [manifest_path] + [src_dir / f for f in cuda_files + binding_files + python_files]
     return Sources(
         tuple(cuda),
-        binding,
-        tuple(binding_files),
+        tuple(binding),
         tuple(modules),
         tuple(dict.fromkeys(inputs)),
         manifest["cuda"].line,

@@ -21,11 +21,18 @@ DIST = REPO_ROOT / "dist" / "submission.py"
 
 
 def _literal(text: str, name: str):
+    """The value of a top-level assignment: a literal, or a sum of literals and names assigned before it."""
+
+    def value(node):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return value(node.left) + value(node.right)
+        return _literal(text, node.id) if isinstance(node, ast.Name) else ast.literal_eval(node)
+
     for node in ast.parse(text).body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
             if isinstance(target, ast.Name) and target.id == name:
-                return ast.literal_eval(node.value)
+                return value(node.value)
     raise AssertionError(f"{name} not found")
 
 
