@@ -504,12 +504,12 @@ def test_a_missing_nvcc_is_one_line(tmp_path):
     assert "no such compiler" in result.output
 
 
-def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path):
+def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path, built):
     """`compile` gives nvcc what prepare() builds: CUDA_SRC and the launch table of exactly the build's kernel list
     (one case each), for sm_90a, with ptxas's report; a stand-in nvcc keeps what it was given and reports one
     kernel per distinct instantiation. (The real compile, registers and 0 spills: `python -m generator compile`,
     CI's next step.)"""
-    from generator.sources import load_sources
+    from generator.judge.loader import load_submission
     from kernels_src.runtime import cuda_source
 
     t = {name: table.as_registry() for name, table in load_tables(PROBLEM).items()}
@@ -532,7 +532,9 @@ def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path):
     nvcc.chmod(0o755)
     result = CliRunner().invoke(main, ["compile", "--nvcc", str(nvcc)])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "given.cu").read_text() == cuda_source(load_sources().cuda, wanted)
+    (tmp_path / "submission.py").write_text(built)
+    shipped = load_submission(tmp_path / "submission.py", module_name="compile_test_submission").CUDA_SRC
+    assert (tmp_path / "given.cu").read_text() == cuda_source(shipped.lstrip("\n"), wanted)  # r"""\n..."""
     args = (tmp_path / "args").read_text()
     assert "arch=compute_90a,code=sm_90a" in args and "-Xptxas -v" in args
     summary = (

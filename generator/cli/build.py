@@ -277,10 +277,13 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     from generator.sass import find_cuobjdump
     from kernels_src.runtime import cuda_source
 
+    from kernels_src.registry import BY_NAME
+
     sources, problem, tables = _sources_and_tables(root)
     if shutil.which(nvcc) is None and not Path(nvcc).is_file():
         fail(f"{nvcc}: no such compiler (pass --nvcc PATH)")
     kernels = _kernels_to_compile(problem, tables, launches)
+    sources = sources.shipped({BY_NAME[kernel.engine] for kernel in kernels})  # what prepare() compiles
     cuobjdump = None
     if loops_of is not None or waits_of is not None:
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
