@@ -94,7 +94,7 @@ def stale_field_header(engine, text: str, shown: str) -> str | None:
     what = "stale field lines" if "#   layer -> m -> {" in text else "no field lines"
     return (
         f"{shown}:{line}: {what} (they are rendered from {engine.name}'s Field declarations,"
-        f" kernels_src/{engine.name}.py): `python -m generator headers` rewrites them"
+        f" kernels_src/{engine.name}.py): `python -m generator build` rewrites them"
     )
 
 
