@@ -391,7 +391,8 @@ def test_an_unwritable_out_is_one_line(repo_copy, tmp_path, one_render):
 
 def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     """Run from inside a copy, the installed generator builds that copy (its tables, into its dist/), not the tree it
-    was installed from. (A kernels_src module there that does not parse is one line: test_bad_input.py,
+    was installed from, and keeps the files it derives current there: after a table edit, build alone leaves
+    `headers --check` (README.md's figures among them) green. (A kernels_src module there that does not parse is one line: test_bad_input.py,
     test_a_broken_module_leaves_every_commands_help.)"""
     import subprocess
     import sys
@@ -399,6 +400,10 @@ def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     _edit(
         repo_copy / "tables" / "mma_gemv.yaml", "unroll: 2, pipeline: double", "unroll: 1, pipeline: double"
     )
+    readme = (REPO_ROOT / "README.md").read_text()
+    (repo_copy / "README.md").write_text(readme)
+    o_32 = "32: {splits: 1, stages: 8, tile: full, reduce: none}"  # the edit loop: one value of a table, then build
+    _edit(repo_copy / "tables" / "tma_gemv.yaml", o_32, o_32.replace("stages: 8", "stages: 12"))
     out = repo_copy / "dist" / "submission.py"
     run = subprocess.run(
         [sys.executable, "-m", "generator", "build", "--no-compilers"],
@@ -411,6 +416,10 @@ def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     routed = [engine.name for engine in routed_engines(repo_copy)]
     assert _literal(out.read_text(), "TABLES") == {name: tables[name].literal() for name in routed}
     assert _literal(out.read_text(), "TABLES") != _literal(DIST.read_text(), "TABLES")
+    # ... and every file it derives is current: README.md's launch-table figure changed with the table
+    assert (repo_copy / "README.md").read_text() != readme and "README.md" in run.stdout
+    result = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
+    assert result.exit_code == 0, result.output
 
 
 def test_every_option_of_every_command_says_what_it_does():
