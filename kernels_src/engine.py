@@ -307,8 +307,8 @@ class Engine:
         return " ".join(f"{name}={value}" for name, value in self.named_values(cfg))
 
     @build_only
-    def config_error(self, cfg, layer: Layer, m: int) -> str | None:
-        """Why cfg cannot serve m tokens of `layer` on this engine, or None if it can."""
+    def field_error(self, cfg) -> str | None:
+        """Why cfg's values are not this engine's (a type, a value its Field does not allow), or None."""
         if not isinstance(cfg, self.Config):
             return f"cfg: expected a {self.Config.__name__}, got {cfg!r}"
         for f in self.FIELDS:
@@ -318,6 +318,14 @@ class Engine:
             if f.allowed is not None and value not in f.allowed:
                 shown = f.allowed if f.type is int else ", ".join(f.allowed)
                 return f"{f.name}={value} is not one of {shown}"
+        return None
+
+    @build_only
+    def config_error(self, cfg, layer: Layer, m: int) -> str | None:
+        """Why cfg cannot serve m tokens of `layer` on this engine, or None if it can."""
+        error = self.field_error(cfg)
+        if error:
+            return error
         if not self.serves(m):
             top = "" if self.m_max is None else f" <= {self.m_max}"
             return f"the {self.name} engine serves {self.m_min} <= m{top}, not m={m}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,11 +12,22 @@ from generator import REPO_ROOT, __version__
 from generator.errors import BuildError
 
 DIST = REPO_ROOT / "dist" / "submission.py"
-FILE_ARGUMENT = click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+
+
+def existing(ctx, param, path: Path | None) -> Path | None:
+    """A file a command reads must be there: checked with the arguments, before any GPU is asked for."""
+    if path is not None and not os.path.lexists(path):
+        fail(f"{path}: no such file")
+    return path
+
+
+FILE_ARGUMENT = click.argument(
+    "file", type=click.Path(dir_okay=False, path_type=Path), default=DIST, callback=existing
+)
 # What the tuning and probing commands load unless given a file: the checkout's file with every engine
 EVERY_ENGINE = REPO_ROOT / "build" / "every_engine.py"
 EVERY_ENGINE_FILE_ARGUMENT = click.argument(
-    "file", type=click.Path(dir_okay=False, path_type=Path), default=None, required=False
+    "file", type=click.Path(dir_okay=False, path_type=Path), default=None, required=False, callback=existing
 )
 EVERY_ENGINE_HELP = "[default: the checkout's build with every engine, written to build/every_engine.py]"
 DISTRIBUTIONS_OPTION = click.option(
@@ -25,6 +37,18 @@ DISTRIBUTIONS_OPTION = click.option(
     type=click.Choice(["normal", "heavy"]),  # generator/judge/weights.py
     help="Weight distribution(s) of the local judge [default: both].",
 )
+
+
+def _output_folder(ctx, param, path: Path | None) -> Path | None:
+    """An output file's folder must exist: checked with the arguments, before any GPU is asked for."""
+    if path is not None and not path.parent.is_dir():
+        fail(f"{param.opts[0]} {path}: no folder {path.parent} to write it in")
+    return path
+
+
+def output_option(*names, **kwargs):
+    """A file a command writes: its folder must exist (checked with the arguments)."""
+    return click.option(*names, type=click.Path(dir_okay=False, path_type=Path), callback=_output_folder, **kwargs)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -57,6 +81,11 @@ class Commands(click.Group):
             fail(exc.format_message(), exc.exit_code)
         except click.Abort:
             fail("aborted", 1)
+        except Exception as exc:  # raised in code a user edits (an engine's rule, the candidates): its line
+            where = edited_line(exc)
+            if where is None:
+                raise
+            fail(f"{where}: {_what(exc)}")
         sys.exit(code if isinstance(code, int) else 0)
 
     def resolve_command(self, ctx, args):
@@ -75,22 +104,33 @@ def main(ctx) -> None:
 
 def import_kernels() -> None:
     """Import kernels_src's engines (every command reads them), or say in one line which file is broken."""
-    import traceback
-
     try:
         import kernels_src.registry  # noqa: F401
-    except SyntaxError as exc:
-        fail(f"{_shown(exc.filename)}:{exc.lineno}: invalid Python: {exc.msg}")
-    except Exception as exc:  # an error while a kernels_src module runs its top level
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "kernels_src" in f.filename]
-        where = f"{_shown(frames[-1].filename)}:{frames[-1].lineno}" if frames else "kernels_src"
-        fail(f"{where}: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # a syntax error, or an error while a kernels_src module runs its top level
+        fail(f"{edited_line(exc) or 'kernels_src'}: {_what(exc)}")
 
 
-def _shown(path) -> str:
+# The Python a user edits beside the tables: the engines (their rules, layouts, launches) and the sweep's
+# candidates. An exception raised in it is one line naming its file and line, not a traceback.
+EDITED = ("kernels_src/", "generator/candidates.py")
+
+
+def edited_line(exc: BaseException) -> str | None:
+    """`file:line` where exc arose in an EDITED file (the innermost such frame; a SyntaxError's own line), else None."""
+    import traceback
+
     from generator.errors import display_path
 
-    return display_path(Path(path), REPO_ROOT) if path else "kernels_src"
+    places = [(frame.filename, frame.lineno) for frame in traceback.extract_tb(exc.__traceback__)]
+    if isinstance(exc, SyntaxError) and exc.filename:
+        places.append((exc.filename, exc.lineno))
+    shown = [f"{display_path(Path(name), REPO_ROOT)}:{line}" for name, line in places]
+    edited = [place for place in shown if place.startswith(EDITED)]
+    return edited[-1] if edited else None
+
+
+def _what(exc: BaseException) -> str:
+    return f"invalid Python: {exc.msg}" if isinstance(exc, SyntaxError) else f"{type(exc).__name__}: {exc}"
 
 
 def load_file(file: Path):

@@ -286,6 +286,7 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     instructions ptxas had to serialise."""
     import shutil
 
+    from generator.build import stale_line
     from generator.compile import compile_cuda, first_compile_error
     from generator.sass import find_cuobjdump
     from kernels_src.runtime import cuda_source
@@ -293,6 +294,9 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     from kernels_src.registry import BY_NAME
 
     sources, problem, tables = _sources_and_tables(root)
+    header, shown, held, fresh = constants_header(root)
+    if held != fresh:  # nvcc reads the constants from the engines; an editor, and clangd, read this header
+        fail(f"{stale_line(held, fresh, shown)} (it holds the engines' constants for the editor)")
     if shutil.which(nvcc) is None and not Path(nvcc).is_file():
         fail(f"{nvcc}: no such compiler (pass --nvcc PATH)")
     kernels = _kernels_to_compile(problem, tables, launches)

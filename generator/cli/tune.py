@@ -15,6 +15,7 @@ from generator.cli.app import (
     load_file,
     load_problem_or_fail,
     main,
+    output_option,
     require_gpu,
     require_tools,
     shape_filter,
@@ -87,16 +88,14 @@ def parse_where(texts, engine) -> dict:
     metavar="FIELD",
     help="Also print, per shape, the fastest config of each value of this field (e.g. reduce): from the coarse pass.",
 )
-@click.option(
+@output_option(
     "--json",
     "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     help="Also write every correct configuration's time per shape (fastest first), to study what wins.",
 )
-@click.option(
+@output_option(
     "--write",
     "write_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     help="Where to write the tuned table (then rebuild)  [default: tables/<engine>.yaml].",
 )
 def sweep(
