@@ -12,6 +12,8 @@ from kernels_src.engine import (
     split_rule,
 )
 from kernels_src.tma_gemv import (
+    CONSUMERS,
+    PRODUCER,
     TILE_K,
     TILE_ROWS,
     TILES,
@@ -30,10 +32,16 @@ _OTHER_REGISTERS = build_only(40)
 
 
 @build_only
+def tma_threads(warpgroups: int) -> int:
+    """Threads of a CTA of tma_gemv.cuh's kernel (its tma_threads): the consumer warpgroups, the producer warp."""
+    return CONSUMERS * warpgroups + PRODUCER
+
+
+@build_only
 def register_budget(warpgroups: int) -> int:
-    """Registers a thread may hold under __launch_bounds__(128 WG + 32, 1): 64 K a SM over the CTA's threads,
-    in steps of 8, at most 255 (255, 224, 120 for 1, 2, 4 warpgroups)."""
-    return min(255, 65536 // (128 * warpgroups + 32) // 8 * 8)
+    """Registers a thread may hold under __launch_bounds__(tma_threads, 1): 64 K a SM over the CTA's threads, in
+    steps of 8, at most 255."""
+    return min(255, 65536 // tma_threads(warpgroups) // 8 * 8)
 
 
 def gemm_column_blocks(m: int) -> int:
@@ -122,7 +130,7 @@ class TmaGemm(Engine):
         if 4 * nb + _OTHER_REGISTERS > register_budget(wg):
             return (
                 f"warpgroups={wg} at m={m} holds {4 * nb} accumulators a thread (+{_OTHER_REGISTERS}), over the"
-                f" {register_budget(wg)} registers {128 * wg + 32} threads a CTA leave"
+                f" {register_budget(wg)} registers {tma_threads(wg)} threads a CTA leave"
             )
         smem = gemm_smem_bytes(cfg, nb, dual)
         if smem > SMEM_LIMIT:

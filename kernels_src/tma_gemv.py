@@ -22,6 +22,7 @@ TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
 HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup
+PRODUCER = 32  # threads of the producer warp
 TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths the engines admit
 TMA_TILES = ("full", "half")
 TILES = Operand("tiles")  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
@@ -70,6 +71,7 @@ TMA_CUDA_CONSTANTS = build_only(
         "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
     ),
     CudaConstant("kTmaConsumers", CONSUMERS, "tma_gemv.py CONSUMERS: threads of one consumer warpgroup"),
+        CudaConstant("kTmaProducer", PRODUCER, "tma_gemv.py PRODUCER: threads of the producer warp"),
     )
 )
 

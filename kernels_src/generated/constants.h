@@ -32,4 +32,6 @@ constexpr int kTmaTileRows = 64;
 constexpr int kTmaTileK = 64;
 // tma_gemv.py CONSUMERS: threads of one consumer warpgroup
 constexpr int kTmaConsumers = 128;
+// tma_gemv.py PRODUCER: threads of the producer warp
+constexpr int kTmaProducer = 32;
 }  // namespace okc
