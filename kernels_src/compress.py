@@ -161,9 +161,7 @@ def compress(
     patches_per_group: int = PATCHES_PER_GROUP,
     max_bits_per_weight: float | None = None,
 ) -> dict:
-    """bf16 [N, K] -> the 12-bit format's tensors (stream, table, table_words, patches, overflow,
-    overflow_starts) and its counts; CompressionError (one line naming `name`) for a wrong input, or for a matrix
-    costing max_bits_per_weight (None: MAX_BITS_PER_WEIGHT) bits a weight or more."""
+    """bf16 [N, K] -> the 12-bit format's tensors; CompressionError for a matrix it does not pay for."""
     _check_input(w, name, patches_per_group)
     limit = MAX_BITS_PER_WEIGHT if max_bits_per_weight is None else max_bits_per_weight
     z = _build(w, patches_per_group)

@@ -51,8 +51,7 @@ def slot_bytes(groups: int) -> int:
 
 
 def ring_smem(cfg, nb: int) -> int:
-    """A CTA's dynamic shared memory: its slots (weights padded to 1 KB, x's boxes), the staged overflow (a count,
-    then a row byte, an entry word and 32 bf16 of x each), 1 KB to align."""
+    """A CTA's dynamic shared memory: its slots, the staged overflow, 1 KB to align."""
     weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
     staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
     return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
@@ -80,9 +79,8 @@ def wgmma_columns(device=None) -> torch.Tensor:
 
 
 def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) -> dict:
-    """What compressed_ring reads for a bf16 [N, K] weight: W compressed in wgmma_columns order, as ring slots,
-    and its overflow as a per-row list; CompressionError as compress() raises it, or for a tile with more overflow
-    than a CTA stages (refuse=False lifts both limits)."""
+    """The ring slots and per-row overflow of a bf16 [N, K] weight; CompressionError for a tile with more overflow
+    than a CTA stages (refuse=False: no limit)."""
     n, k = w.shape
     columns = wgmma_columns(w.device)
     z = compress(

@@ -1,38 +1,33 @@
-"""What an engine is (Engine): a config of named fields (Field), the rule saying where it runs, what prepare()
-builds for it and its launch (a Variant of its C++ launcher, for a CUDA engine); and what every engine shares:
-the buffers' sizes and the constants the C++ reads (CudaConstant, CudaEnum). README.md, "The design"."""
+"""What an engine is (Engine, Field, Variant) and what every engine shares: the buffers, the C++ constants."""
 
 from typing import NamedTuple
 
 
 def build_only(thing):
-    """Marks what only the build and the tools read: dist/submission.py leaves out a def or class it decorates and
-    an assignment of its value, and holds None for any other build_only(x) (generator/sources.py)."""
+    """Marks what only the tools read: dist/submission.py leaves it out (generator/sources.py)."""
     return thing
 
 
-# Shared memory a block may opt into on the H200: 227 KB, of which the CUDA kernels' static __shared__ variables
-# take at most STATIC_SMEM; SMEM_LIMIT is their dynamic budget (Triton's kernels count theirs in SMEM_PER_BLOCK).
+# A block's shared memory on the H200; the CUDA kernels' dynamic budget leaves STATIC_SMEM for their static part
 SMEM_PER_BLOCK = 227 * 1024
 STATIC_SMEM = 1024
 SMEM_LIMIT = SMEM_PER_BLOCK - STATIC_SMEM
-WORKSPACE_FLOATS = 9 * 1024 * 1024  # the split-K partials every engine shares, one launch at a time (36 MB)
-ACCUMULATOR_FLOATS = 256 * 8192  # the zeroed fp32 accumulator of the atomic reductions: 256 tokens x 8192 rows
-# The self-resetting int32 counters: one per row group for the semaphore reductions, then mma_gemv's
-# output-atomic tickets and flags, one each per row group and split count S = 2, 4, 8, 16, 32.
+WORKSPACE_FLOATS = 9 * 1024 * 1024  # split-K partials, shared by every engine
+ACCUMULATOR_FLOATS = 256 * 8192  # the zeroed fp32 accumulator of the atomic reductions
+# int32 counters: a semaphore per row group, then mma_gemv's tickets and flags per row group and split count
 SEMAPHORE_GROUPS = 4096
 TICKET_GROUPS = 256
 TICKET_SPLITS = 5
 SEMAPHORES = SEMAPHORE_GROUPS + 2 * TICKET_SPLITS * TICKET_GROUPS
-CALL_OPERANDS = 4  # a launch's operand pointers (call.h, okc::Call)
-CALL_SCALARS = 3  # and its 64-bit scalars
-CLUSTER_MAX = 16  # Hopper's largest thread-block cluster, on request: the cluster reductions' splits limit
-PLAN_MAX_M = 256  # prepare() plans every m up to this (or a table's largest); past it, cuBLAS
+CALL_OPERANDS = 4  # a launch's pointers (call.h)
+CALL_SCALARS = 3
+CLUSTER_MAX = 16  # Hopper's largest thread-block cluster
+PLAN_MAX_M = 256  # prepare() plans every m up to this; past it, cuBLAS
 DTYPE_BYTES = build_only({"bfloat16": 2, "float32": 4})
 
 
 class Layer(NamedTuple):
-    """One projection (tables/problem.yaml): weight [n, k]; at m <= narrow_max_m the judge asks for narrow_n."""
+    """One projection: weight [n, k]; at m <= narrow_max_m the judge asks for narrow_n outputs."""
 
     name: str
     n: int
@@ -43,12 +38,10 @@ class Layer(NamedTuple):
 
     @property
     def dual(self) -> bool:
-        """fp32 weights: a bf16 hi + lo pair into one fp32 accumulator."""
         return self.dtype == "float32"
 
     @property
     def out_dtype(self) -> str:
-        """The output's dtype: the weight's."""
         return self.dtype
 
     def n_for(self, m: int) -> int:
@@ -57,20 +50,19 @@ class Layer(NamedTuple):
 
     @build_only
     def weight_bytes(self, m: int) -> int:
-        """Bytes of weight a call at m tokens reads at least (the memory floor's)."""
+        """The memory floor's bytes."""
         return self.n_for(m) * self.k * DTYPE_BYTES[self.dtype]
 
 
 class Operand(NamedTuple):
-    """The key of what prepare() builds once per layer for an engine (shape: for one built per block shape)."""
+    """The key of what prepare() builds once per layer for an engine."""
 
     name: str
     shape: tuple = ()
 
 
 class Variant(NamedTuple):
-    """One case of the launch table: its kernel's template arguments and its launch's, ((name, value), ...), which
-    the engine's launcher reads by name (runtime.launch_table)."""
+    """A launch table case: its kernel's and its launch's arguments by name."""
 
     engine: str
     kernel: tuple
@@ -89,7 +81,7 @@ class Variant(NamedTuple):
 
 
 class CudaType(str):
-    """A C++ type as a launch argument (the output's element type)."""
+    """A C++ type as a launch argument."""
 
 
 CUDA_TYPES = {"bfloat16": CudaType("__nv_bfloat16"), "float32": CudaType("float")}
@@ -97,10 +89,10 @@ CUDA_TYPES = {"bfloat16": CudaType("__nv_bfloat16"), "float32": CudaType("float"
 
 @build_only
 class CudaConstant(NamedTuple):
-    """A figure both languages read, written once here and rendered as a constexpr ahead of the kernels."""
+    """A figure both languages read, rendered as a constexpr ahead of the kernels."""
 
-    name: str  # in namespace okc
-    value: object  # an int, or a tuple of ints
+    name: str
+    value: object  # an int or a tuple of ints
     meaning: str
     ctype: str = "int"
 
@@ -113,7 +105,7 @@ class CudaConstant(NamedTuple):
 
 
 class CudaCode(int):
-    """A mode's code: an int that knows its C++ enumerator and type."""
+    """A mode's code, with its C++ enumerator."""
 
     cpp: str
     ctype: str
@@ -125,7 +117,7 @@ class CudaCode(int):
 
 
 class CudaEnum:
-    """A mode as an `enum class` of the C++ (codes: the members' positions)."""
+    """A mode as a C++ `enum class`."""
 
     def __init__(self, name: str, members: tuple, meaning: str):
         self.name, self.members, self.meaning = name, tuple(members), meaning
@@ -143,7 +135,7 @@ class CudaEnum:
         return f"// {self.meaning}\nenum class {self.name} : int {{ {codes} }};"
 
 
-# The split-K reductions, each engine's `reduce` field naming some (tma_gemv.cuh's SASS was measured at these codes)
+# the split-K reductions (tma_gemv.cuh's SASS was measured at these codes)
 REDUCTION = CudaEnum(
     "Reduce",
     ("none", "cluster_gather", "cluster_scatter", "atomic", "semaphore", "cluster", "atomic_out"),
@@ -176,22 +168,22 @@ SHARED_CUDA_CONSTANTS = build_only(
 
 
 REQUIRED = None  # a Field's default when a table entry must give it
-ENGINES_MADE: list = []  # every Engine made (registry.ENGINES orders them)
+ENGINES_MADE: list = []  # registry.ENGINES orders them
 
 
 class Field(NamedTuple):
-    """One config field, declared once (the Config, the table's header and its checks read it)."""
+    """One config field, declared once."""
 
     name: str
     type: type  # int, or str for a mode
-    allowed: tuple | None  # None: any integer the rule admits (`bounds` in words)
+    allowed: tuple | None  # None: the rule bounds it
     meaning: str
     default: object = REQUIRED
     bounds: str = ""
 
 
 def config_type(name: str, fields: tuple) -> type:
-    """The NamedTuple of these fields with their defaults (last)."""
+    """The NamedTuple of these fields."""
     cls = NamedTuple(name, [(f.name, f.type) for f in fields])
     defaults = [f.default for f in fields if f.default is not REQUIRED]
     if defaults:
@@ -211,23 +203,22 @@ def split_rule(cfg) -> str | None:
 
 
 def column_blocks(m: int) -> int:
-    """8-token column blocks (NB) of the GEMVs' x that cover m tokens."""
+    """The GEMVs' 8-token column blocks (NB) for m tokens."""
     return 1 if m <= 8 else 2 if m <= 16 else 4
 
 
 class Engine:
-    """An engine: a subclass sets the attributes and implements operands, build_operand, plan, and for a CUDA
-    engine variant; the rule bounds its configs beyond the fields' values."""
+    """An engine: a subclass sets the attributes and implements operands, build_operand, plan and variant."""
 
     name = ""
     FIELDS: tuple = ()
     Config: type = tuple  # config_type(..., FIELDS)
     m_min, m_max = 1, None  # the m's it serves (None: no upper bound)
-    has_defaults = False  # its table may name a config per weight kind (plain, dual) for m's it does not list
-    sweep_m: tuple = build_only(())  # the m's its table lists, which `sweep` tunes
-    launcher = ""  # C++ launcher (CUDA engines): launcher<L>(call), L a launch table case
-    cuda_constants: tuple = build_only(())  # the CudaConstants and CudaEnums its kernel reads
-    summary = build_only("")  # its paragraph in the file's docstring
+    has_defaults = False  # a config per weight kind (plain, dual) for m's its table does not list
+    sweep_m: tuple = build_only(())  # its table's rows
+    launcher = ""  # launcher<L>(call), L a launch table case
+    cuda_constants: tuple = build_only(())
+    summary = build_only("")
 
     def __init__(self):
         ENGINES_MADE.append(self)
@@ -245,36 +236,32 @@ class Engine:
     @build_only
     @property
     def values(self) -> dict:
-        """integer field -> its allowed values"""
         return {f.name: f.allowed for f in self.FIELDS if f.type is int and f.allowed is not None}
 
     @build_only
     @property
     def modes(self) -> dict:
-        """mode field -> its allowed names"""
         return {f.name: f.allowed for f in self.FIELDS if f.type is str}
 
     def serves(self, m: int) -> bool:
         return m >= self.m_min and (self.m_max is None or m <= self.m_max)
 
     def m_class(self, m: int) -> int:
-        """m's of one class borrow each other's table entries."""
+        """m's of a class borrow each other's entries."""
         return 0
 
     def borrowed_m(self, m: int, listed) -> int | None:
-        """The row an unlisted m takes: the smallest listed m above it in its class, or None."""
+        """The smallest listed m above m in its class, or None."""
         above = [row for row in listed if row >= m and self.m_class(row) == self.m_class(m)]
         return min(above) if above else None
 
     @build_only
     def class_maxima(self) -> tuple:
-        """The largest m of each class, where a default is checked."""
         return ()
 
     @build_only
     def make_config(self, fields: dict):
-        """A Config from a table entry's {field: value}; ValueError (one line) for a missing, unknown or mistyped
-        field."""
+        """A Config from {field: value}; ValueError for a missing, unknown or mistyped field."""
         unknown = [name for name in fields if name not in self.fields]
         if unknown:
             raise ValueError(
@@ -294,7 +281,7 @@ class Engine:
 
     @build_only
     def named_values(self, values) -> list:
-        """[(field, value)] of a config, the fields at their default left out."""
+        """[(field, value)], those at their default left out."""
         return [
             (f.name, value)
             for f, value in zip(self.FIELDS, values)
@@ -308,7 +295,7 @@ class Engine:
 
     @build_only
     def field_error(self, cfg) -> str | None:
-        """Why cfg's values are not this engine's (a type, a value its Field does not allow), or None."""
+        """Why cfg's values are not this engine's, or None."""
         if not isinstance(cfg, self.Config):
             return f"cfg: expected a {self.Config.__name__}, got {cfg!r}"
         for f in self.FIELDS:
@@ -322,7 +309,7 @@ class Engine:
 
     @build_only
     def config_error(self, cfg, layer: Layer, m: int) -> str | None:
-        """Why cfg cannot serve m tokens of `layer` on this engine, or None if it can."""
+        """Why cfg cannot serve m tokens of `layer`, or None."""
         error = self.field_error(cfg)
         if error:
             return error
@@ -336,24 +323,23 @@ class Engine:
         return None
 
     def operands(self, cfg, layer: Layer) -> tuple:
-        """The Operands prepare() builds once per layer for cfg."""
         raise NotImplementedError(self.name)
 
     def build_operand(self, operand: str, parts: tuple, layer: Layer):
-        """`operand` from the weight's parts: (w,), or (hi, lo) for fp32 weights."""
+        """`operand` from the weight's parts: (w,) or (hi, lo)."""
         raise NotImplementedError(operand)
 
     def variant(self, cfg, layer: Layer, m: int) -> Variant | None:
-        """The launch-table case of cfg at m tokens of `layer`; None without CUDA."""
+        """The launch table case of cfg at m tokens; None without CUDA."""
         return None
 
     def plan(self, cfg, layer: Layer, m: int, ctx):
-        """x -> out for m tokens of `layer` (ctx: runtime.PlanContext)."""
+        """x -> out for m tokens (ctx: runtime.PlanContext)."""
         raise NotImplementedError
 
 
 class DecodeGemv(Engine):
-    """The GEMVs for m <= 32: a class is the m's of the same column blocks (m <= 8, <= 16, <= 32)."""
+    """The GEMVs for m <= 32: a class is the m's of the same column blocks."""
 
     m_min, m_max = 1, 32
     sweep_m = build_only((1, 8, 16, 32))

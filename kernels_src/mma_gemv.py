@@ -71,8 +71,7 @@ MmaGemvConfig = config_type("MmaGemvConfig", MMA_GEMV_FIELDS)
 
 @build_only
 def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
-    """Fragment registers one thread holds: weights 8 R (16 R dual) and x 4 NB per K block, times unroll, times
-    the live sets of each (two and two double buffered, two and one double_w); plus the 4 R NB accumulators."""
+    """Fragment registers a thread holds: weights and x per K block and live set, and the accumulators."""
     double = cfg.pipeline in ("double", "double_l2")
     weight_sets = 2 if double or cfg.pipeline in ("double_w", "double_w_l2") else 1
     x_sets = 2 if double else 1
@@ -98,8 +97,7 @@ def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
 
 
 def tiles_smem(warps: int, splits: int, row_blocks: int, cluster: bool, m: int) -> int:
-    """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
-    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile)."""
+    """The warps' partial tiles in shared memory (and a cluster's inbox on rank 0)."""
     return (warps + (splits - 1 if cluster else 0)) * row_blocks * column_blocks(m) * 4 * 32 * 4
 
 
@@ -125,9 +123,7 @@ def tiles_smem_error(
 
 @build_only
 def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
-    """What the two mma.sync GEMVs share about K splits: splits divide the K units; a cluster fits Hopper; the
-    workspace and the counters hold what a semaphore reduction needs (engine.split_rule: reduce none exactly when
-    splits = 1)."""
+    """What the two mma.sync GEMVs' rules share about K splits."""
     if units % splits:
         return f"splits={splits} does not divide the {units} {unit_name}"
     if reduce == "cluster" and not 2 <= splits <= CLUSTER_MAX:

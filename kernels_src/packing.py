@@ -1,6 +1,4 @@
-"""Weight layouts made once in prepare(): mma A-fragment order (docs/mma-gemv.md), the TMA GEMV's pre-swizzled
-64 x 64 tiles and stacked half tiles (docs/tma-gemv.md), the router's bf16 hi + lo split. Row blocks are
-outermost in each, so the first n rows (the unpooler's slice) are a prefix."""
+"""Weight layouts made in prepare() (docs/mma-gemv.md, docs/tma-gemv.md), rows outermost: a slice is a prefix."""
 
 import torch
 
@@ -39,8 +37,7 @@ def pack_tma_bulk(w):
 
 
 def pack_tma_half_tiles(w):
-    """[N, K] bf16 -> [N/32, K/128, 64, 64]: block (h, kb) stacks 32 rows over K [128 kb, +64) on the same rows
-    over [128 kb + 64, +64), one wgmma A tile against x's two boxes (tile=half)."""
+    """[N, K] bf16 -> [N/32, K/128, 64, 64]: 32 rows' two 64-wide K halves stacked (tile=half)."""
     n, k = w.shape
     if n % 32 or k % 128:
         raise ValueError(f"pack_tma_half_tiles: weight [{n}, {k}] must have N % 32 == 0 and K % 128 == 0")

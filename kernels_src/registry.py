@@ -1,6 +1,5 @@
-"""The engines in precedence order, and the routing rule: a (layer, m) runs on the first engine that serves m
-and whose table gives it a config (the entry for m, else the smallest listed m above it in its class, else the
-default for its weight kind); an entry of None means "not this engine", and what none takes goes to cuBLAS."""
+"""The engines in precedence order, and the routing rule: a (layer, m) runs on the first engine whose table gives
+it a config; what none takes goes to cuBLAS (README.md, "The design")."""
 
 from typing import NamedTuple
 
@@ -14,7 +13,6 @@ from kernels_src.splitk_gemm import SPLITK_GEMM  # noqa: F401
 from kernels_src.tma_gemm import TMA_GEMM  # noqa: F401
 from kernels_src.tma_gemv import TMA_GEMV  # noqa: F401
 
-# The compressed engines stream the fewest bytes; mma_gemv covers the other m <= 32 through its defaults.
 PRECEDENCE = (
     "compressed_gemv",
     "compressed_ring",
@@ -85,8 +83,7 @@ def plan_max_m(tables: dict) -> int:
 
 
 def skip_sets(layer) -> tuple:
-    """The engine sets prepare() may pass over for `layer`: any of the compressed ones, which may refuse its
-    weights (SKIPPABLE)."""
+    """The sets of compressed engines prepare() may pass over for `layer`."""
     if layer.dual:
         return ((),)
     subsets = [()]

@@ -1,6 +1,4 @@
-"""prepare() and kernel_fn(), the judge's entry points, and the CUDA extension of the kernels routed to.
-prepare() routes every (layer, m), builds what those engines read, compiles their kernels and makes one launch
-per (layer, m); kernel_fn() is a list lookup and that call."""
+"""prepare() and kernel_fn(), the judge's entry points, and the CUDA extension of the kernels routed to."""
 
 import torch
 from torch.utils.cpp_extension import load_inline
@@ -34,12 +32,12 @@ class Prepared:
     """What prepare() leaves for kernel_fn(), by layer name where it is per layer."""
 
     def __init__(self, top_m: int):
-        self.top_m = top_m  # the largest m with a plan of its own
-        self.parts = {}  # (w,) bf16, or (hi, lo) for fp32 weights
-        self.operands = {}  # {Operand: what an engine's build_operand made}
-        self.refused = {}  # why compress() refused the layer's weights
+        self.top_m = top_m
+        self.parts = {}  # (w,), or (hi, lo) for fp32 weights
+        self.operands = {}
+        self.refused = {}
         self.routes = {}  # [(engine, cfg) for m = 0 .. top_m]
-        self.buffers = {}  # workspace, semaphores, counters, accumulator
+        self.buffers = {}
         self.kernels = []  # the extension's Variants, in launch-table order
         self.extension = None
         self.plans = {}  # [(n, call) for m = 0 .. top_m]
@@ -78,8 +76,7 @@ def prepare(weights):
 
 
 def make_plans(state, layers) -> dict:
-    """One launch per (layer, m) into state.plans, shared by m's of one (engine, config, n, kernel):
-    {key: (n, call, its first m)}."""
+    """One launch per (layer, m) into state.plans: {key: (n, call, its first m)}."""
     made = {}
     for layer in layers:
         plans = [(-1, None)]  # m = 0: no plan (kernel_fn falls back)
@@ -109,8 +106,7 @@ def warm_up(state, layers, weights, made, device) -> None:
 
 
 def layer_routes(state, layer, tables) -> list:
-    """(engine, config) for m = 0 .. top_m of one layer, its operands built; weights a compressed engine refuses
-    route again without it, with one line saying why."""
+    """(engine, config) for m = 0 .. top_m, operands built; a compressed engine refusing the weights is skipped."""
     skip = ()
     while True:
         out = [(None, None)] + [route(layer, m, tables, skip) for m in range(1, state.top_m + 1)]
@@ -127,12 +123,12 @@ def layer_routes(state, layer, tables) -> list:
 
 
 def say_refusal(refused) -> None:
-    """The file's one output (generator/contract.py): which layer a compressed engine refused, and why."""
+    """The file's one output (generator/contract.py)."""
     print(f"prepare: {refused}", flush=True)
 
 
 def add_operands(state, engine, cfg, layer) -> None:
-    """What `engine` reads for cfg on `layer`, built once (CompressionError: weights it refuses)."""
+    """What `engine` reads for cfg on `layer`, built once."""
     have = state.operands[layer.name]
     for operand in engine.operands(cfg, layer):
         if operand not in have:
@@ -140,9 +136,7 @@ def add_operands(state, engine, cfg, layer) -> None:
 
 
 def kernel_fn(data, state):
-    """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m). An x the kernels
-    do not take goes to cuBLAS, whose failure on a wrong x becomes one ValueError (x_error): a right x pays for
-    no check."""
+    """The timed call: out = x . W[:n]^T by prepare()'s launch; a wrong x fails in cuBLAS, then x_error says why."""
     x = data["x"]
     config = data["config"]
     try:
@@ -184,7 +178,7 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
 
 
 class PlanContext:
-    """What an engine's plan() uses for one layer: its weight parts and operands, the buffers, the extension."""
+    """What an engine's plan() uses for one layer."""
 
     def __init__(self, state, layer):
         self.state = state
@@ -199,8 +193,7 @@ class PlanContext:
         return fallback_plan(self.layer, n, self.parts, self.operands.get(HI_LO))
 
     def cuda_plan(self, variant, layer, m, pointers, scalars=()):
-        """x -> out through the extension's kernel `variant`, pointers and constants fixed now; an x the kernels
-        do not take (not bf16, contiguous and 16-byte aligned) goes to cuBLAS."""
+        """x -> out by the extension's kernel `variant`; an x it does not take goes to cuBLAS."""
         kernels = self.state.kernels
         if variant not in kernels:
             raise RuntimeError(
@@ -266,7 +259,7 @@ def launch_table(kernels) -> str:
 
 
 def launch_cases(kernels) -> str:
-    """Per kernel, a struct of its Variant's arguments by name (okc::launch::Case<number>)."""
+    """A struct of each kernel's arguments by name."""
     lines = [
         "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each, its launcher's",
         "// arguments by name.",
@@ -297,8 +290,7 @@ def cuda_source(cuda_src: str, kernels) -> str:
 
 
 def build_extension(kernels):
-    """The CUDA extension of exactly these kernels, compiled once a process (torch caches it on disk); the
-    binding is plain pybind11."""
+    """The CUDA extension of exactly these kernels (torch caches it on disk)."""
     key = tuple(kernels)
     if key not in _EXTENSIONS:
         digest = 0

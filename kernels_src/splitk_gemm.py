@@ -64,8 +64,7 @@ _SPLITK_INT32 = build_only(2**31)
 
 @build_only
 def splitk_smem_bytes(cfg, dual):
-    """Shared memory of one program: its ring slots (weight tiles and x tile), 1 KB for barriers and alignment,
-    and the 4 KB Triton adds for dual at block_n = 64 with 8 warps (tests/test_splitk_gemm.py compiles to check)."""
+    """A program's shared memory: its ring, 1 KB, and 4 KB more that Triton takes for dual at block_n 64, 8 warps."""
     slot = cfg.block_k * (cfg.block_n * (2 if dual else 1) + cfg.block_m) * 2
     extra = 4096 if dual and cfg.warps == 8 and cfg.block_n == 64 else 0
     return max(cfg.stages, 1) * slot + 1024 + extra
@@ -169,8 +168,7 @@ def _splitk_k_loop(
 
 @triton.jit
 def _splitk_ticket(counters, tile):
-    """How many programs of this tile arrived before this one. The CTA's writes precede bar.sync; one thread's
-    acq_rel gpu-scope add releases them all and acquires the earlier programs' (docs/splitk-gemm.md, Ordering)."""
+    """The programs of this tile that arrived before this one (the ordering: docs/splitk-gemm.md)."""
     tl.debug_barrier()
     return tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
 
@@ -186,8 +184,7 @@ def _splitk_semaphore_epilogue(
     acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, EPILOGUE_N: tl.constexpr,
 ):  # fmt: skip
-    """The partial into its workspace slot; the last program sums the slots in split order, in EPILOGUE_N-row
-    chunks four splits at a time, writes out and resets the counter."""
+    """The partial into its slot; the last program sums the slots in split order and resets the counter."""
     TILE: tl.constexpr = BLOCK_N * BLOCK_M
     rm = tl.arange(0, BLOCK_M)
     tl.store(slots + pid_s * TILE + local, acc, mask=live)
@@ -212,8 +209,7 @@ def _splitk_semaphore_epilogue(
 def _splitk_atomic_epilogue(
     acc, slots, counters, out_ptrs, tile, splits, live, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr
 ):
-    """The partial added into the zeroed accumulator; the last program writes the tile out, zeroes it and resets
-    the counter."""
+    """The partial added into the accumulator; the last program writes it out and zeroes it."""
     tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
     arrived = _splitk_ticket(counters, tile)
     if arrived == splits - 1:
@@ -225,12 +221,12 @@ def _splitk_atomic_epilogue(
 
 @triton.jit(do_not_specialize=["M", "splits"])
 def _splitk_gemm_kernel(
-    x,  # TMA: descriptor of x [M, K], block [BLOCK_M, BLOCK_K]; pointers: bf16 x
-    w,  # TMA: descriptor of the weight [N_total, K], block [BLOCK_N, BLOCK_K]; pointers: bf16 weight
-    w2,  # dual: the lo weight, as w; otherwise w again (never read)
-    out,  # [M, N] bf16 (fp32 for dual), row-major
-    partials,  # fp32: the workspace (semaphore) or the zeroed accumulator (atomic)
-    counters,  # int32 [tiles], zero between launches
+    x,  # a descriptor (TMA) or a pointer
+    w,
+    w2,  # dual: the lo weight; otherwise w again
+    out,
+    partials,  # the workspace (semaphore) or the zeroed accumulator (atomic)
+    counters,
     M,
     N,
     K,
@@ -298,8 +294,7 @@ def weight_descriptors(weights: tuple, cfg) -> tuple:
 
 
 def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()):
-    """Launch on the current stream (two weights: dual, fp32 out); returns Triton's compiled kernel (None under
-    the interpreter). cfg admitted by the engine's rule at this shape; counters and accumulator zero."""
+    """Launch on the current stream (two weights: dual); returns Triton's compiled kernel."""
     m, k = x.shape
     n = out.shape[1]
     if cfg.loads == "tma":
@@ -333,9 +328,8 @@ def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator,
 
 
 class BoundSplitKLaunch:
-    """One plan's launch bound once: Triton's C launcher with every argument fixed but x's tensor map (kept per
-    address and M), the output and M, so that an eager call skips Triton's ~30 us of binding (docs/splitk-gemm.md,
-    Host time). bind() returns None where the compiled kernel is not what it expects: the plan keeps the JIT call."""
+    """One plan's launch bound once to Triton's C launcher, skipping ~30 us of binding a call (docs/splitk-gemm.md,
+    Host time); bind() returns None for a compiled kernel it does not expect."""
 
     CACHED_X_MAPS = 16  # x's tensor maps kept per plan, by (address, M)
     LAUNCHER_FORMAT = "iiiKKppOOOOOO"  # Triton 3.6's base arguments of the C launcher, before the kernel's
@@ -349,8 +343,6 @@ class BoundSplitKLaunch:
             n // cfg.block_n,
         )
         self.function = compiled.function
-        # values: [x's map (per call), w's and w2's expanded maps, out (per call), partials, counters, M (per
-        # call), N, K, splits, the constexprs], as the launcher takes them after its base arguments
         self.weights, self.buffers, self.rest = tuple(values[1:11]), tuple(values[12:14]), tuple(values[15:])
         self.head = (compiled.run.launch_cooperative_grid, compiled.run.launch_pdl, None, None)
         self.head += (compiled.packed_metadata, None, None, None)  # the launch metadata, enter and exit hooks
@@ -362,7 +354,6 @@ class BoundSplitKLaunch:
         """The launch of `compiled` (what launch_splitk_gemm returned for cfg on a layer of (n, k)), or None."""
         if cfg.loads != "tma" or compiled is None or not hasattr(compiled, "run"):
             return None
-        # Triton's own descriptor expansion and launcher layout, loaded with its CUDA driver by the compile
         driver = getattr(getattr(getattr(triton, "backends", None), "nvidia", None), "driver", None)
         expand = getattr(driver, "make_tensordesc_arg", None)
         if expand is None or getattr(driver, "_BASE_ARGS_FORMAT", None) != cls.LAUNCHER_FORMAT:
@@ -435,7 +426,7 @@ class SplitKGemm(Engine):
     FIELDS = SPLITK_GEMM_FIELDS
     Config = SplitKGemmConfig
     m_min, m_max = 33, None
-    sweep_m = build_only((64, 128, 256))  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
+    sweep_m = build_only((64, 128, 256))
     summary = build_only(
         "splitk_gemm (m > 32): a Triton GEMM with the weights on wgmma's M side and TMA descriptors, K split"
         " over programs and reduced in the same launch by a semaphore or fp32 atomics."
@@ -446,7 +437,6 @@ class SplitKGemm(Engine):
         return splitk_shape_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
 
     def operands(self, cfg, layer):
-        """The weights' TensorDescriptors, one set per (block_n, block_k)."""
         return (Operand("descriptors", (cfg.block_n, cfg.block_k)),) if cfg.loads == "tma" else ()
 
     def build_operand(self, operand, parts, layer):
