@@ -442,3 +442,17 @@ def test_dispatch_on_a_file_without_the_tables_is_one_line(tmp_path):
     result = CliRunner().invoke(main, ["dispatch", str(file)])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert "not a file `python -m generator build` made?" in result.output
+
+
+def test_the_file_holds_the_routed_engines_and_the_tools_file_every_one(built, every_engine_file, tmp_path):
+    """dist/submission.py's ENGINES are engines `dispatch` routes to, without what only the tools read (an engine's
+    rule); build/every_engine.py, which sweep, ab, profile and probe-gemm load, has every engine and its rule."""
+    (tmp_path / "submission.py").write_text(built)
+    shipped = load_submission(tmp_path / "submission.py", module_name="engines_shipped")
+    result = CliRunner().invoke(main, ["dispatch", str(tmp_path / "submission.py")])
+    routed = {line.split()[3] for line in result.output.splitlines()[1:]}
+    assert result.exit_code == 0 and {engine.name for engine in shipped.ENGINES} <= routed
+    assert not any(hasattr(engine, "rule") for engine in shipped.ENGINES)
+    tools = load_submission(every_engine_file, module_name="engines_every")
+    assert [engine.name for engine in tools.ENGINES] == [engine.name for engine in registry.ENGINES]
+    assert all(engine.rule is not None for engine in tools.ENGINES)
