@@ -9,6 +9,7 @@ routing reads the tables alone, so every (layer, m) takes the route it takes on 
 import ast
 import sys
 
+import pytest
 import torch
 
 from generator.judge.loader import load_submission
@@ -123,10 +124,17 @@ def _traced(path):
     return module, state, entered, triton
 
 
-def test_every_function_of_the_file_runs_on_the_judges_path(built, tmp_path):
-    path = tmp_path / "submission.py"
+@pytest.fixture(scope="module")
+def judges_run(built, tmp_path_factory):
+    """The file as the sources make it now, imported and run along the judge's path, traced (one run serves the
+    tests below)."""
+    path = tmp_path_factory.mktemp("judge_path") / "submission.py"
     path.write_text(built)
-    module, state, entered, triton = _traced(path)
+    return _traced(path)
+
+
+def test_every_function_of_the_file_runs_on_the_judges_path(built, judges_run):
+    module, state, entered, triton = judges_run
     tree = ast.parse(built)
     functions = _functions(tree)
     beyond = {name for name in functions for b in BEYOND_THE_STUBS if name == b or name.startswith(b + ".")}
@@ -148,13 +156,10 @@ def test_every_function_of_the_file_runs_on_the_judges_path(built, tmp_path):
     assert triton.launches and module.load_inline is StubExtension  # the stubs were reached
 
 
-def test_the_docstring_names_the_routes_prepare_took(built, tmp_path):
+def test_the_docstring_names_the_routes_prepare_took(built, judges_run):
     """The file's docstring (and `dispatch`, which prints the same lines) against the engine and config each
     (layer, m) got in prepare(): what the file says it runs is what it runs."""
-    path = tmp_path / "submission.py"
-    path.write_text(built)
-    module = load_submission(path, module_name="judge_path_docstring")
-    state, _ = _run_the_judges_path(module)
+    module, state, _, _ = judges_run
     documented = [line.split(None, 4) for line in ast.get_docstring(ast.parse(built)).splitlines()]
     documented = {(w[0], int(w[1])): w[3:] for w in documented if len(w) >= 4 and w[0] in module.LAYERS}
     assert len(documented) == len(module.LAYERS) * len(module.WARMUP_M)
