@@ -10,6 +10,10 @@ import pytest
 def pytest_configure(config):
     here = Path(config.invocation_params.dir)
     root = Path(config.rootpath)
-    if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR and here != root and root in here.parents:
+    if (
+        config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
+        and here != root
+        and root in here.parents
+    ):
         if not any(here.rglob("test_*.py")):
             config.args[:] = [str(root / path) for path in config.getini("testpaths")]

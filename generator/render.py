@@ -59,13 +59,16 @@ def engine_summaries(routed, width: int = BLACK_LINE_LENGTH) -> list[str]:
 
 def shape_lines(layers, tables: dict, ms, route=registry.route) -> list:
     """One line per (layer, m in ms): the output width and the engine and config that serve it (`route`: the
-    routing of a built file, for `dispatch`; the configs described by this checkout's engines of those names)."""
+    routing of a built file, for `dispatch`; the configs described by this checkout's engines of those names).
+    """
     lines = []
     for layer in layers:
         for m in ms:
             engine, cfg = route(layer, m, tables)
             described = registry.BY_NAME[engine.name].describe(cfg)
-            lines.append(f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {described}".rstrip())
+            lines.append(
+                f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {described}".rstrip()
+            )
     return lines
 
 
@@ -236,7 +239,9 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     root = Path(root)
     raw, sources, template = render_raw(root, black.__version__, shipped=True)
     try:
-        text = black.format_str(raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH, magic_trailing_comma=False))
+        text = black.format_str(
+            raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH, magic_trailing_comma=False)
+        )
     except black.parsing.InvalidInput as exc:
         raise BuildError(display_path(template, root), None, f"renders invalid Python: {exc}") from None
     check_contract(text, "dist/submission.py (rendered)")
@@ -328,7 +333,8 @@ def _render_template(root: Path, context: dict) -> str:
 
 def check_rendered(raw: str, sources: Sources, root: Path, names: bool = True) -> None:
     """The rendered text before black: valid Python, no undefined name (`names`), the template's part within the
-    contract (the modules were checked on their own, load_sources); an error names the source or template line."""
+    contract (the modules were checked on their own, load_sources); an error names the source or template line.
+    """
     try:
         ast.parse(raw)
     except SyntaxError as exc:

@@ -90,7 +90,9 @@ def test_cuda_src_has_line_markers_for_every_source(built):
     cuda = _literal(built, "CUDA_SRC")
     manifest = yaml.safe_load((REPO_ROOT / "kernels_src" / "sources.yaml").read_text())
     markers = re.findall(r'^#line 1 "(kernels_src/[^"]+)"$', cuda, flags=re.M)
-    unrouted = [e.launcher.split("::")[1] for e in registry.ENGINES if e not in routed_engines() and e.launcher]
+    unrouted = [
+        e.launcher.split("::")[1] for e in registry.ENGINES if e not in routed_engines() and e.launcher
+    ]
     kept = [
         name
         for name in manifest["cuda"]
@@ -446,7 +448,8 @@ def test_dispatch_on_a_file_without_the_tables_is_one_line(tmp_path):
 
 def test_the_file_holds_the_routed_engines_and_the_tools_file_every_one(built, every_engine_file, tmp_path):
     """dist/submission.py's ENGINES are engines `dispatch` routes to, without what only the tools read (an engine's
-    rule); build/every_engine.py, which sweep, ab, profile and probe-gemm load, has every engine and its rule."""
+    rule); build/every_engine.py, which sweep, ab, profile and probe-gemm load, has every engine and its rule.
+    """
     (tmp_path / "submission.py").write_text(built)
     shipped = load_submission(tmp_path / "submission.py", module_name="engines_shipped")
     result = CliRunner().invoke(main, ["dispatch", str(tmp_path / "submission.py")])

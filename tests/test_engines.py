@@ -111,10 +111,13 @@ def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
 
 def test_the_registry_is_the_only_list_of_engines():
     """ENGINES are the engines made in PRECEDENCE's order, each with its table; the compressed GEMVs come first
-    (they stream the fewest bytes) and mma_gemv, whose defaults take every other m <= 32, after the TMA GEMV."""
+    (they stream the fewest bytes) and mma_gemv, whose defaults take every other m <= 32, after the TMA GEMV.
+    """
     names = [engine.name for engine in registry.ENGINES]
     assert names == list(registry.PRECEDENCE) and len(set(names)) == len(names)
-    assert names[:2] == ["compressed_gemv", "compressed_ring"] and names.index("tma_gemv") < names.index("mma_gemv")
+    assert names[:2] == ["compressed_gemv", "compressed_ring"] and names.index("tma_gemv") < names.index(
+        "mma_gemv"
+    )
     assert set(registry.BY_NAME) == set(names) | {"cublas"}
     for engine in registry.ENGINES:
         assert (REPO_ROOT / "tables" / engine.table_file).is_file(), engine.table_file

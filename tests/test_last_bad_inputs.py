@@ -57,13 +57,18 @@ def test_an_error_in_the_python_a_user_edits_is_its_line(tmp_path, path, old, ne
     assert old in text
     source.write_text(text.replace(old, new, 1))
     run = subprocess.run(
-        [sys.executable, "-m", "generator", "build", "--no-compilers"], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-m", "generator", "build", "--no-compilers"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     lines = (run.stdout + run.stderr).strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1, run.stdout + run.stderr
     match = re.match(says, lines[0])
     assert match, lines[0]
-    assert new in source.read_text().splitlines()[int(match.group(1)) - 1]  # the line it names holds the fault
+    assert (
+        new in source.read_text().splitlines()[int(match.group(1)) - 1]
+    )  # the line it names holds the fault
     assert (tmp_path / "dist" / "submission.py").read_text() == PREVIOUS
 
 
@@ -83,7 +88,10 @@ def test_compile_names_a_stale_constants_header(repo_copy, how):
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["probe-gemm", "128", "4096", "4096", "--config", "192,128,4,132"], "rows=192 is not one of (128, 256)"),
+        (
+            ["probe-gemm", "128", "4096", "4096", "--config", "192,128,4,132"],
+            "rows=192 is not one of (128, 256)",
+        ),
         (["probe-gemm", "128", "4000", "4096"], "needs N divisible by 128"),
         (["probe-gemm", "128", "4096", "4096", "--file", "missing.py"], "missing.py: no such file"),
         (["sweep", "--write", "no/such/folder/table.yaml"], "--write no/such/folder/table.yaml: no folder"),
@@ -104,7 +112,9 @@ def test_a_verify_whose_prepare_raised_says_so_in_its_summary():
     result = CliRunner().invoke(main, ["verify", "--device", "cpu", "--shrink", "8"])
     summary = result.output.strip().splitlines()[-1]
     assert result.exit_code == 1
-    assert summary.startswith("0 passed, 0 failed") and "[normal] prepare raised ValueError" in summary, summary
+    assert (
+        summary.startswith("0 passed, 0 failed") and "[normal] prepare raised ValueError" in summary
+    ), summary
 
 
 def test_clangd_takes_binding_cpp_as_host_cpp_and_the_cuda_sources_as_cuda():
@@ -117,10 +127,14 @@ def test_clangd_takes_binding_cpp_as_host_cpp_and_the_cuda_sources_as_cuda():
     assert len(host) == len(fragments), ".clangd: a fragment without an If: applies to every file"
     pattern = host[0]["If"]["PathMatch"]
     assert re.fullmatch(pattern, "kernels_src/binding.cpp")
-    assert not any(re.fullmatch(pattern, f"kernels_src/{p.name}") for p in (REPO_ROOT / "kernels_src").glob("*.cuh"))
+    assert not any(
+        re.fullmatch(pattern, f"kernels_src/{p.name}") for p in (REPO_ROOT / "kernels_src").glob("*.cuh")
+    )
     flags = host[0]["CompileFlags"]
     assert "-xcuda" in flags["Remove"] and "-xc++" in flags["Add"]
-    assert (REPO_ROOT / "compile_flags.txt").is_file(), "compile_flags.txt: clangd needs it for the CUDA sources"
+    assert (
+        REPO_ROOT / "compile_flags.txt"
+    ).is_file(), "compile_flags.txt: clangd needs it for the CUDA sources"
 
 
 def test_the_suite_runs_from_a_subfolder():
@@ -142,7 +156,10 @@ def test_the_suite_runs_from_a_subfolder():
     tables = config(REPO_ROOT / "tables")
     root_conftest.pytest_configure(tables)
     assert tables.args == [str(REPO_ROOT / "tests")]
-    for untouched in (config(REPO_ROOT / "tests"), config(REPO_ROOT / "tables", pytest.Config.ArgsSource.ARGS)):
+    for untouched in (
+        config(REPO_ROOT / "tests"),
+        config(REPO_ROOT / "tables", pytest.Config.ArgsSource.ARGS),
+    ):
         before = list(untouched.args)
         root_conftest.pytest_configure(untouched)
         assert untouched.args == before

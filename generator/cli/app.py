@@ -48,7 +48,9 @@ def _output_folder(ctx, param, path: Path | None) -> Path | None:
 
 def output_option(*names, **kwargs):
     """A file a command writes: its folder must exist (checked with the arguments)."""
-    return click.option(*names, type=click.Path(dir_okay=False, path_type=Path), callback=_output_folder, **kwargs)
+    return click.option(
+        *names, type=click.Path(dir_okay=False, path_type=Path), callback=_output_folder, **kwargs
+    )
 
 
 def fail(message: str, code: int = 2) -> None:

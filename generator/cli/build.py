@@ -99,7 +99,9 @@ def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: b
         click.echo(f"{out} and the files it derives are up to date; {checked}")
         return
     rewrote = [problem.split(":", 1)[0] for problem in derived_files(root, write=True)]
-    if any(name.startswith("tables/") for name in rewrote):  # a table's field lines: the file's digest reads them
+    if any(
+        name.startswith("tables/") for name in rewrote
+    ):  # a table's field lines: the file's digest reads them
         text = render_submission(root)
     try:
         write_atomic(out, text)
