@@ -3,49 +3,25 @@
 
 The engines, in precedence order: a (layer, m) runs on the first engine whose table gives it a config.
 
-compressed_gemv (m <= 32, bf16 layers): the weights stream 12-bit and lossless (each weight's low byte plus a
-4-bit index into a 16-entry table of sign/exponent bytes; 25 % fewer bytes than bf16) through mma_gemv's
-skeleton, each fragment rebuilt in registers with byte permutes. Weights outside the table are exceptions: a K
-group's first three ride in its header and are added by one more mma each, the rest sit in one list with an
-offset per (16-row block, K group) and are multiplied after the loop. A layer whose whole format would cost 14
-bits a weight or more keeps its bf16 engines (prepare() says so in one line).
+compressed_gemv (m <= 32, bf16 layers): mma_gemv's skeleton on 12-bit lossless weights (each weight's low byte
+and a 4-bit code into a table of 16 sign/exponent bytes; the exceptions patched in or listed apart), rebuilt
+in registers: 25 % fewer bytes.
 
-compressed_ring (m <= 32, bf16 layers): the 12-bit stream of compressed_gemv repacked into ring slots (a
-64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's boxes
-(one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A registers,
-OR the headers' patches in, and multiply by x from shared memory: x crosses into each SM once per 64 rows. The
-overflow is a per-row list a stager warp puts in shared memory while the stream runs; it is added after the
-warpgroups' partials are folded. A layer with more overflow in one tile than a CTA stages keeps its other
-engines (prepare() says so in one line).
+compressed_ring (m <= 32, bf16 layers): the same 12-bit stream in ring slots beside x's boxes (TMA), decoded
+straight into wgmma's A registers: x crosses into an SM once per 64 rows.
 
-tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp as
-plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory ring read
-by one consumer warpgroup's wgmma. Full tiles: 64 rows and a K range per CTA, splits CTAs reduced by the
-semaphore or a thread-block cluster (gathered on rank 0 or scattered over the ranks); half tiles: 32 rows and
-the whole K per CTA, two K halves stacked per slot and met by x's two boxes in one wgmma, no split.
+tma_gemv (m <= 32): pre-swizzled 64 x 64 weight tiles by plain bulk copies into a shared-memory ring read by
+one consumer warpgroup's wgmma; full tiles split K over CTAs (semaphore or cluster), half tiles take 32 rows
+and the whole K.
 
-mma_gemv (m <= 32): mma.sync m16n8k16, bf16 x bf16 -> fp32, weights as the A operand repacked once into
-fragment order (each lane streams one 16-byte load per fragment), x as B (8 tokens per column block, one
-16-byte load per 32-wide K block). A CTA owns row_blocks 16-row blocks; its warps split K and reduce through
-shared memory; splits CTAs split K further, reduced by a self-resetting semaphore, a thread-block cluster
-(st.async into rank 0) or, for the router's fp32 output, atomic adds. The fp32 router runs as a bf16 hi+lo
-pair into one fp32 accumulator (about 2^-16 relative).
+mma_gemv (m <= 32): mma.sync with the weights repacked in fragment order (one 16-byte load a lane a fragment);
+warps split K through shared memory, CTAs by a semaphore, a cluster or the router's fp32 atomics.
 
-persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first) and x
-(tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in full waves,
-the rest split over equal groups of CTAs: each stores its partial, then sums and writes its share of the
-tile's.
+tma_gemm (33 <= m <= 256): tma_gemv's kernel with 1-4 consumer warpgroups against one x box of up to 256
+tokens; K split over CTAs, reduced by the semaphore or L2 atomics.
 
-tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row weight
-tile against one shared x box of up to 256 tokens (wgmma N = 8 NB), so x crosses from L2 once per 64 x
-warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2 atomics into a
-zeroed accumulator that the last CTA writes out and re-zeroes.
-
-splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens per
-program, wgmma), TMA descriptors for x and the weights (the weights' built once in prepare()), K split over
-`splits` programs and reduced in the same launch: by a self-resetting semaphore (partials to the workspace,
-the last program sums them in order) or by fp32 atomic adds into a zeroed accumulator that the last program
-writes out and re-zeroes. The router: hi and lo into one fp32 accumulator.
+splitk_gemm (m > 32): a Triton GEMM with the weights on wgmma's M side and TMA descriptors, K split over
+programs and reduced in the same launch by a semaphore or fp32 atomics.
 
 cublas (everything else): x @ W[:n].T in bf16; the router as one GEMM over K concatenated, [x, x] @ [hi, lo].T
 with fp32 output.
@@ -134,7 +110,7 @@ CUDA kernels this file compiles (28, each a case of the launch table runtime.py 
 """
 
 # Generated by `python -m generator build` (black 26.10.1) from kernels_src/ and tables/ (inputs
-# sha256:b10c7b53abe43187).
+# sha256:532468f0721607cd).
 # Do not edit by hand: change the sources or tables and rebuild. Reading order: the problem and the tables,
 # prepare() and kernel_fn(), the engines, then the CUDA and C++ sources.
 
@@ -180,49 +156,22 @@ LAYERS: dict = {
 # Every m the judge may send; prepare() warms each one up.
 WARMUP_M = (1, 5, 7, 8, 9, 16, 32, 64, 128, 256)
 
-# The engines' tables (tables/<engine>.yaml): (layer, m) -> the config's fields, or None for "not this engine
-# here"; an engine with defaults also names a config per weight kind (plain bf16, dual: fp32 as hi + lo).
+# The engines' tables (tables/<engine>.yaml): (layer, m) -> the config's values in the order its comment names,
+# or None for "not this engine here"; an engine with defaults also names a config per weight kind (plain bf16,
+# dual: fp32 as hi + lo).
 TABLES: dict = {
-    "compressed_gemv": {
+    "compressed_gemv": {  # (warps, splits, groups, pipeline, row_blocks, reduce)
         "entries": {
             ("qkv_gate", 1): None,
             ("qkv_gate", 8): None,
             ("qkv_gate", 16): None,
             ("qkv_gate", 32): None,
-            ("o", 1): {
-                "warps": 8,
-                "splits": 1,
-                "groups": 1,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
-            ("o", 8): {
-                "warps": 8,
-                "splits": 1,
-                "groups": 1,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
+            ("o", 1): (8, 1, 1, "batch", 1, "none"),
+            ("o", 8): (8, 1, 1, "batch", 1, "none"),
             ("o", 16): None,
             ("o", 32): None,
-            ("pooler", 1): {
-                "warps": 8,
-                "splits": 1,
-                "groups": 4,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
-            ("pooler", 8): {
-                "warps": 16,
-                "splits": 1,
-                "groups": 1,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
+            ("pooler", 1): (8, 1, 4, "batch", 1, "none"),
+            ("pooler", 8): (16, 1, 1, "batch", 1, "none"),
             ("pooler", 16): None,
             ("pooler", 32): None,
             ("unpooler", 1): None,
@@ -231,367 +180,132 @@ TABLES: dict = {
             ("unpooler", 32): None,
         }
     },
-    "compressed_ring": {
+    "compressed_ring": {  # (stages, warpgroups, groups)
         "entries": {
             ("o", 16): None,
             ("o", 32): None,
-            ("unpooler", 16): {"stages": 8, "warpgroups": 4, "groups": 2},
-            ("unpooler", 32): {"stages": 8, "warpgroups": 4, "groups": 2},
+            ("unpooler", 16): (8, 4, 2),
+            ("unpooler", 32): (8, 4, 2),
         }
     },
-    "tma_gemv": {
+    "tma_gemv": {  # (splits, stages, tile, reduce)
         "entries": {
             ("qkv_gate", 1): None,
-            ("qkv_gate", 8): {"splits": 1, "stages": 16, "tile": "half", "reduce": "none"},
-            ("qkv_gate", 16): {"splits": 1, "stages": 16, "tile": "half", "reduce": "none"},
-            ("qkv_gate", 32): {"splits": 1, "stages": 14, "tile": "half", "reduce": "none"},
+            ("qkv_gate", 8): (1, 16, "half", "none"),
+            ("qkv_gate", 16): (1, 16, "half", "none"),
+            ("qkv_gate", 32): (1, 14, "half", "none"),
             ("o", 1): None,
             ("o", 8): None,
-            ("o", 16): {"splits": 1, "stages": 8, "tile": "full", "reduce": "none"},
-            ("o", 32): {"splits": 1, "stages": 8, "tile": "full", "reduce": "none"},
+            ("o", 16): (1, 8, "full", "none"),
+            ("o", 32): (1, 8, "full", "none"),
             ("pooler", 1): None,
             ("pooler", 8): None,
-            ("pooler", 16): {"splits": 1, "stages": 12, "tile": "half", "reduce": "none"},
-            ("pooler", 32): {"splits": 1, "stages": 12, "tile": "half", "reduce": "none"},
+            ("pooler", 16): (1, 12, "half", "none"),
+            ("pooler", 32): (1, 12, "half", "none"),
             ("unpooler", 1): None,
             ("unpooler", 8): None,
-            ("unpooler", 16): {"splits": 1, "stages": 12, "tile": "full", "reduce": "none"},
-            ("unpooler", 32): {"splits": 1, "stages": 12, "tile": "full", "reduce": "none"},
+            ("unpooler", 16): (1, 12, "full", "none"),
+            ("unpooler", 32): (1, 12, "full", "none"),
             ("router", 1): None,
             ("router", 8): None,
             ("router", 16): None,
             ("router", 32): None,
         }
     },
-    "mma_gemv": {
+    "mma_gemv": {  # (warps, splits, unroll, pipeline, row_blocks, reduce)
         "entries": {
-            ("qkv_gate", 1): {
-                "warps": 16,
-                "splits": 1,
-                "unroll": 2,
-                "pipeline": "double",
-                "row_blocks": 2,
-                "reduce": "none",
-            },
-            ("qkv_gate", 8): {
-                "warps": 16,
-                "splits": 1,
-                "unroll": 2,
-                "pipeline": "double",
-                "row_blocks": 2,
-                "reduce": "none",
-            },
-            ("qkv_gate", 16): {
-                "warps": 16,
-                "splits": 1,
-                "unroll": 2,
-                "pipeline": "double_w",
-                "row_blocks": 2,
-                "reduce": "none",
-            },
-            ("qkv_gate", 32): {
-                "warps": 4,
-                "splits": 4,
-                "unroll": 1,
-                "pipeline": "double",
-                "row_blocks": 1,
-                "reduce": "cluster",
-            },
-            ("o", 1): {
-                "warps": 8,
-                "splits": 1,
-                "unroll": 2,
-                "pipeline": "double",
-                "row_blocks": 2,
-                "reduce": "none",
-            },
-            ("o", 8): {
-                "warps": 8,
-                "splits": 1,
-                "unroll": 4,
-                "pipeline": "batch",
-                "row_blocks": 2,
-                "reduce": "none",
-            },
+            ("qkv_gate", 1): (16, 1, 2, "double", 2, "none"),
+            ("qkv_gate", 8): (16, 1, 2, "double", 2, "none"),
+            ("qkv_gate", 16): (16, 1, 2, "double_w", 2, "none"),
+            ("qkv_gate", 32): (4, 4, 1, "double", 1, "cluster"),
+            ("o", 1): (8, 1, 2, "double", 2, "none"),
+            ("o", 8): (8, 1, 4, "batch", 2, "none"),
             ("o", 16): None,
             ("o", 32): None,
-            ("pooler", 1): {
-                "warps": 8,
-                "splits": 1,
-                "unroll": 4,
-                "pipeline": "double",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
-            ("pooler", 8): {
-                "warps": 8,
-                "splits": 1,
-                "unroll": 8,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
-            ("pooler", 16): {
-                "warps": 8,
-                "splits": 1,
-                "unroll": 2,
-                "pipeline": "double",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
-            ("pooler", 32): {
-                "warps": 4,
-                "splits": 2,
-                "unroll": 4,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "cluster",
-            },
-            ("unpooler", 1): {
-                "warps": 16,
-                "splits": 1,
-                "unroll": 8,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
-            ("unpooler", 8): {
-                "warps": 16,
-                "splits": 1,
-                "unroll": 8,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "none",
-            },
-            ("unpooler", 16): {
-                "warps": 8,
-                "splits": 1,
-                "unroll": 4,
-                "pipeline": "batch",
-                "row_blocks": 2,
-                "reduce": "none",
-            },
+            ("pooler", 1): (8, 1, 4, "double", 1, "none"),
+            ("pooler", 8): (8, 1, 8, "batch", 1, "none"),
+            ("pooler", 16): (8, 1, 2, "double", 1, "none"),
+            ("pooler", 32): (4, 2, 4, "batch", 1, "cluster"),
+            ("unpooler", 1): (16, 1, 8, "batch", 1, "none"),
+            ("unpooler", 8): (16, 1, 8, "batch", 1, "none"),
+            ("unpooler", 16): (8, 1, 4, "batch", 2, "none"),
             ("unpooler", 32): None,
-            ("router", 1): {
-                "warps": 16,
-                "splits": 4,
-                "unroll": 4,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "cluster",
-            },
-            ("router", 8): {
-                "warps": 8,
-                "splits": 8,
-                "unroll": 4,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "cluster",
-            },
-            ("router", 16): {
-                "warps": 16,
-                "splits": 4,
-                "unroll": 4,
-                "pipeline": "batch_l2",
-                "row_blocks": 1,
-                "reduce": "cluster",
-            },
-            ("router", 32): {
-                "warps": 8,
-                "splits": 16,
-                "unroll": 1,
-                "pipeline": "double",
-                "row_blocks": 1,
-                "reduce": "atomic_out",
-            },
+            ("router", 1): (16, 4, 4, "batch", 1, "cluster"),
+            ("router", 8): (8, 8, 4, "batch", 1, "cluster"),
+            ("router", 16): (16, 4, 4, "batch_l2", 1, "cluster"),
+            ("router", 32): (8, 16, 1, "double", 1, "atomic_out"),
         },
-        "defaults": {
-            "plain": {
-                "warps": 4,
-                "splits": 2,
-                "unroll": 4,
-                "pipeline": "batch",
-                "row_blocks": 1,
-                "reduce": "cluster",
-            },
-            "dual": {
-                "warps": 16,
-                "splits": 4,
-                "unroll": 1,
-                "pipeline": "double",
-                "row_blocks": 1,
-                "reduce": "cluster",
-            },
-        },
+        "defaults": {"plain": (4, 2, 4, "batch", 1, "cluster"), "dual": (16, 4, 1, "double", 1, "cluster")},
     },
-    "persistent_gemm": {
+    "tma_gemm": {  # (warpgroups, splits, stages, reduce, epilogue)
         "entries": {
+            ("qkv_gate", 64): (1, 3, 8, "atomic", "direct"),
             ("qkv_gate", 128): None,
             ("qkv_gate", 256): None,
+            ("o", 64): (1, 1, 8, "none", "staged"),
             ("o", 128): None,
             ("o", 256): None,
+            ("pooler", 64): (1, 2, 8, "semaphore", "direct"),
             ("pooler", 128): None,
             ("pooler", 256): None,
-            ("unpooler", 128): None,
-            ("unpooler", 256): None,
-        }
-    },
-    "tma_gemm": {
-        "entries": {
-            ("qkv_gate", 64): {
-                "warpgroups": 1,
-                "splits": 3,
-                "stages": 8,
-                "reduce": "atomic",
-                "epilogue": "direct",
-            },
-            ("qkv_gate", 128): None,
-            ("qkv_gate", 256): None,
-            ("o", 64): {"warpgroups": 1, "splits": 1, "stages": 8, "reduce": "none", "epilogue": "staged"},
-            ("o", 128): None,
-            ("o", 256): None,
-            ("pooler", 64): {
-                "warpgroups": 1,
-                "splits": 2,
-                "stages": 8,
-                "reduce": "semaphore",
-                "epilogue": "direct",
-            },
-            ("pooler", 128): None,
-            ("pooler", 256): None,
-            ("unpooler", 64): {
-                "warpgroups": 1,
-                "splits": 1,
-                "stages": 8,
-                "reduce": "none",
-                "epilogue": "staged",
-            },
-            ("unpooler", 128): {
-                "warpgroups": 1,
-                "splits": 1,
-                "stages": 6,
-                "reduce": "none",
-                "epilogue": "staged",
-            },
+            ("unpooler", 64): (1, 1, 8, "none", "staged"),
+            ("unpooler", 128): (1, 1, 6, "none", "staged"),
             ("unpooler", 256): None,
             ("router", 64): None,
             ("router", 128): None,
             ("router", 256): None,
         }
     },
-    "splitk_gemm": {
+    "splitk_gemm": {  # (block_n, block_m, block_k, splits, warps, stages, loads, reduce)
         "entries": {
             ("qkv_gate", 64): None,
             ("qkv_gate", 128): None,
             ("qkv_gate", 256): None,
-            ("o", 64): {
-                "block_n": 64,
-                "block_m": 64,
-                "block_k": 128,
-                "splits": 1,
-                "warps": 4,
-                "stages": 4,
-                "loads": "tma",
-                "reduce": "none",
-            },
+            ("o", 64): (64, 64, 128, 1, 4, 4, "tma", "none"),
             ("o", 128): None,
             ("o", 256): None,
-            ("pooler", 64): {
-                "block_n": 64,
-                "block_m": 64,
-                "block_k": 128,
-                "splits": 4,
-                "warps": 4,
-                "stages": 3,
-                "loads": "tma",
-                "reduce": "atomic",
-            },
-            ("pooler", 128): {
-                "block_n": 64,
-                "block_m": 128,
-                "block_k": 128,
-                "splits": 2,
-                "warps": 4,
-                "stages": 4,
-                "loads": "tma",
-                "reduce": "atomic",
-            },
+            ("pooler", 64): (64, 64, 128, 4, 4, 3, "tma", "atomic"),
+            ("pooler", 128): (64, 128, 128, 2, 4, 4, "tma", "atomic"),
             ("pooler", 256): None,
-            ("unpooler", 64): {
-                "block_n": 64,
-                "block_m": 64,
-                "block_k": 128,
-                "splits": 1,
-                "warps": 4,
-                "stages": 4,
-                "loads": "tma",
-                "reduce": "none",
-            },
+            ("unpooler", 64): (64, 64, 128, 1, 4, 4, "tma", "none"),
             ("unpooler", 128): None,
             ("unpooler", 256): None,
-            ("router", 64): {
-                "block_n": 64,
-                "block_m": 64,
-                "block_k": 128,
-                "splits": 16,
-                "warps": 4,
-                "stages": 4,
-                "loads": "tma",
-                "reduce": "atomic",
-            },
-            ("router", 128): {
-                "block_n": 64,
-                "block_m": 64,
-                "block_k": 128,
-                "splits": 16,
-                "warps": 4,
-                "stages": 3,
-                "loads": "tma",
-                "reduce": "atomic",
-            },
-            ("router", 256): {
-                "block_n": 64,
-                "block_m": 64,
-                "block_k": 128,
-                "splits": 8,
-                "warps": 4,
-                "stages": 4,
-                "loads": "tma",
-                "reduce": "atomic",
-            },
+            ("router", 64): (64, 64, 128, 16, 4, 4, "tma", "atomic"),
+            ("router", 128): (64, 64, 128, 16, 4, 3, "tma", "atomic"),
+            ("router", 256): (64, 64, 128, 8, 4, 4, "tma", "atomic"),
         }
     },
 }
 
 
-# ---- kernels_src/runtime.py: prepare() and kernel_fn(), the judge's entry points; the CUDA extension, compiled for the kernels routed to.
-# Defined ahead of this code in dist/submission.py (templates/submission.py.j2): LAYERS and TABLES (tables/),
-# WARMUP_M (the m's the judge sends), and, at the end of the file, CUDA_SRC and BINDING_SRC (kernels_src/).
+# ---- kernels_src/runtime.py: prepare() and kernel_fn(), the judge's entry points, and the CUDA extension of the kernels routed to.
+# The template defines LAYERS, TABLES and WARMUP_M ahead of this code, CUDA_SRC and BINDING_SRC at the file's end.
+KERNEL_DEVICE = "cuda"  # where prepare() routes to the kernels; elsewhere every shape goes to torch
 
 
 def problem():
-    """(layers, tables) of this file: Layer tuples and the engines' tables of configs."""
+    """(layers, tables) of this file."""
     layers = [Layer(name, **spec) for name, spec in LAYERS.items()]
     return layers, make_tables(TABLES)
 
 
 class Prepared:
-    """What prepare() leaves for kernel_fn() and the harnesses, per layer name where it is per layer."""
+    """What prepare() leaves for kernel_fn(), by layer name where it is per layer."""
 
     def __init__(self, top_m: int):
-        self.top_m = top_m  # the largest m with a plan of its own
-        self.parts = {}  # layer -> its weight parts: (w,) bf16, or (hi, lo) for fp32 weights
-        self.operands = {}  # layer -> {Operand: what an engine's build_operand made}
-        self.refused = {}  # layer -> why compress() refused its weights (the layer keeps its bf16 engines)
-        self.routes = {}  # layer -> [(engine, cfg) for m = 0 .. top_m]
-        self.buffers = {}  # the shared buffers by name: workspace, semaphores, counters, accumulator
+        self.top_m = top_m
+        self.parts = {}  # (w,), or (hi, lo) for fp32 weights
+        self.operands = {}
+        self.refused = {}
+        self.routes = {}  # [(engine, cfg) for m = 0 .. top_m]
+        self.buffers = {}
         self.kernels = []  # the extension's Variants, in launch-table order
-        self.extension = None  # the compiled extension (plan, run), or None without CUDA kernels
-        self.plans = {}  # layer -> [(n, call) for m = 0 .. top_m]
+        self.extension = None
+        self.plans = {}  # [(n, call) for m = 0 .. top_m]
 
 
 def prepare(weights):
-    """Everything slow, once, untimed: weight layouts, compilation, one launch per (layer, m), warm-up."""
+    """Everything slow, once: weight layouts, compilation, one launch per (layer, m), warm-up."""
     layers, tables = problem()
     device = next(iter(weights.values())).device
     state = Prepared(plan_max_m(tables))
@@ -603,8 +317,8 @@ def prepare(weights):
             )
         state.parts[layer.name] = split_hi_lo(w) if layer.dual else (w,)
         state.operands[layer.name] = {}
-    cuda = device.type == "cuda"
-    if not cuda:  # no kernels off the GPU: every shape on the fallback (the harness's CPU checks)
+    cuda = device.type == KERNEL_DEVICE
+    if not cuda:
         tables = make_tables({})
     for layer in layers:
         state.routes[layer.name] = layer_routes(state, layer, tables)
@@ -614,8 +328,7 @@ def prepare(weights):
         "counters": torch.zeros(COUNTERS, dtype=torch.int32, device=device),
         "accumulator": torch.zeros(ACCUMULATOR_FLOATS, dtype=torch.float32, device=device),
     }
-    # One extension for every kernel the tables can reach, including the routes of a layer compress() refuses:
-    # the same build serves any weights, and is cached across processes (torch's extension cache).
+    # every kernel the tables can reach, a refused layer's routes too: one build serves any weights
     state.kernels = variants(layers, tables) if cuda else []
     state.extension = build_extension(state.kernels) if state.kernels else None
     made = make_plans(state, layers)
@@ -624,8 +337,7 @@ def prepare(weights):
 
 
 def make_plans(state, layers) -> dict:
-    """One launch per (layer, m) into state.plans; m's that share an (engine, config, n, kernel) share it.
-    Returns {key: (n, call, the first m it serves)}."""
+    """One launch per (layer, m) into state.plans: {key: (n, call, its first m)}."""
     made = {}
     for layer in layers:
         plans = [(-1, None)]  # m = 0: no plan (kernel_fn falls back)
@@ -641,7 +353,7 @@ def make_plans(state, layers) -> dict:
 
 
 def warm_up(state, layers, weights, made, device) -> None:
-    """Every launch once (Triton compiles here, cuBLAS picks its kernels), then every m the judge sends."""
+    """Every launch once (Triton compiles, cuBLAS picks its kernels), then every m the judge sends."""
     for (name, *_), (n, call, m) in made.items():
         call(torch.randn(m, weights[name].shape[1], device=device).to(torch.bfloat16))
     for layer in layers:
@@ -655,15 +367,14 @@ def warm_up(state, layers, weights, made, device) -> None:
 
 
 def layer_routes(state, layer, tables) -> list:
-    """(engine, config) for m = 0 .. top_m of one layer, building each engine's operands on the way. A layer whose
-    weights a compressed engine refuses is routed again without that engine, with one line saying why."""
+    """(engine, config) for m = 0 .. top_m, operands built; a compressed engine refusing the weights is skipped."""
     skip = ()
     while True:
         out = [(None, None)] + [route(layer, m, tables, skip) for m in range(1, state.top_m + 1)]
         for engine, cfg in out[1:]:
             try:
                 add_operands(state, engine, cfg, layer)
-            except CompressionError as refused:  # the layer keeps its other engines; the run goes on
+            except CompressionError as refused:
                 say_refusal(refused)
                 state.refused[layer.name] = str(refused)
                 skip += (engine.name,)
@@ -673,63 +384,41 @@ def layer_routes(state, layer, tables) -> list:
 
 
 def say_refusal(refused) -> None:
-    """The file's one output (generator/contract.py lets only this function print): the line saying which layer
-    a compressed engine refused, and why. print, as the submission may import only torch, triton and typing.
-    """
+    """The file's one output (generator/contract.py)."""
     print(f"prepare: {refused}", flush=True)
 
 
 def add_operands(state, engine, cfg, layer) -> None:
-    """What `engine` reads for cfg on `layer`, built once (CompressionError if the weights cannot be compressed)."""
+    """What `engine` reads for cfg on `layer`, built once."""
     have = state.operands[layer.name]
     for operand in engine.operands(cfg, layer):
         if operand not in have:
             have[operand] = engine.build_operand(operand, state.parts[layer.name], layer)
 
 
-def served_by(state, layer: str, m: int):
-    """(engine, config) that serve m tokens of `layer` in this prepared state (cuBLAS past the plans)."""
-    routes = state.routes[layer]
-    return routes[m] if 0 < m < len(routes) else (BY_NAME["cublas"], BY_NAME["cublas"].Config())
-
-
-def use_kernels(state, extra) -> None:
-    """Make `extra` kernels launchable on a prepared state too (sweep, ab, profile time configs no table names):
-    one extension with the state's kernels and these. Launches made before keep theirs."""
-    missing = [variant for variant in dict.fromkeys(extra) if variant not in state.kernels]
-    if missing:
-        state.kernels = state.kernels + missing
-        state.extension = build_extension(state.kernels)
-
-
 def kernel_fn(data, state):
-    """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m). An x it cannot
-    serve (not a [m, k] bf16 tensor on the weights' device) fails in torch's fallback GEMM, which the launches
-    send such an x to: that failure becomes one ValueError saying what x must be (x_error). A bf16 x that is
-    contiguous and 16-byte aligned goes to a CUDA kernel's launch as it is: its rank, k and device are not checked
-    there, as that would cost every right call (the judge sends [m, k] on the GPU)."""
+    """The timed call: out = x . W[:n]^T by prepare()'s launch; a wrong x fails in cuBLAS, then x_error says why."""
     x = data["x"]
     config = data["config"]
-    try:  # costs a right x nothing: no check runs unless a call has already failed
+    try:
         plans = state.plans[config["layer"]]
         m = x.shape[0]
         if m < len(plans):
             n, call = plans[m]
             if n == config["n"]:
                 return call(x)
-        # an m past the plans (or a width the judge never asks for): cuBLAS
+        # an m past the plans, or a width the judge never asks for
         layer = Layer(config["layer"], **LAYERS[config["layer"]])
-        return fallback_plan(layer, config["n"], state.parts[layer.name], cublas_operand(state, layer))(x)
+        return PlanContext(state, layer).fallback(config["n"])(x)
     except Exception:
         wrong = x_error(x, config["layer"], state)
-        if wrong is None:  # x is right: the failure is another one
+        if wrong is None:
             raise
         raise wrong from None
 
 
 def x_error(x, layer: str, state):
-    """The ValueError for an x kernel_fn cannot serve on `layer` (its type, dtype, rank, k or device), naming the x
-    it takes; None for a right x."""
+    """The ValueError naming the x `layer` takes, or None for a right x."""
     if layer not in LAYERS:
         return ValueError(f"kernel_fn: no layer {layer!r} in this file (it has {', '.join(LAYERS)})")
     k, device = LAYERS[layer]["k"], state.buffers["workspace"].device
@@ -742,22 +431,15 @@ def x_error(x, layer: str, state):
     return ValueError(f"kernel_fn: {layer} takes x as a [m, {k}] {BF16} tensor on {device}, got {got}")
 
 
-def cublas_operand(state, layer):
-    add_operands(state, BY_NAME["cublas"], None, layer)
-    return state.operands[layer.name].get(HI_LO)
-
-
 BF16 = torch.bfloat16
-# The current CUDA stream as an integer, cheaply (the capture stream inside torch.cuda.graph): torch's own fast
-# path (what Triton's launcher uses), else the public one.
+# The current CUDA stream (a graph's capture stream too) as an integer: torch's fast path, else the public one
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
     lambda index: torch.cuda.current_stream(index).cuda_stream
 )
 
 
 class PlanContext:
-    """What an engine's plan() may use for one layer: its weight parts and operands, the shared buffers, and
-    cuda_plan() for a kernel of the extension."""
+    """What an engine's plan() uses for one layer."""
 
     def __init__(self, state, layer):
         self.state = state
@@ -766,21 +448,20 @@ class PlanContext:
         self.operands = state.operands[layer.name]
         self.buffers = state.buffers
 
-    def fallback(self, m):
+    def fallback(self, n):
+        """x -> out by cuBLAS, n outputs."""
         add_operands(self.state, BY_NAME["cublas"], None, self.layer)
-        return fallback_plan(self.layer, self.layer.n_for(m), self.parts, self.operands.get(HI_LO))
+        return fallback_plan(self.layer, n, self.parts, self.operands.get(HI_LO))
 
     def cuda_plan(self, variant, layer, m, pointers, scalars=()):
-        """x -> out through the extension's kernel `variant`, its pointers and constants fixed now; an x the
-        kernels do not take (another dtype, not contiguous, not 16-byte aligned) goes to cuBLAS."""
+        """x -> out by the extension's kernel `variant`; an x it does not take goes to cuBLAS."""
         kernels = self.state.kernels
         if variant not in kernels:
             raise RuntimeError(
                 f"the extension has no kernel {variant}: the build's kernel list missed a route"
             )
         n, ext = layer.n_for(m), self.state.extension
-        # The plan holds what its raw pointers point at (operands, shared buffers), so that it stays valid when
-        # the caller keeps the plan and drops the state (sweep, ab, tests).
+        # what its raw pointers point at, so that the plan outlives the state
         held = (tuple(pointers), self.buffers)
         if len(pointers) > CALL_OPERANDS or len(scalars) > CALL_SCALARS:
             raise ValueError(
@@ -791,7 +472,7 @@ class PlanContext:
         plan_id = ext.plan(kernels.index(variant), n, layer.k, addresses, tuple(scalars), ws, sem)
         if plan_id < 0:
             raise RuntimeError(f"{variant.engine}: the extension's call layout does not hold these operands")
-        run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(m)
+        run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(n)
         device = self.buffers["workspace"].device
         index = device.index
 
@@ -810,10 +491,8 @@ class PlanContext:
         return call
 
 
-# nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
-# Hidden visibility: a process may load several of these extensions (sweep, ab and the GPU tests add kernels to
-# prepare()'s), which define the same names (okc_launch, the kernels); exported, a later one's calls can bind to
-# an earlier one's definitions and launch the wrong kernel of the wrong table.
+# -gencode keeps torch from adding its default targets; hidden visibility keeps two extensions of one process
+# (their okc_launch, their kernels) from binding to each other's definitions.
 CUDA_FLAGS = [
     "-O3",
     "-std=c++17",
@@ -826,7 +505,7 @@ _EXTENSIONS = {}
 
 
 def launch_table(kernels) -> str:
-    """The C++ that maps a kernel number to its launcher: launch_cases(), then launcher<Case<number>>(call)."""
+    """The C++ that maps a kernel number to its launcher: launcher<Case<number>>(call)."""
     lines = [
         launch_cases(kernels),
         "const char* okc_launch(int kernel, const okc::Call& call) {",
@@ -841,8 +520,7 @@ def launch_table(kernels) -> str:
 
 
 def launch_cases(kernels) -> str:
-    """Per kernel of this build, a struct of its Variant's arguments by name (okc::launch::Case<number>): what its
-    engine's launcher reads."""
+    """A struct of each kernel's arguments by name."""
     lines = [
         "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each, its launcher's",
         "// arguments by name.",
@@ -857,8 +535,7 @@ def launch_cases(kernels) -> str:
 
 
 def _member(name: str, value) -> str:
-    """One launch argument as a member of its case's struct: a type, a flag, a mode's code by its enumerator
-    (engine.CudaCode) or a number."""
+    """One launch argument as a member: a type, a flag, a mode's enumerator or a number."""
     if isinstance(value, CudaType):
         return f"using {name} = {value};"
     if isinstance(value, bool):
@@ -869,20 +546,17 @@ def _member(name: str, value) -> str:
 
 
 def cuda_source(cuda_src: str, kernels) -> str:
-    """What nvcc compiles for these kernels: the kernels' sources (CUDA_SRC, which opens with the constants and
-    mode codes generated from the engines: registry.cuda_prelude) and the launch table."""
+    """What nvcc compiles for these kernels: CUDA_SRC and their launch table."""
     return cuda_src + launch_table(kernels)
 
 
 def build_extension(kernels):
-    """The CUDA extension with exactly these kernels (compiled once per process and cached by torch on disk).
-    The binding is plain pybind11 (no torch headers): the CUDA, not the C++ shim, is the build's long pole."""
+    """The CUDA extension of exactly these kernels (torch caches it on disk)."""
     key = tuple(kernels)
     if key not in _EXTENSIONS:
         digest = 0
-        for ch in repr(key):  # a stable name per kernel set, so that two sets do not rebuild each other
+        for ch in repr(key):  # a name per kernel set: two sets do not rebuild each other
             digest = (digest * 131 + ord(ch)) % (1 << 61)
-        # and names of its own in every build, so that even exported symbols could not collide
         own_names = f"#define okc okc_{digest:x}\n#define okc_launch okc_launch_{digest:x}\n"
         options = dict(
             name=f"{EXTENSION_NAME}_{digest:x}",
@@ -901,40 +575,26 @@ def build_extension(kernels):
     return _EXTENSIONS[key]
 
 
-# ---- kernels_src/engine.py: What an engine is: a config of named fields, the rule saying where it runs, its table, what prepare() builds
-# Shared memory a block may opt into on the H200 (static and dynamic together): 227 KB. Triton's kernels take theirs
-# dynamically and count their barriers in (splitk_gemm); the CUDA kernels keep STATIC_SMEM of it for their static
-# __shared__ variables (barriers, flags: 272 bytes at most today), the rest, SMEM_LIMIT, is their dynamic budget.
+# ---- kernels_src/engine.py: What an engine is (Engine, Field, Variant) and what every engine shares: the buffers, the C++ constants.
+# A block's shared memory on the H200; the CUDA kernels' dynamic budget leaves STATIC_SMEM for their static part
 SMEM_PER_BLOCK = 227 * 1024
 STATIC_SMEM = 1024
 SMEM_LIMIT = SMEM_PER_BLOCK - STATIC_SMEM
-# The split-K workspace every engine shares (one launch at a time), in floats: 36 MB (persistent_gemm's 128 x 256
-# partials of 132 CTAs take 17 MB).
-WORKSPACE_FLOATS = 9 * 1024 * 1024
-# The zeroed fp32 accumulator of the accumulator split-K reductions (tma_gemm, splitk_gemm), in floats: every
-# launch leaves it zero (8 MB: a 256-token tile of 8192 rows).
-ACCUMULATOR_FLOATS = 256 * 8192
-# The self-resetting int32 counters the CUDA engines share: one per row group for the semaphore reductions and
-# tma_gemm's accumulator one (SEMAPHORE_GROUPS; tma_gemm takes one per 64-row tile, 128 at most here), then
-# mma_gemv's output-atomic reduction's tickets and flags: one each per row group (TICKET_GROUPS) and split count
-# (TICKET_SPLITS: S = 2, 4, 8, 16, 32). common.cuh reads the layout from the prelude.
+WORKSPACE_FLOATS = 9 * 1024 * 1024  # split-K partials, shared by every engine
+ACCUMULATOR_FLOATS = 256 * 8192  # the zeroed fp32 accumulator of the atomic reductions
+# int32 counters: a semaphore per row group, then mma_gemv's tickets and flags per row group and split count
 SEMAPHORE_GROUPS = 4096
 TICKET_GROUPS = 256
 TICKET_SPLITS = 5
 SEMAPHORES = SEMAPHORE_GROUPS + 2 * TICKET_SPLITS * TICKET_GROUPS
-# The call layout (call.h, okc::Call; binding.cpp's plan()): a launch's operand pointers and 64-bit scalars.
-CALL_OPERANDS = 4
+CALL_OPERANDS = 4  # a launch's pointers (call.h)
 CALL_SCALARS = 3
-# Hopper's largest thread-block cluster (past the portable 8, on request): the cluster reductions' splits limit.
-CLUSTER_MAX = 16
-# prepare() plans every m from 1 to this (or to the largest m a table lists); a larger m goes to cuBLAS.
-PLAN_MAX_M = 256
-DTYPE_BYTES = {"bfloat16": 2, "float32": 4}
+CLUSTER_MAX = 16  # Hopper's largest thread-block cluster
+PLAN_MAX_M = 256  # prepare() plans every m up to this; past it, cuBLAS
 
 
 class Layer(NamedTuple):
-    """One projection of the problem (tables/problem.yaml): weight [n, k] of `dtype`; at m <= narrow_max_m the
-    judge asks only for the first narrow_n outputs (the unpooler's slice on this GPU)."""
+    """One projection: weight [n, k]; at m <= narrow_max_m the judge asks for narrow_n outputs."""
 
     name: str
     n: int
@@ -945,35 +605,26 @@ class Layer(NamedTuple):
 
     @property
     def dual(self) -> bool:
-        """fp32 weights (the router) run as a bf16 hi+lo pair into one fp32 accumulator, fp32 output."""
         return self.dtype == "float32"
 
     @property
     def out_dtype(self) -> str:
-        """The output's dtype, the weight's: bf16 layers write bf16, the router fp32 (CUDA_TYPES: its C++ type)."""
         return self.dtype
 
     def n_for(self, m: int) -> int:
         """The output width the judge asks for at m tokens."""
         return self.narrow_n if self.narrow_n is not None and m <= self.narrow_max_m else self.n
 
-    def weight_bytes(self, m: int) -> int:
-        """Bytes of weight a call at m tokens must read at least once (the memory floor's numerator)."""
-        return self.n_for(m) * self.k * DTYPE_BYTES[self.dtype]
-
 
 class Operand(NamedTuple):
-    """What prepare() builds once per layer for an engine, as the key its state holds it under: a name, and the
-    block shape for operands built per shape (splitk_gemm's weight descriptors)."""
+    """The key of what prepare() builds once per layer for an engine."""
 
     name: str
     shape: tuple = ()
 
 
 class Variant(NamedTuple):
-    """One case of the launch table: the engine, the arguments that pick its kernel (its template arguments) and
-    the rest of its launch's, each ((name, value), ...). runtime.launch_table renders them all as one struct the
-    engine's launcher reads by name (`L::stages`): no argument order is written twice."""
+    """A launch table case: its kernel's and its launch's arguments by name."""
 
     engine: str
     kernel: tuple
@@ -992,32 +643,14 @@ class Variant(NamedTuple):
 
 
 class CudaType(str):
-    """A C++ type as a launch argument (the output's element type): the launch table renders it as `using`."""
+    """A C++ type as a launch argument."""
 
 
-# The C++ element type of each dtype a layer's output may have (Layer.out_dtype).
 CUDA_TYPES = {"bfloat16": CudaType("__nv_bfloat16"), "float32": CudaType("float")}
 
 
-class CudaConstant(NamedTuple):
-    """A figure both languages read, written once in Python and rendered into the C++ ahead of the kernels
-    (registry.cuda_prelude) as `constexpr <ctype> <name> = <value>;`, or a constexpr array for a tuple."""
-
-    name: str  # its C++ name in namespace okc
-    value: object  # an int, or a tuple of ints
-    meaning: str  # the comment it carries there
-    ctype: str = "int"
-
-    def cpp(self) -> str:
-        if isinstance(self.value, tuple):
-            body = f"{self.ctype} {self.name}[] = {{{', '.join(map(str, self.value))}}}"
-        else:
-            body = f"{self.ctype} {self.name} = {self.value}"
-        return f"// {self.meaning}\nconstexpr {body};"
-
-
 class CudaCode(int):
-    """A mode's code: compares, hashes and sorts as its number; the launch table writes its C++ name (and type)."""
+    """A mode's code, with its C++ enumerator."""
 
     cpp: str
     ctype: str
@@ -1029,9 +662,7 @@ class CudaCode(int):
 
 
 class CudaEnum:
-    """A mode as the CUDA side numbers it (CUTLASS's way: the Python names with their C++ spelling beside them):
-    rendered into the C++ ahead of the kernels as `enum class <name> : int {k<Member> = <code>, ...}`, the codes
-    the members' positions; the launch table names the enumerators (`okc::<name>::k<Member>`)."""
+    """A mode as a C++ `enum class`."""
 
     def __init__(self, name: str, members: tuple, meaning: str):
         self.name, self.members, self.meaning = name, tuple(members), meaning
@@ -1045,64 +676,32 @@ class CudaEnum:
             self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}"
         )
 
-    def cpp(self) -> str:
-        codes = ", ".join(f"{self.enumerator(m)} = {i}" for i, m in enumerate(self.members))
-        return f"// {self.meaning}\nenum class {self.name} : int {{ {codes} }};"
 
-
-# The split-K reductions, one vocabulary from the tables to the kernels: each engine's `reduce` field names some of
-# them, its launcher and kernel read the code. (tma_gemv.cuh's kernel compares cluster_gather, cluster_scatter and
-# atomic at run time: at these codes, its SASS is the one measured.)
+# the split-K reductions (tma_gemv.cuh's SASS was measured at these codes)
 REDUCTION = CudaEnum(
     "Reduce",
     ("none", "cluster_gather", "cluster_scatter", "atomic", "semaphore", "cluster", "atomic_out"),
     "engine.py REDUCTION: the split-K reductions (each engine's reduce field names some of them)",
 )
 
-# The constants every CUDA engine shares (each engine adds its own: Engine.cuda_constants).
-SHARED_CUDA_CONSTANTS = (
-    REDUCTION,
-    CudaConstant(
-        "kSmemOptInLimit",
-        SMEM_LIMIT,
-        "engine.py SMEM_LIMIT: dynamic shared memory a CUDA kernel's block may take",
-        "size_t",
-    ),
-    CudaConstant(
-        "kTicketAt",
-        SEMAPHORE_GROUPS,
-        "engine.py SEMAPHORE_GROUPS: int offset of the tickets in the semaphore array",
-    ),
-    CudaConstant(
-        "kTicketGroups", TICKET_GROUPS, "engine.py TICKET_GROUPS: row groups an output-atomic launch may have"
-    ),
-    CudaConstant("kTicketSplits", TICKET_SPLITS, "engine.py TICKET_SPLITS: S = 2, 4, 8, 16, 32"),
-    CudaConstant(
-        "kSemaphoreInts", SEMAPHORES, "engine.py SEMAPHORES: the int32 counters runtime.py allocates"
-    ),
-    CudaConstant("kCallOperands", CALL_OPERANDS, "engine.py CALL_OPERANDS: operand pointers a call holds"),
-    CudaConstant("kCallScalars", CALL_SCALARS, "engine.py CALL_SCALARS: 64-bit scalars a call holds"),
-)
-
 
 REQUIRED = None  # a Field's default when a table entry must give it
+ENGINES_MADE: list = []  # registry.ENGINES orders them
 
 
 class Field(NamedTuple):
-    """One config field, declared once: the Config, `values` / `modes`, make_config, the describe() lines and the
-    table header (generator/tables.py renders it) all read it. `allowed` None: any integer (the engine's rule bounds it; `bounds` says how).
-    """
+    """One config field, declared once."""
 
     name: str
     type: type  # int, or str for a mode
-    allowed: tuple | None
-    meaning: str  # one line: what the field is (the table header's line for it)
-    default: object = REQUIRED  # what a table entry that leaves the field out takes
-    bounds: str = ""  # for allowed None: the range the rule admits, in words
+    allowed: tuple | None  # None: the rule bounds it
+    meaning: str
+    default: object = REQUIRED
+    bounds: str = ""
 
 
 def config_type(name: str, fields: tuple) -> type:
-    """The NamedTuple of these fields, in order, with their defaults (fields with one must come last)."""
+    """The NamedTuple of these fields."""
     cls = NamedTuple(name, [(f.name, f.type) for f in fields])
     defaults = [f.default for f in fields if f.default is not REQUIRED]
     if defaults:
@@ -1113,159 +712,63 @@ def config_type(name: str, fields: tuple) -> type:
     return cls
 
 
-def split_rule(cfg) -> str | None:
-    """The rule every split-K engine shares: reduce none exactly when splits = 1."""
-    if (cfg.splits == 1) != (cfg.reduce == "none"):
-        return f"reduce={cfg.reduce} with splits={cfg.splits}: none exactly when splits = 1"
-    return None
-
-
 def column_blocks(m: int) -> int:
-    """8-token column blocks (NB) of the GEMVs' x operand that cover m tokens: 1, 2 or 4."""
+    """The GEMVs' 8-token column blocks (NB) for m tokens."""
     return 1 if m <= 8 else 2 if m <= 16 else 4
 
 
 class Engine:
-    """The interface every engine implements; see the module docstring. Subclasses set the class attributes and
-    override what applies: `rule` (admissibility beyond the fields' values), `operands` / `build_operand` (what
-    prepare() makes once per layer), `variant` (CUDA engines) and `plan` (the launch). What only the tools read
-    stays in generator/: the sweep's candidates (generator/candidates.py), the table headers (generator/tables.py).
-    """
+    """An engine: a subclass sets the attributes and implements operands, build_operand, plan and variant."""
 
     name = ""
-    FIELDS: tuple = ()  # its config's Fields, in order
+    FIELDS: tuple = ()
     Config: type = tuple  # config_type(..., FIELDS)
-    m_min, m_max = 1, None  # the m range the engine serves (None: no upper bound)
-    has_defaults = False  # the table may name a config per weight kind (plain, dual) for m's it does not list
-    sweep_m: tuple = ()  # the m's its table lists, which `sweep` tunes (others borrow their entries)
-    launcher = (
-        ""  # C++ launcher template (CUDA engines): launcher<L>(call), L the launch table's case (variant)
-    )
-    cuda_constants: tuple = ()  # the CudaConstants and CudaEnums its kernel reads (registry.cuda_prelude)
-    summary = ""  # one paragraph for the submission's docstring
+    m_min, m_max = 1, None  # the m's it serves (None: no upper bound)
+    has_defaults = False  # a config per weight kind (plain, dual) for m's its table does not list
 
-    @property
-    def table_file(self) -> str:
-        return self.name + ".yaml"
+    launcher = ""  # launcher<L>(call), L a launch table case
 
-    @property
-    def fields(self) -> tuple:
-        return tuple(f.name for f in self.FIELDS)
-
-    @property
-    def values(self) -> dict:
-        """integer field -> its allowed values (fields the rule alone bounds are left out)"""
-        return {f.name: f.allowed for f in self.FIELDS if f.type is int and f.allowed is not None}
-
-    @property
-    def modes(self) -> dict:
-        """mode field -> its allowed names"""
-        return {f.name: f.allowed for f in self.FIELDS if f.type is str}
+    def __init__(self):
+        ENGINES_MADE.append(self)
 
     def serves(self, m: int) -> bool:
         return m >= self.m_min and (self.m_max is None or m <= self.m_max)
 
     def m_class(self, m: int) -> int:
-        """m's of one class may borrow each other's table entries (GEMVs: the same column blocks)."""
+        """m's of a class borrow each other's entries."""
         return 0
 
     def borrowed_m(self, m: int, listed) -> int | None:
-        """The table row an unlisted m takes: the smallest listed m above it in its class, or None."""
+        """The smallest listed m above m in its class, or None."""
         above = [row for row in listed if row >= m and self.m_class(row) == self.m_class(m)]
         return min(above) if above else None
 
-    def class_maxima(self) -> tuple:
-        """The largest m of each class (where a default is checked): every m a default could serve is no harder."""
-        return ()
-
-    def make_config(self, fields: dict):
-        """A Config from a table entry's {field: value}, a field left out taking its default; ValueError (one line
-        naming the field) if a field is missing, unknown or of the wrong type. Values are checked by config_error.
-        """
-        unknown = [name for name in fields if name not in self.fields]
-        if unknown:
-            raise ValueError(
-                f"unknown field {unknown[0]!r} (the {self.name} fields: {', '.join(self.fields)})"
-            )
-        missing = [f.name for f in self.FIELDS if f.name not in fields and f.default is REQUIRED]
-        if missing:
-            raise ValueError(
-                f"missing field {missing[0]!r} (the {self.name} fields: {', '.join(self.fields)})"
-            )
-        for f in self.FIELDS:
-            value = fields.get(f.name, f.default)
-            if type(value) is not f.type:
-                kind = "one of " + ", ".join(f.allowed) if f.type is str else "an integer"
-                raise ValueError(f"{f.name} must be {kind}, got {value!r}")
-        return self.Config(**{f.name: fields.get(f.name, f.default) for f in self.FIELDS})
-
-    def named_values(self, values) -> list:
-        """[(field, value)] of a config (or its values in field order), a field left at its default left out: a
-        field added with a default changes no existing description, label or docstring line."""
-        return [
-            (f.name, value)
-            for f, value in zip(self.FIELDS, values)
-            if f.default is REQUIRED or value != f.default
-        ]
-
-    def describe(self, cfg) -> str:
-        """`warps=16 splits=1 ...`: a config as a reader wants it."""
-        return " ".join(f"{name}={value}" for name, value in self.named_values(cfg))
-
-    def config_error(self, cfg, layer: Layer, m: int) -> str | None:
-        """Why cfg cannot serve m tokens of `layer` on this engine, or None if it can."""
-        if not isinstance(cfg, self.Config):
-            return f"cfg: expected a {self.Config.__name__}, got {cfg!r}"
-        for f in self.FIELDS:
-            value = getattr(cfg, f.name)
-            if type(value) is not f.type:
-                return f"{f.name}={value!r} must be {'an int' if f.type is int else 'a str'}"
-            if f.allowed is not None and value not in f.allowed:
-                shown = f.allowed if f.type is int else ", ".join(f.allowed)
-                return f"{f.name}={value} is not one of {shown}"
-        if not self.serves(m):
-            top = "" if self.m_max is None else f" <= {self.m_max}"
-            return f"the {self.name} engine serves {self.m_min} <= m{top}, not m={m}"
-        return self.rule(cfg, layer, m)
-
-    def rule(self, cfg, layer: Layer, m: int) -> str | None:
-        return None
-
     def operands(self, cfg, layer: Layer) -> tuple:
-        """The Operands prepare() builds once per layer for cfg (shared by every m routed to it)."""
-        return ()
+        raise NotImplementedError(self.name)
 
     def build_operand(self, operand: str, parts: tuple, layer: Layer):
-        """Build `operand` from the layer's weight parts ((w,) bf16, or (hi, lo) for fp32 weights)."""
+        """`operand` from the weight's parts: (w,) or (hi, lo)."""
         raise NotImplementedError(operand)
 
     def variant(self, cfg, layer: Layer, m: int) -> Variant | None:
-        """The launch-table case cfg runs at m tokens of `layer`: its launcher's arguments by name, the dynamic shared
-        memory (the engine's own figure, which its rule bounds) among them; None for an engine without CUDA.
-        """
+        """The launch table case of cfg at m tokens; None without CUDA."""
         return None
 
     def plan(self, cfg, layer: Layer, m: int, ctx):
-        """A callable x -> out for m tokens of `layer` (ctx: runtime.PlanContext: operands, extension, buffers)."""
+        """x -> out for m tokens (ctx: runtime.PlanContext)."""
         raise NotImplementedError
 
 
 class DecodeGemv(Engine):
-    """What the three GEMVs for decode batches share: m <= 32, and m's of one class are those with the same number
-    of 8-token column blocks (m <= 8, <= 16, <= 32), which borrow each other's entries; their tables list the rows
-    m = 1, 8, 16, 32."""
+    """The GEMVs for m <= 32: a class is the m's of the same column blocks."""
 
     m_min, m_max = 1, 32
-    sweep_m = (1, 8, 16, 32)
 
     def m_class(self, m):
         return column_blocks(m)
 
-    def class_maxima(self):
-        return (8, 16, 32)
 
-
-# ---- kernels_src/mma_gemv.py: The mma.sync tensor-core GEMV (kernels_src/mma_gemv.cuh) for m <= 32: its config, rule, operands and launch.
+# ---- kernels_src/mma_gemv.py: The mma.sync tensor-core GEMV (mma_gemv.cuh) for m <= 32. Design and figures: docs/mma-gemv.md.
 # The software-pipelining styles: mma_gemv.cuh's MmaPipeline (docs/mma-gemv.md says what each does).
 MMA_PIPELINE = CudaEnum(
     "MmaPipeline",
@@ -1277,71 +780,21 @@ FRAGMENTS = Operand("fragments")  # the weights repacked in mma fragment order (
 MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic_out")
 # Data registers a thread may hold (register_error): one set of weight and x fragments, or two live sets, under
 # the 128 registers of a 512-thread CTA without spilling (the spills that set them: docs/mma-gemv.md).
-MMA_BATCH_DATA_REGS = 112
-MMA_DOUBLE_DATA_REGS = 100
+
 
 MMA_GEMV_FIELDS = (
-    Field(
-        "warps",
-        int,
-        (1, 2, 4, 8, 16),
-        "warps per CTA; they split the CTA's K range and reduce through shared memory",
-    ),
-    Field("splits", int, (1, 2, 4, 8, 16, 32), "CTAs that split K"),
-    Field("unroll", int, (1, 2, 4, 8), "32-wide K blocks each warp has in flight per loop trip"),
-    Field(
-        "pipeline",
-        str,
-        MMA_PIPELINES,
-        "software-pipelining style (docs/mma-gemv.md says what each does)",
-    ),
-    Field(
-        "row_blocks",
-        int,
-        (1, 2, 4),
-        "16-row blocks per CTA: each x fragment serves all of them, cutting x's L2 re-reads",
-    ),
-    Field(
-        "reduce",
-        str,
-        MMA_REDUCTIONS,
-        "how splits > 1 meet: none (splits = 1), semaphore (workspace, the last CTA sums), cluster (thread-block"
-        " cluster, splits <= 16), atomic_out (red.add into the fp32 output, ordered by a ticket: the router only)",
-    ),
+    Field("warps", int, (1, 2, 4, 8, 16), None),
+    Field("splits", int, (1, 2, 4, 8, 16, 32), None),
+    Field("unroll", int, (1, 2, 4, 8), None),
+    Field("pipeline", str, MMA_PIPELINES, None),
+    Field("row_blocks", int, (1, 2, 4), None),
+    Field("reduce", str, MMA_REDUCTIONS, None),
 )
 MmaGemvConfig = config_type("MmaGemvConfig", MMA_GEMV_FIELDS)
 
 
-def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
-    """Fragment registers one thread holds: weights 8 R (16 R dual) and x 4 NB per K block, times unroll, times
-    the live sets of each (two and two double buffered, two and one double_w); plus the 4 R NB accumulators.
-    """
-    double = cfg.pipeline in ("double", "double_l2")
-    weight_sets = 2 if double or cfg.pipeline in ("double_w", "double_w_l2") else 1
-    x_sets = 2 if double else 1
-    r = cfg.row_blocks
-    return cfg.unroll * (weight_sets * 8 * r * (2 if dual else 1) + x_sets * 4 * nb) + 4 * r * nb
-
-
-def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
-    """The register budget, with the two exceptions ptxas showed (docs/mma-gemv.md)."""
-    if cfg.pipeline in ("double_w", "double_w_l2") and nb == 4 and cfg.unroll > 1:
-        return f"unroll={cfg.unroll}, pipeline={cfg.pipeline} at NB=4: the x-single-buffered styles take unroll 1"
-    one_set = cfg.pipeline in ("batch", "batch_l2")
-    roomy = one_set or (cfg.pipeline in ("double", "double_l2") and nb <= 2 and not dual)
-    budget = MMA_BATCH_DATA_REGS if roomy else MMA_DOUBLE_DATA_REGS
-    regs = data_registers(cfg, nb, dual)
-    if regs > budget:
-        return (
-            f"unroll={cfg.unroll}, pipeline={cfg.pipeline}, row_blocks={cfg.row_blocks} at NB={nb}"
-            f"{' (dual)' if dual else ''} holds {regs} data registers per thread, over the kernel's {budget}"
-        )
-    return None
-
-
 def tiles_smem(warps: int, splits: int, row_blocks: int, cluster: bool, m: int) -> int:
-    """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
-    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile)."""
+    """The warps' partial tiles in shared memory (and a cluster's inbox on rank 0)."""
     return (warps + (splits - 1 if cluster else 0)) * row_blocks * column_blocks(m) * 4 * 32 * 4
 
 
@@ -1351,75 +804,12 @@ def split_k_launch(cfg, m: int) -> dict:
     return dict(warps=cfg.warps, splits=cfg.splits, reduce=REDUCTION.code(cfg.reduce), smem_bytes=smem)
 
 
-def tiles_smem_error(
-    warps: int, splits: int, row_blocks: int, cluster: bool, m: int, extra: int = 0, extra_what: str = ""
-) -> str | None:
-    """tiles_smem, and `extra` bytes more (the compressed GEMV's overflow pass, `extra_what`), within the limit."""
-    smem = tiles_smem(warps, splits, row_blocks, cluster, m) + extra
-    if smem > SMEM_LIMIT:
-        return (
-            f"warps={warps}, row_blocks={row_blocks}, splits={splits} at m={m} need {smem} bytes of shared memory"
-            f"{extra_what}, over {SMEM_LIMIT}"
-        )
-    return None
-
-
-def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
-    """What the two mma.sync GEMVs share about K splits: splits divide the K units; a cluster fits Hopper; the
-    workspace and the counters hold what a semaphore reduction needs (engine.split_rule: reduce none exactly when
-    splits = 1)."""
-    if units % splits:
-        return f"splits={splits} does not divide the {units} {unit_name}"
-    if reduce == "cluster" and not 2 <= splits <= CLUSTER_MAX:
-        return f"reduce=cluster needs 2 <= splits <= {CLUSTER_MAX}, got splits={splits}"
-    if (n // 16) % row_blocks:
-        return f"row_blocks={row_blocks} does not divide the {n // 16} row blocks of N={n}"
-    if reduce == "semaphore" and (n // 16) * splits * column_blocks(m) * 128 > WORKSPACE_FLOATS:
-        return f"splits={splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
-    if reduce == "semaphore" and n // (16 * row_blocks) > SEMAPHORE_GROUPS:
-        return (
-            f"reduce=semaphore takes at most {SEMAPHORE_GROUPS} row groups, N={n} at row_blocks={row_blocks}"
-            " has more"
-        )
-    return None
-
-
 class MmaGemv(DecodeGemv):
     name = "mma_gemv"
     FIELDS = MMA_GEMV_FIELDS
     Config = MmaGemvConfig
     has_defaults = True
     launcher = "okc::launch_mma_gemv"
-    cuda_constants = (MMA_PIPELINE,)
-    summary = (
-        "mma_gemv (m <= 32): mma.sync m16n8k16, bf16 x bf16 -> fp32, weights as the A operand repacked once into"
-        " fragment order (each lane streams one 16-byte load per fragment), x as B (8 tokens per column block,"
-        " one 16-byte load per 32-wide K block). A CTA owns row_blocks 16-row blocks; its warps split K and"
-        " reduce through shared memory; splits CTAs split K further, reduced by a self-resetting semaphore, a"
-        " thread-block cluster (st.async into rank 0) or, for the router's fp32 output, atomic adds. The fp32"
-        " router runs as a bf16 hi+lo pair into one fp32 accumulator (about 2^-16 relative)."
-    )
-
-    def rule(self, cfg, layer, m):
-        n, k = layer.n_for(m), layer.k
-        if n % 16 or k % 32:
-            return f"the mma_gemv engine needs N % 16 == 0 and K % 32 == 0, got N={n} K={k}"
-        error = split_rule(cfg) or split_error(
-            cfg.splits, cfg.reduce, k // 32, f"32-wide K blocks of K={k}", n, cfg.row_blocks, m
-        )
-        if error:
-            return error
-        if cfg.reduce == "atomic_out":
-            if not layer.dual:
-                return "reduce=atomic_out adds into an fp32 output: the router (dual) only"
-            if n // (16 * cfg.row_blocks) > TICKET_GROUPS:
-                return (
-                    f"reduce=atomic_out takes at most {TICKET_GROUPS} row groups, N={n} at"
-                    f" row_blocks={cfg.row_blocks}"
-                )
-        return register_error(cfg, column_blocks(m), layer.dual) or tiles_smem_error(
-            cfg.warps, cfg.splits, cfg.row_blocks, cfg.reduce == "cluster", m
-        )
 
     def operands(self, cfg, layer):
         return (FRAGMENTS,)
@@ -1439,42 +829,28 @@ class MmaGemv(DecodeGemv):
 
 
 MMA_GEMV = MmaGemv()
-# (The output-atomic reduction keeps a ticket and a flag per row group for each split count S >= 2.)
-assert TICKET_SPLITS == len([s for s in MMA_GEMV.values["splits"] if s >= 2])
 
 
-# ---- kernels_src/compressed_gemv.py: The GEMV on 12-bit lossless weights (kernels_src/compressed_gemv.cuh, format in kernels_src/compress.py) for
-COMPRESSED_PIPELINES = MMA_PIPELINE.members[
-    :2
-]  # batch and double: as mma_gemv's, by the same MmaPipeline codes
-COMPRESSED = Operand("compressed")  # the 12-bit stream and its parts (compress.compress)
+# ---- kernels_src/compressed_gemv.py: The GEMV on 12-bit lossless weights (compressed_gemv.cuh, compress.py) for m <= 32, bf16 layers. Design and
+COMPRESSED_PIPELINES = MMA_PIPELINE.members[:2]  # batch and double, mma_gemv's codes
+COMPRESSED = Operand("compressed")  # compress.compress's tensors
 COMPRESSED_REDUCTIONS = ("none", "semaphore", "cluster")
-# Data-register budgets (the rule's): batch under mma_gemv's because the decode needs temporaries (the spill that
-# set it: docs/compressed-gemv.md); double the plain kernel's.
-COMPRESSED_BATCH_DATA_REGS = 104
-COMPRESSED_DOUBLE_DATA_REGS = 100
+# data registers a thread may hold (docs/compressed-gemv.md: batch's decode needs temporaries)
 
 
 def overflow_smem(warps: int, row_blocks: int, groups_per_cta: int) -> int:
-    """Shared memory the overflow pass adds for a matrix with overflow entries (the launch's overflow_bytes, laid
-    out by compressed_gemv.cuh after the warps' tiles and the inbox): a 2 KB tile per warp and the CTA's row_blocks
-    x (groups_per_cta + 1) bucket offsets, 16-byte aligned. Fixed by the config and K, whatever the number of entries, so every config can run any
-    matrix: it is counted for all of them."""
+    """Shared memory the overflow pass adds (the launch's overflow_bytes): a 2 KB tile a warp and the CTA's bucket
+    offsets, whatever the entries: every config runs any matrix."""
     return warps * 2048 + (row_blocks * (groups_per_cta + 1) * 4 + 15) // 16 * 16
 
 
 COMPRESSED_GEMV_FIELDS = (
-    Field("warps", int, (1, 2, 4, 8, 16), "warps per CTA, splitting its K range"),
-    Field("splits", int, (1, 2, 4, 8, 16, 32), "CTAs that split K"),
-    Field(
-        "groups",
-        int,
-        (1, 2, 4),
-        "64-wide K groups each warp has in flight per trip (three 16-byte loads each)",
-    ),
-    Field("pipeline", str, COMPRESSED_PIPELINES, "batch, or double (two register sets), as in mma_gemv"),
-    Field("row_blocks", int, (1, 2, 4), "16-row blocks per CTA"),
-    Field("reduce", str, COMPRESSED_REDUCTIONS, "none (splits = 1), semaphore, cluster"),
+    Field("warps", int, (1, 2, 4, 8, 16), None),
+    Field("splits", int, (1, 2, 4, 8, 16, 32), None),
+    Field("groups", int, (1, 2, 4), None),
+    Field("pipeline", str, COMPRESSED_PIPELINES, None),
+    Field("row_blocks", int, (1, 2, 4), None),
+    Field("reduce", str, COMPRESSED_REDUCTIONS, None),
 )
 CompressedGemvConfig = config_type("CompressedGemvConfig", COMPRESSED_GEMV_FIELDS)
 
@@ -1484,69 +860,21 @@ class CompressedGemv(DecodeGemv):
     FIELDS = COMPRESSED_GEMV_FIELDS
     Config = CompressedGemvConfig
     launcher = "okc::launch_compressed_gemv"
-    cuda_constants = (MMA_PIPELINE,)
-    summary = (
-        "compressed_gemv (m <= 32, bf16 layers): the weights stream 12-bit and lossless (each weight's low byte"
-        " plus a 4-bit index into a 16-entry table of sign/exponent bytes; 25 % fewer bytes than bf16) through"
-        " mma_gemv's skeleton, each fragment rebuilt in registers with byte permutes. Weights outside the table"
-        " are exceptions: a K group's first three ride in its header and are added by one more mma each, the rest"
-        " sit in one list with an offset per (16-row block, K group) and are multiplied after the loop. A layer"
-        " whose whole format would cost 14 bits a weight or more keeps its bf16 engines (prepare() says so in"
-        " one line)."
-    )
-
-    def rule(self, cfg, layer, m):
-        if layer.dual:
-            return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
-        n, k = layer.n_for(m), layer.k
-        if n % 16 or k % 64:
-            return f"the compressed_gemv engine needs N % 16 == 0 and K % 64 == 0, got N={n} K={k}"
-        error = split_rule(cfg) or split_error(
-            cfg.splits, cfg.reduce, k // 64, f"64-wide K groups of K={k}", n, cfg.row_blocks, m
-        )
-        if error:
-            return error
-        overflow = overflow_smem(cfg.warps, cfg.row_blocks, k // 64 // cfg.splits)
-        error = tiles_smem_error(
-            cfg.warps,
-            cfg.splits,
-            cfg.row_blocks,
-            cfg.reduce == "cluster",
-            m,
-            overflow,
-            " with the overflow pass's" " tiles and offsets",
-        )
-        if error:
-            return error
-        nb, r, double = column_blocks(m), cfg.row_blocks, cfg.pipeline == "double"
-        regs = (2 if double else 1) * (
-            cfg.groups * (12 * r + 8 * nb) + r
-        ) + 4 * r * nb  # + a header word a trip
-        budget = COMPRESSED_DOUBLE_DATA_REGS if double else COMPRESSED_BATCH_DATA_REGS
-        if regs > budget:
-            return (
-                f"groups={cfg.groups}, pipeline={cfg.pipeline}, row_blocks={r} at m={m} holds {regs} data registers"
-                f" per thread, over the kernel's {budget}"
-            )
-        return None
 
     def operands(self, cfg, layer):
         return (COMPRESSED,)
 
     def build_operand(self, operand, parts, layer):
-        return compress(
-            parts[0], layer.name
-        )  # CompressionError: prepare() keeps the layer on its bf16 engines
+        return compress(parts[0], layer.name)
 
     def variant(self, cfg, layer, m):
-        """overflow_bytes: what the launcher adds to smem_bytes for a matrix with overflow entries."""
         kernel = dict(groups=cfg.groups, NB=column_blocks(m), row_blocks=cfg.row_blocks)
         kernel.update(pipeline=MMA_PIPELINE.code(cfg.pipeline))
         overflow = overflow_smem(cfg.warps, cfg.row_blocks, layer.k // 64 // cfg.splits)
         return Variant.of(self.name, kernel, **split_k_launch(cfg, m), overflow_bytes=overflow)
 
     def plan(self, cfg, layer, m, ctx):
-        z = ctx.operands[COMPRESSED]  # row blocks outermost in every part: the unpooler's slice is a prefix
+        z = ctx.operands[COMPRESSED]
         pointers = (z["stream"], z["patches"], z["overflow"], z["overflow_starts"])
         scalars = (*table_scalars(z["table_words"]), z["overflow"].numel())
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, scalars)
@@ -1555,11 +883,12 @@ class CompressedGemv(DecodeGemv):
 COMPRESSED_GEMV = CompressedGemv()
 
 
-# ---- kernels_src/tma_gemv.py: The bulk-copy + wgmma GEMV (kernels_src/tma_gemv.cuh) for m <= 32: its config, rule, operands and launch.
+# ---- kernels_src/tma_gemv.py: The bulk-copy + wgmma GEMV (tma_gemv.cuh) for m <= 32. Design and figures: docs/tma-gemv.md.
 TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
 HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup
+PRODUCER = 32  # threads of the producer warp
 TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths the engines admit
 TMA_TILES = ("full", "half")
 TILES = Operand(
@@ -1568,42 +897,17 @@ TILES = Operand(
 HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 TMA_GEMV_FIELDS = (
-    Field("splits", int, None, "CTAs that split a tile's K", bounds="1 .. K/64, uneven splits allowed"),
-    Field(
-        "stages",
-        int,
-        TMA_STAGES,
-        "shared-memory ring slots per CTA, each one weight tile (two for the router's hi + lo) and x's slice",
-    ),
-    Field(
-        "tile",
-        str,
-        TMA_TILES,
-        "full: 64 rows x a K range per CTA; half: 32 rows x the whole K (splits = 1, plain weights)",
-    ),
-    Field(
-        "reduce",
-        str,
-        TMA_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last CTA sums), cluster_gather (partials meet on rank 0),"
-        " cluster_scatter (on all ranks, 128/splits threads' worth each); the clusters take splits <= 16",
-    ),
+    Field("splits", int, None, None, bounds=None),
+    Field("stages", int, TMA_STAGES, None),
+    Field("tile", str, TMA_TILES, None),
+    Field("reduce", str, TMA_REDUCTIONS, None),
 )
 TmaGemvConfig = config_type("TmaGemvConfig", TMA_GEMV_FIELDS)
 # What tma_gemv.cuh reads from here (both engines on it: tma_gemv and tma_gemm).
-TMA_CUDA_CONSTANTS = (
-    CudaConstant("kTmaTileRows", TILE_ROWS, "tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M"),
-    CudaConstant(
-        "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
-    ),
-    CudaConstant("kTmaConsumers", CONSUMERS, "tma_gemv.py CONSUMERS: threads of one consumer warpgroup"),
-)
 
 
 def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
-    """A CTA's ring: stages slots of each warpgroup's 8 KB weight block (two for dual) and x's box(es) of 8 NB
-    rows x 128 bytes, plus 1 KB to align it (tma_gemv.cuh asserts its layout fits). tma_gemm's rule reads it too.
-    """
+    """A CTA's ring: per slot each warpgroup's 8 KB weight block (two for dual) and x's boxes, plus 1 KB to align."""
     return (
         stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2)
         + 1024
@@ -1611,9 +915,8 @@ def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: i
 
 
 def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA (the launch's smem_bytes): the ring, then for a cluster reduction the inbox:
-    splits - 1 slots of 4 NB floats for each consumer thread a rank owns, all 128 (gather) or at most
-    ceil(128 / splits) (scatter: tma_gemv.cuh, tma_owned_from)."""
+    """A CTA's shared memory: the ring, and a cluster reduction's inbox (splits - 1 slots of 4 NB floats for each
+    consumer thread a rank owns)."""
     ring = ring_bytes(cfg.stages, nb, dual, 2 if cfg.tile == "half" else 1)
     if not cfg.reduce.startswith("cluster"):
         return ring
@@ -1622,16 +925,10 @@ def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
 
 
 def tma_variant(engine, cfg, layer, nb, half, warpgroups, staged, smem) -> Variant:
-    """A launch of tma_gemv.cuh's kernel (both engines on it, through okc::launch_tma)."""
+    """A launch of tma_gemv.cuh's kernel (tma_gemv and tma_gemm)."""
     kernel = dict(NB=nb, stages=cfg.stages, dual=layer.dual, half=half, warpgroups=warpgroups)
     kernel.update(out=CUDA_TYPES[layer.out_dtype], staged=staged)
-    return Variant.of(
-        engine,
-        kernel,
-        splits=cfg.splits,
-        reduce=REDUCTION.code(cfg.reduce),
-        smem_bytes=smem,
-    )
+    return Variant.of(engine, kernel, splits=cfg.splits, reduce=REDUCTION.code(cfg.reduce), smem_bytes=smem)
 
 
 class TmaGemv(DecodeGemv):
@@ -1639,42 +936,6 @@ class TmaGemv(DecodeGemv):
     FIELDS = TMA_GEMV_FIELDS
     Config = TmaGemvConfig
     launcher = "okc::launch_tma"
-    cuda_constants = TMA_CUDA_CONSTANTS
-    summary = (
-        "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
-        " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
-        " ring read by one consumer warpgroup's wgmma. Full tiles: 64 rows and a K range per CTA, splits CTAs"
-        " reduced by the semaphore or a thread-block cluster (gathered on rank 0 or scattered over the ranks);"
-        " half tiles: 32 rows and the whole K per CTA, two K halves stacked per slot and met by x's two boxes in"
-        " one wgmma, no split."
-    )
-
-    def rule(self, cfg, layer, m):
-        n, k, dual = layer.n_for(m), layer.k, layer.dual
-        if (
-            not 1 <= cfg.splits <= k // TILE_K
-        ):  # the range before the pairing with reduce: splits=-1 is out of it
-            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
-        if split_rule(cfg):
-            return split_rule(cfg)
-        if cfg.tile == "half" and (cfg.splits != 1 or dual):
-            return f"tile=half runs plain bf16 weights unsplit: splits must be 1{', not the router' if dual else ''}"
-        if cfg.reduce.startswith("cluster") and not 2 <= cfg.splits <= CLUSTER_MAX:
-            return f"reduce={cfg.reduce} needs 2 <= splits <= {CLUSTER_MAX}, got splits={cfg.splits}"
-        if n % TILE_ROWS or k % TILE_K:
-            return f"the tma_gemv engine needs N and K divisible by {TILE_ROWS}, got N={n} K={k}"
-        if cfg.tile == "half" and k % HALF_K:
-            return f"tile=half needs K divisible by {HALF_K}, got K={k}"
-        nb = column_blocks(m)
-        smem = smem_bytes(cfg, nb, dual)
-        if smem > SMEM_LIMIT:
-            return f"stages={cfg.stages}, reduce={cfg.reduce} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
-        if (
-            cfg.reduce == "semaphore"
-            and (n // TILE_ROWS) * cfg.splits * TILE_ROWS * 8 * nb > WORKSPACE_FLOATS
-        ):
-            return f"splits={cfg.splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
-        return None
 
     def operands(self, cfg, layer):
         return (HALF_TILES,) if cfg.tile == "half" else (TILES,)
@@ -1697,30 +958,20 @@ class TmaGemv(DecodeGemv):
 TMA_GEMV = TmaGemv()
 
 
-# ---- kernels_src/compressed_ring.py: The compressed GEMV through a TMA ring (kernels_src/compressed_ring.cuh) for m <= 32, plain bf16 layers only:
-STAGED_ENTRIES = (
-    64  # overflow entries a CTA stages in shared memory (more: read from global memory at the end)
-)
+# ---- kernels_src/compressed_ring.py: The compressed GEMV through a TMA ring (compressed_ring.cuh) for m <= 32, bf16 layers: compress.py's 12-bit
+STAGED_ENTRIES = 64  # overflow entries a CTA stages in shared memory
 RING_GROUPS = (1, 2)
 RING_WARPGROUPS = (1, 2, 4)
 COMPRESSED_RING_FIELDS = (
-    Field(
-        "stages",
-        int,
-        TMA_STAGES,
-        "shared-memory ring slots per CTA, each the tile's four row blocks x `groups` K groups and x's boxes",
-    ),
-    Field(
-        "warpgroups", int, RING_WARPGROUPS, "consumer warpgroups, taking alternate slots (stages a multiple)"
-    ),
-    Field("groups", int, RING_GROUPS, "64-wide K groups per slot"),
+    Field("stages", int, TMA_STAGES, None),
+    Field("warpgroups", int, RING_WARPGROUPS, None),
+    Field("groups", int, RING_GROUPS, None),
 )
 CompressedRingConfig = config_type("CompressedRingConfig", COMPRESSED_RING_FIELDS)
 
 
 def group_bytes() -> int:
-    """One 16-row block x one 64-wide K group of the 12-bit stream: 1536 bytes (compress.py's module-level
-    constants are read at call time: that module comes later in the generated file)."""
+    """One 16-row block x one 64-wide K group of the stream (a function: compress.py comes later in the file)."""
     return BUCKET * 3 // 2
 
 
@@ -1730,18 +981,15 @@ def slot_bytes(groups: int) -> int:
 
 
 def ring_smem(cfg, nb: int) -> int:
-    """Dynamic shared memory of a CTA (the launch's smem_bytes; compressed_ring.cuh asserts its layout fits):
-    stages slots (weights padded to 1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow
-    (StagedOverflow: a count, then a row byte, an entry word and 32 bf16 of x per entry), 1 KB to align."""
+    """A CTA's dynamic shared memory: its slots, the staged overflow, 1 KB to align."""
     weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
     staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
     return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
 
 
 def ring_slots(z: dict, groups: int) -> torch.Tensor:
-    """compress()'s stream and headers as ring slots: uint8 [N/64, K/(64 groups), 4 row blocks x groups x 1536
-    bytes, then their 4 x groups 16-byte headers]. Tiles outermost, so the first n rows (the unpooler's slice)
-    are a prefix."""
+    """compress()'s stream and headers as ring slots: uint8 [N/64, K/(64 groups), the slot's row blocks' bytes,
+    then their headers], tiles outermost."""
     rb, g = z["stream"].shape[:2]
     tiles, slots = rb // 4, g // groups
     stream = z["stream"].reshape(tiles, 4, slots, groups, group_bytes()).permute(0, 2, 1, 3, 4)
@@ -1752,25 +1000,19 @@ def ring_slots(z: dict, groups: int) -> torch.Tensor:
 
 
 def wgmma_columns(device=None) -> torch.Tensor:
-    """The column of a 64-wide K group that each column of compress()'s fragment order must hold for wgmma: int64
-    [64]. compress.py orders a fragment's K as mma_gemv's x loads meet it (a lane's 16 bytes of x are 8
-    consecutive k), while wgmma reads x from shared memory in natural order and takes register j, half h of lane
-    (g, t) in fragment f as row g + 8 (j & 1), column 16 f + 2 t + 8 (j >> 1) + h. Rows agree, columns are
-    permuted within the group; compressing W with its columns in this order makes every decoded register the
-    weight wgmma multiplies there (ring_operands)."""
+    """int64 [64]: the K group's column each column of compress()'s fragment order must hold for wgmma's A
+    registers (register j, half h of lane (g, t), fragment f: column 16 f + 2 t + 8 (j >> 1) + h)."""
     where = unfragment(
         torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64
     )  # p at (row, column)
-    p = where[0].to(torch.int64)  # row 0: register j even, so only the column varies
+    p = where[0].to(torch.int64)  # row 0: register j even
     f, lane, e = p // 256, (p // 8) % 32, p % 8
     return 16 * f + 2 * (lane & 3) + 8 * (e >> 2) + (e & 1)
 
 
 def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) -> dict:
-    """What compressed_ring reads for a bf16 [N, K] weight: compress() of W with each K group's columns in
-    wgmma_columns order, as ring slots, and its overflow as a per-row list in natural K. CompressionError (one
-    line) as compress() raises it, or when a 64-row tile has more overflow entries than a CTA stages; refuse=False
-    lifts both limits (the format's exactness alone, for tests)."""
+    """The ring slots and per-row overflow of a bf16 [N, K] weight; CompressionError for a tile with more overflow
+    than a CTA stages (refuse=False: no limit)."""
     n, k = w.shape
     columns = wgmma_columns(w.device)
     z = compress(
@@ -1797,9 +1039,8 @@ def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) 
 
 
 def ring_overflow(z: dict, n: int, k: int, columns: torch.Tensor) -> tuple:
-    """compress()'s overflow (entries by bucket, p = fragment position) as a per-row list: (row_starts int32
-    [N + 1], rows int32 [E], entries int32 [E] = k | bf16 bits << 16), sorted by row, then k. columns: the
-    natural column of each of a K group's compressed columns (wgmma_columns)."""
+    """compress()'s overflow as a per-row list sorted by row, then k: (row_starts int32 [N + 1], rows int32 [E],
+    entries int32 [E] = k | bf16 bits << 16)."""
     device = z["overflow"].device
     groups = k // 64
     starts = z["overflow_starts"].to(torch.int64)
@@ -1807,7 +1048,6 @@ def ring_overflow(z: dict, n: int, k: int, columns: torch.Tensor) -> tuple:
     bucket = torch.repeat_interleave(torch.arange(count.numel(), device=device), count)
     entry = z["overflow"].to(torch.int64) & 0xFFFFFFFF
     p = entry & 0x3FF
-    # where each fragment position p of a bucket sits in its 16 x 64 block: unfragment an index ramp
     where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64).reshape(-1)
     at = torch.empty(BUCKET, dtype=torch.int64, device=device)
     at[where] = torch.arange(BUCKET, device=device)
@@ -1828,49 +1068,10 @@ class CompressedRing(DecodeGemv):
     Config = CompressedRingConfig
     launcher = "okc::launch_compressed_ring"
 
-    @property
-    def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
-        return (
-            CudaConstant(
-                "kStagedOverflowEntries",
-                STAGED_ENTRIES,
-                "compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages",
-            ),
-            CudaConstant(
-                "kCompressedHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"
-            ),
-        )
-
-    summary = (
-        "compressed_ring (m <= 32, bf16 layers): the 12-bit stream of compressed_gemv repacked into ring slots (a"
-        " 64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's"
-        " boxes (one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A"
-        " registers, OR the headers' patches in, and multiply by x from shared memory: x crosses into each SM once"
-        " per 64 rows. The overflow is a per-row list a stager warp puts in shared memory while the stream runs; it"
-        " is added after the warpgroups' partials are folded. A layer with more overflow in one tile than a CTA"
-        " stages keeps its other engines (prepare() says so in one line)."
-    )
-
-    def rule(self, cfg, layer, m):
-        if layer.dual:
-            return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
-        n, k = layer.n_for(m), layer.k
-        if n % TILE_ROWS or k % (64 * cfg.groups):
-            return f"the compressed_ring engine needs N % {TILE_ROWS} == 0 and K % {64 * cfg.groups} == 0, got N={n} K={k}"
-        if k > 1 << 16:
-            return f"the compressed_ring engine's overflow entries hold k in 16 bits: K <= 65536, got K={k}"
-        if cfg.stages % cfg.warpgroups:
-            return f"stages={cfg.stages} must be a multiple of warpgroups={cfg.warpgroups} (a stage is one warpgroup's)"
-        smem = ring_smem(cfg, column_blocks(m))
-        if smem > SMEM_LIMIT:
-            return f"stages={cfg.stages}, groups={cfg.groups} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
-        return None
-
     def operands(self, cfg, layer):
         return (Operand("ring_slots", (cfg.groups,)),)
 
     def build_operand(self, operand, parts, layer):
-        # CompressionError: prepare() keeps the layer on its bf16 engines
         return ring_operands(parts[0], layer.name, operand.shape[0])
 
     def variant(self, cfg, layer, m):
@@ -1881,7 +1082,7 @@ class CompressedRing(DecodeGemv):
     def plan(self, cfg, layer, m, ctx):
         r = ctx.operands[self.operands(cfg, layer)[0]]
         entries = r["entries"]
-        if entries.numel() == 0:  # a valid address for an empty list (the kernel never reads it then)
+        if entries.numel() == 0:  # a valid address the kernel never reads
             entries = r["row_starts"]
         pointers = (r["slots"], r["row_starts"], r["rows"] if r["rows"].numel() else entries, entries)
         return ctx.cuda_plan(
@@ -1896,191 +1097,30 @@ class CompressedRing(DecodeGemv):
 COMPRESSED_RING = CompressedRing()
 
 
-# ---- kernels_src/persistent_gemm.py: The persistent warp-specialized GEMM for m > 32 (kernels_src/persistent_gemm.cuh): its config, rule and launch.
-GEMM_ROWS = (128, 256)  # weight rows a tile: two consumer warpgroups of rows / 2 (one or two m64 wgmmas)
-GEMM_TOKENS = (64, 128, 256)  # tokens a tile: the wgmma N
-GEMM_STAGES = (3, 4, 5, 6, 7, 8)
-GEMM_SLOT_K = TILE_K  # K per ring slot: the packed tiles' (tma_gemv's), one 128-byte swizzle row of bf16
-GEMM_STAGED_BYTES = 8192  # output bytes a consumer warpgroup stages at a time in the epilogue
-GEMM_MAX_ACCUMULATORS = 128  # fp32 accumulators a consumer thread holds: (rows / 2) x tokens / 128
-SMS = 132  # the H200's SMs: a grid of at most this many CTAs is one wave
-GEMM_CUDA_CONSTANTS = (
-    CudaConstant(
-        "kGemmStagedBytes",
-        GEMM_STAGED_BYTES,
-        "persistent_gemm.py GEMM_STAGED_BYTES: output bytes a consumer warpgroup stages at a time",
-    ),
-    CudaConstant(
-        "kGemmMaxAccumulators",
-        GEMM_MAX_ACCUMULATORS,
-        "persistent_gemm.py GEMM_MAX_ACCUMULATORS: fp32 accumulators a consumer thread holds",
-    ),
-)
-
-GEMM_FIELDS = (
-    Field("rows", int, GEMM_ROWS, "weight rows a tile, split over the two consumer warpgroups"),
-    Field("tokens", int, GEMM_TOKENS, "tokens a tile (wgmma N); m past it takes more tiles"),
-    Field("stages", int, GEMM_STAGES, "shared-memory ring slots, each the tile's 64-wide K slice of W and x"),
-    Field(
-        "ctas",
-        int,
-        None,
-        "the persistent grid: each CTA takes whole tiles for the full waves, then the tiles left are split over"
-        " equal groups of CTAs (split-K: each stores its partial, then sums a share of the tile's and writes it)",
-        bounds=f"1 .. {SMS}",
-    ),
-)
-GemmConfig = config_type("GemmConfig", GEMM_FIELDS)
-
-
-def gemm_class_tokens(m: int) -> int:
-    """The table row class of m: 33..64, 65..128, 129..256 (m's of one class borrow each other's entries)."""
-    return 64 if m <= 64 else 128 if m <= 128 else 256
-
-
-def persistent_smem_bytes(rows: int, tokens: int, stages: int, dual: bool) -> int:
-    """One CTA's dynamic shared memory: the ring, each consumer warpgroup's epilogue staging, 1 KB of alignment."""
-    slot = (rows * (2 if dual else 1) + tokens) * GEMM_SLOT_K * 2
-    out_bytes = 4 if dual else 2
-    chunk = GEMM_STAGED_BYTES // (rows // 2 * out_bytes)  # tokens a staging round
-    staging = chunk * (rows // 2 + 16 // out_bytes) * out_bytes
-    return stages * slot + 2 * staging + 1024
-
-
-def persistent_tiles(cfg, n: int, m: int) -> int:
-    """Tiles of an [m, n] output: row tiles x token tiles."""
-    return n // cfg.rows * -(-m // cfg.tokens)
-
-
-def persistent_split_tiles(cfg, n: int, m: int) -> int:
-    """The tiles past the full waves, each split over ctas / this many CTAs (split-K)."""
-    return persistent_tiles(cfg, n, m) % cfg.ctas
-
-
-def persistent_workspace_floats(cfg) -> int:
-    """The split tiles' partials: a slot per CTA, rows x tokens fp32."""
-    return cfg.ctas * cfg.rows * cfg.tokens
-
-
-class PersistentGemm(Engine):
-    name = "persistent_gemm"
-    FIELDS = GEMM_FIELDS
-    Config = GemmConfig
-    m_min, m_max = 33, 256
-    sweep_m = (64, 128, 256)
-    launcher = "okc::launch_persistent_gemm"
-    cuda_constants = GEMM_CUDA_CONSTANTS
-    summary = (
-        "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
-        " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
-        " full waves, the rest split over equal groups of CTAs: each stores its partial, then sums and writes"
-        " its share of the tile's."
-    )
-
-    def m_class(self, m):
-        return gemm_class_tokens(m)
-
-    def class_maxima(self):
-        return (64, 128, 256)
-
-    def rule(self, cfg, layer, m):
-        n, k = layer.n_for(m), layer.k
-        if n % cfg.rows or k % GEMM_SLOT_K:
-            return f"rows={cfg.rows} needs N divisible by {cfg.rows} and K by {GEMM_SLOT_K}, got N={n} K={k}"
-        if cfg.rows // 2 * cfg.tokens // 128 > GEMM_MAX_ACCUMULATORS:
-            return (
-                f"rows={cfg.rows} x tokens={cfg.tokens}: over {GEMM_MAX_ACCUMULATORS} accumulators a thread"
-            )
-        smem = persistent_smem_bytes(cfg.rows, cfg.tokens, cfg.stages, layer.dual)
-        if smem > SMEM_LIMIT:
-            return f"stages={cfg.stages} at rows={cfg.rows}, tokens={cfg.tokens} need {smem} bytes, over {SMEM_LIMIT}"
-        if not 1 <= cfg.ctas <= SMS:
-            return f"ctas={cfg.ctas} must be 1..{SMS} (one wave)"
-        split = persistent_split_tiles(cfg, n, m)
-        if split and cfg.ctas % split:
-            return f"ctas={cfg.ctas} is no multiple of the {split} tiles past the full waves (equal splits)"
-        if split and k // GEMM_SLOT_K < cfg.ctas // split:
-            return f"ctas={cfg.ctas} splits each of {split} tiles {cfg.ctas // split} ways, over its {k // GEMM_SLOT_K} k-blocks"
-        if 4 * split > SEMAPHORE_GROUPS:
-            return f"{split} split tiles need {4 * split} counters, over {SEMAPHORE_GROUPS}"
-        return None
-
-    def operands(self, cfg, layer):
-        return (TILES,)  # tma_gemv's packed 64 x 64 tiles: one copy serves the three engines
-
-    def build_operand(self, operand, parts, layer):
-        return TMA_GEMV.build_operand(operand, parts, layer)
-
-    def variant(self, cfg, layer, m):
-        kernel = dict(rows=cfg.rows, tokens=cfg.tokens, stages=cfg.stages, dual=layer.dual)
-        kernel.update(out=CUDA_TYPES[layer.out_dtype])
-        smem = persistent_smem_bytes(cfg.rows, cfg.tokens, cfg.stages, layer.dual)
-        return Variant.of(self.name, kernel, ctas=cfg.ctas, smem_bytes=smem)
-
-    def plan(self, cfg, layer, m, ctx):
-        tiles, workspace = ctx.operands[TILES], ctx.buffers["workspace"]
-        return ctx.cuda_plan(
-            self.variant(cfg, layer, m), layer, m, (tiles[0], tiles[-1]), (workspace.numel(),)
-        )
-
-
-PERSISTENT_GEMM = PersistentGemm()
-
-
-# ---- kernels_src/tma_gemm.py: The bulk-copy + wgmma GEMM for m > 32 (engine tma_gemm): tma_gemv.cuh's kernel with more consumer warpgroups
+# ---- kernels_src/tma_gemm.py: The bulk-copy + wgmma GEMM for m > 32: tma_gemv.cuh's kernel with 1-4 consumer warpgroups and up to 256 tokens
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
-# The plain write's (splits = 1): at m = 128 `direct` takes a CTA 3.6 us after its last slot (docs/tma-gemm.md,
-# the clock stamps); `staged` is tma_gemv.cuh's write_staged.
 TMA_GEMM_EPILOGUES = ("direct", "staged")
-# A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
-# takes more (docs/tma-gemm.md, the rule), and `compile` fails a kernel that spills.
-_OTHER_REGISTERS = 40
-
-
-def register_budget(warpgroups: int) -> int:
-    """Registers a thread may hold under __launch_bounds__(128 WG + 32, 1): 64 K a SM over the CTA's threads,
-    in steps of 8, at most 255 (255, 224, 120 for 1, 2, 4 warpgroups)."""
-    return min(255, 65536 // (128 * warpgroups + 32) // 8 * 8)
+# what a thread holds besides its 4 NB accumulators, at least (docs/tma-gemm.md, the rule)
 
 
 def gemm_column_blocks(m: int) -> int:
-    """8-token column blocks of the x box that cover m tokens (33 <= m <= 256): 8, 16 or 32."""
+    """8-token column blocks of the x box that cover m tokens: 8, 16 or 32."""
     return 8 if m <= 64 else 16 if m <= 128 else 32
 
 
 TMA_GEMM_FIELDS = (
-    Field(
-        "warpgroups",
-        int,
-        TMA_GEMM_WARPGROUPS,
-        "consumer warpgroups per CTA, each a 64-row weight tile against the slot's one x box",
-    ),
-    Field("splits", int, None, "CTAs that split the CTA tile's K", bounds="1 .. K/64, uneven splits allowed"),
-    Field(
-        "stages", int, TMA_STAGES, "shared-memory ring slots per CTA, the warpgroups' tiles and x's box each"
-    ),
-    Field(
-        "reduce",
-        str,
-        TMA_GEMM_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last CTA sums in split order), atomic (four-float L2 atomics"
-        " into a zeroed accumulator, the last CTA writes out and re-zeroes)",
-    ),
-    Field(
-        "epilogue",
-        str,
-        TMA_GEMM_EPILOGUES,
-        "direct (each accumulator stored as one bf16) or staged (reduce none, one warpgroup, bf16: the tile goes"
-        " token-major through the idle ring and out in whole 128-byte token rows)",
-        default="direct",
-    ),
+    Field("warpgroups", int, TMA_GEMM_WARPGROUPS, None),
+    Field("splits", int, None, None, bounds=None),
+    Field("stages", int, TMA_STAGES, None),
+    Field("reduce", str, TMA_GEMM_REDUCTIONS, None),
+    Field("epilogue", str, TMA_GEMM_EPILOGUES, None, default="direct"),
 )
 TmaGemmConfig = config_type("TmaGemmConfig", TMA_GEMM_FIELDS)
 
 
 def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA: its ring (tma_gemv.ring_bytes), no cluster inbox."""
+    """A CTA's shared memory: its ring."""
     return ring_bytes(cfg.stages, nb, dual, warpgroups=cfg.warpgroups)
 
 
@@ -2089,58 +1129,16 @@ class TmaGemm(Engine):
     FIELDS = TMA_GEMM_FIELDS
     Config = TmaGemmConfig
     m_min, m_max = 33, 256
-    sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
+
     launcher = "okc::launch_tma"
-    cuda_constants = TMA_CUDA_CONSTANTS
-    summary = (
-        "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
-        " weight tile against one shared x box of up to 256 tokens (wgmma N = 8 NB), so x crosses from L2 once"
-        " per 64 x warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2"
-        " atomics into a zeroed accumulator that the last CTA writes out and re-zeroes."
-    )
 
     def m_class(self, m):
         return gemm_column_blocks(m)
 
-    def class_maxima(self):
-        return (64, 128, 256)
-
-    def rule(self, cfg, layer, m):
-        n, k, dual, wg = layer.n_for(m), layer.k, layer.dual, cfg.warpgroups
-        nb = gemm_column_blocks(m)
-        if (
-            not 1 <= cfg.splits <= k // TILE_K
-        ):  # the range before the pairing with reduce: splits=-1 is out of it
-            return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
-        if split_rule(cfg):
-            return split_rule(cfg)
-        if n % (TILE_ROWS * wg) or k % TILE_K:
-            return f"warpgroups={wg} needs N divisible by {TILE_ROWS * wg} and K by {TILE_K}, got N={n} K={k}"
-        if 4 * nb + _OTHER_REGISTERS > register_budget(wg):
-            return (
-                f"warpgroups={wg} at m={m} holds {4 * nb} accumulators a thread (+{_OTHER_REGISTERS}), over the"
-                f" {register_budget(wg)} registers {128 * wg + 32} threads a CTA leave"
-            )
-        smem = gemm_smem_bytes(cfg, nb, dual)
-        if smem > SMEM_LIMIT:
-            return f"stages={cfg.stages}, warpgroups={wg} at m={m} need {smem} bytes of shared memory, over {SMEM_LIMIT}"
-        tile_floats = n * 8 * nb  # every 64-row tile's partial of 8 NB tokens
-        if cfg.reduce == "semaphore" and tile_floats * cfg.splits > WORKSPACE_FLOATS:
-            return f"splits={cfg.splits} needs more workspace than the {WORKSPACE_FLOATS} floats there are"
-        if cfg.reduce == "atomic" and tile_floats > ACCUMULATOR_FLOATS:
-            return f"reduce=atomic at m={m}, N={n} needs {tile_floats} accumulator floats, over {ACCUMULATOR_FLOATS}"
-        if cfg.epilogue == "staged" and (cfg.reduce != "none" or wg != 1 or dual):
-            return (
-                "epilogue=staged is the plain write's of one warpgroup in bf16 (reduce none, warpgroups 1, not the"
-                f" router), got reduce={cfg.reduce}, warpgroups={wg}{' for the router' if dual else ''}"
-            )
-        return None
-
     def operands(self, cfg, layer):
         return (TILES,)  # tma_gemv's packed 64 x 64 tiles: one copy serves both engines
 
-    def build_operand(self, operand, parts, layer):
-        return TMA_GEMV.build_operand(operand, parts, layer)
+    build_operand = TmaGemv.build_operand
 
     def variant(self, cfg, layer, m):
         nb = gemm_column_blocks(m)
@@ -2156,116 +1154,31 @@ class TmaGemm(Engine):
 TMA_GEMM = TmaGemm()
 
 
-# ---- kernels_src/splitk_gemm.py: Split-K GEMM for m > 32 tokens: out = x . W[:n]^T on Hopper's wgmma, weights on the MMA's M side.
+# ---- kernels_src/splitk_gemm.py: The Triton split-K GEMM for m > 32: the weights on wgmma's M side, TMA descriptors, K split over programs and
 LOADS = ("tma", "pointers")
 SPLITK_REDUCTIONS = ("none", "semaphore", "atomic")
-# The reduce codes the kernel branches on: engine.REDUCTION's (Triton reads a global only as a constexpr).
+# The reduce codes the kernel branches on (Triton reads a global only as a constexpr)
 _REDUCE_NONE = tl.constexpr(int(REDUCTION.code("none")))
 _REDUCE_SEMAPHORE = tl.constexpr(int(REDUCTION.code("semaphore")))
 SPLITK_GEMM_FIELDS = (
-    Field("block_n", int, (64, 128, 256), "weight rows per program"),
-    Field("block_m", int, (16, 32, 64, 128, 256), "tokens per program"),
-    Field("block_k", int, (32, 64, 128), "K per loop step"),
-    Field(
-        "splits", int, None, "programs sharing one tile's K range", bounds="1 .. K / block_k, uneven allowed"
-    ),
-    Field("warps", int, (4, 8), "Triton num_warps (whole warpgroups for wgmma)"),
-    Field("stages", int, (1, 2, 3, 4, 5, 6, 7, 8), "Triton num_stages"),
-    Field(
-        "loads", str, LOADS, "tma (TensorDescriptor for x and the weights) or pointers (plain masked tl.load)"
-    ),
-    Field(
-        "reduce",
-        str,
-        SPLITK_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
-        " zeroed accumulator, the last program writes out and re-zeroes)",
-    ),
+    Field("block_n", int, (64, 128, 256), None),
+    Field("block_m", int, (16, 32, 64, 128, 256), None),
+    Field("block_k", int, (32, 64, 128), None),
+    Field("splits", int, None, None, bounds=None),
+    Field("warps", int, (4, 8), None),
+    Field("stages", int, (1, 2, 3, 4, 5, 6, 7, 8), None),
+    Field("loads", str, LOADS, None),
+    Field("reduce", str, SPLITK_REDUCTIONS, None),
 )
 SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
-COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
-# Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
-# and with dual or pointer loads ptxas (sm_90a) spills at 128 accumulator registers per thread: those stop at 64.
-SPLITK_ATOMIC_ACC_REGS = 64
-_SPLITK_INT32 = 2**31
+COUNTERS = 4096  # int32 tile counters, zeroed once; every launch leaves them zero
 
-
-def splitk_smem_bytes(cfg, dual):
-    """Shared memory of one program: `stages` ring slots (one for stages = 1), each the weight tile(s) and the x
-    tile in bf16, plus 1 KB for barriers and alignment; Triton 3.6 adds 4 KB for dual at block_n = 64 with 8
-    warps. (Checked against Triton's own figure by compiling for sm_90a; the epilogue's layout conversions
-    reuse the ring's space.)"""
-    slot = cfg.block_k * (cfg.block_n * (2 if dual else 1) + cfg.block_m) * 2
-    extra = 4096 if dual and cfg.warps == 8 and cfg.block_n == 64 else 0
-    return max(cfg.stages, 1) * slot + 1024 + extra
-
-
-def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
-    """Why a config of admitted field values cannot serve this shape (one line naming the field and the limit),
-    or None. Pure Python."""
-    if n % cfg.block_n:
-        return f"block_n={cfg.block_n} does not divide n={n}"
-    if k % cfg.block_k:
-        return f"block_k={cfg.block_k} does not divide k={k}"
-    steps = k // cfg.block_k
-    if not 1 <= cfg.splits <= steps:
-        return f"splits={cfg.splits} must be 1..{steps} (the K steps of k={k} at block_k={cfg.block_k})"
-    error = split_rule(cfg)
-    if error:
-        return error
-    if m * max(k, n) >= _SPLITK_INT32:
-        return f"m={m} at n={n}, k={k} overflows the kernel's 32-bit offsets (x, out)"
-    if n * k >= _SPLITK_INT32:
-        return f"n={n} at k={k} overflows the kernel's 32-bit offsets (the weights)"
-    if cfg.reduce == "atomic" and cfg.loads == "tma" and cfg.block_k != 128:
-        # Measured on the H200, unexplained: at block_k=64 these launches computed wrong results in up to 9 of 12
-        # runs (about 120x the error bound, no element left unwritten, counters and accumulator clean afterwards),
-        # while the same tiles with block_k=128, pointer loads or the semaphore were right in every run
-        # (docs/splitk-gemm.md). block_k=32 was never run there. Refused until the cause is found.
-        return f"reduce='atomic' with loads='tma' takes block_k=128: at block_k={cfg.block_k} it computed wrong results on the H200"
-    acc_regs = cfg.block_n * cfg.block_m // (32 * cfg.warps)
-    if acc_regs > SPLITK_ACC_REGS:
-        return (
-            f"block_n={cfg.block_n} x block_m={cfg.block_m} over warps={cfg.warps} holds {acc_regs} fp32"
-            f" accumulator registers per thread, over {SPLITK_ACC_REGS}"
-        )
-    if cfg.reduce == "atomic" and (dual or cfg.loads == "pointers") and acc_regs > SPLITK_ATOMIC_ACC_REGS:
-        return (
-            f"reduce='atomic' ({'dual' if dual else 'pointer loads'}) at block_n={cfg.block_n} x"
-            f" block_m={cfg.block_m} over warps={cfg.warps} holds {acc_regs} accumulator registers per thread"
-            f" and as many returned by its atomics: over {SPLITK_ATOMIC_ACC_REGS}, it spills"
-        )
-    smem = splitk_smem_bytes(cfg, dual)
-    if smem > SMEM_PER_BLOCK:
-        return (
-            f"stages={cfg.stages} of block_n={cfg.block_n}, block_m={cfg.block_m}, block_k={cfg.block_k}"
-            f"{' (dual)' if dual else ''} need about {smem} bytes of shared memory, over {SMEM_PER_BLOCK}"
-        )
-    padded = -(-m // cfg.block_m) * cfg.block_m  # tokens of the grid's token tiles
-    tiles = (n // cfg.block_n) * (padded // cfg.block_m)
-    if cfg.splits > 1 and tiles > COUNTERS:
-        return f"reduce={cfg.reduce!r} needs one counter per tile: {tiles} tiles at m={m}, over {COUNTERS}"
-    if cfg.reduce == "semaphore" and n * padded * cfg.splits > WORKSPACE_FLOATS:
-        return (
-            f"reduce='semaphore' at splits={cfg.splits}, m={m} (block_m={cfg.block_m}), n={n} needs"
-            f" {n * padded * cfg.splits} workspace floats, over {WORKSPACE_FLOATS}"
-        )
-    if cfg.reduce == "atomic" and n * padded > ACCUMULATOR_FLOATS:
-        return (
-            f"reduce='atomic' at m={m} (block_m={cfg.block_m}), n={n} needs {n * padded} accumulator floats,"
-            f" over {ACCUMULATOR_FLOATS}"
-        )
-    return None
+# the atomic epilogue's adds (atom) keep their old values in registers: with dual or pointer loads, 64 at most
 
 
 @triton.jit
 def _splitk_mma(w_tile, x_tile, acc, UPCAST: tl.constexpr):
-    """acc[BLOCK_N, BLOCK_M] += w_tile[BLOCK_N, BLOCK_K] . x_tile[BLOCK_M, BLOCK_K]^T in fp32.
-
-    UPCAST (true only off CUDA, i.e. under TRITON_INTERPRET=1): Triton 3.6's CPU interpreter computes tl.dot on
-    bf16 operands wrongly (values near 1e10), while fp32 operands are right; bf16 -> fp32 is exact, so the
-    result is the same sum. On the GPU the bf16 tiles go straight to wgmma."""
+    """acc += w_tile . x_tile^T in fp32; UPCAST (the CPU interpreter, whose bf16 tl.dot is wrong): fp32 operands."""
     if UPCAST:
         acc = tl.dot(w_tile.to(tl.float32), tl.trans(x_tile.to(tl.float32)), acc, input_precision="ieee")
     else:
@@ -2287,8 +1200,7 @@ def _splitk_k_loop(
         w_offs = (off_n + rn)[:, None] * K + rk[None, :]
         x_offs = (off_m + rm)[:, None] * K + rk[None, :]
         x_live = (off_m + rm)[:, None] < M
-    # tl.full, not tl.zeros / tl.zeros_like: those are @triton.jit library functions, which the CPU tests'
-    # interpreted copy of this module cannot call (tests/test_splitk_gemm.py keeps Triton itself compiled).
+    # tl.full: the CPU tests' interpreted copy cannot call Triton's jit library (tl.zeros)
     acc = tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32)
     for step in range(first, last):
         off_k = step * BLOCK_K
@@ -2307,16 +1219,7 @@ def _splitk_k_loop(
 
 @triton.jit
 def _splitk_ticket(counters, tile):
-    """The ticket (both reductions): how many programs of this tile arrived before this one.
-
-    Memory ordering. Each thread's partial stores (semaphore) or atomic adds (atomic) come before
-    tl.debug_barrier() (bar.sync) in program order, and bar.sync orders them before everything the CTA's threads
-    do after it. Triton lowers the scalar counter atomic to ONE thread, so that thread's acq_rel gpu-scope add
-    releases, cumulatively, every write the barrier ordered before it: a program whose add returns splits - 1
-    acquires the tiles of all splits - 1 earlier programs (each released the same way). Triton hands the returned
-    count to the other threads through shared memory behind another bar.sync, so their reads of the partials are
-    ordered after the acquire; they use cache_modifier=".cg" because L1 is not coherent across SMs. The counter
-    reset and the accumulator's zeros are read only by the next launch, which the kernel boundary orders."""
+    """The programs of this tile that arrived before this one (the ordering: docs/splitk-gemm.md)."""
     tl.debug_barrier()
     return tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
 
@@ -2332,10 +1235,7 @@ def _splitk_semaphore_epilogue(
     acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, EPILOGUE_N: tl.constexpr,
 ):  # fmt: skip
-    """reduce = semaphore: the partial into its workspace slot; the last program to arrive sums the tile's slots in split
-    order 0, 1, ..., whoever it is (deterministic), writes out and resets the counter. acc is dead once stored,
-    so the sum goes over EPILOGUE_N-row chunks, four splits' loads in flight at a time (one L2 round trip per four
-    splits instead of per split; past `splits` they load 0.0)."""
+    """The partial into its slot; the last program sums the slots in split order and resets the counter."""
     TILE: tl.constexpr = BLOCK_N * BLOCK_M
     rm = tl.arange(0, BLOCK_M)
     tl.store(slots + pid_s * TILE + local, acc, mask=live)
@@ -2360,8 +1260,7 @@ def _splitk_semaphore_epilogue(
 def _splitk_atomic_epilogue(
     acc, slots, counters, out_ptrs, tile, splits, live, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr
 ):
-    """reduce = atomic: the partial added into the zeroed accumulator; the last program to arrive reads the tile, writes
-    out, stores zeros back over it and resets the counter."""
+    """The partial added into the accumulator; the last program writes it out and zeroes it."""
     tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
     arrived = _splitk_ticket(counters, tile)
     if arrived == splits - 1:
@@ -2373,12 +1272,12 @@ def _splitk_atomic_epilogue(
 
 @triton.jit(do_not_specialize=["M", "splits"])
 def _splitk_gemm_kernel(
-    x,  # TMA: descriptor of x [M, K], block [BLOCK_M, BLOCK_K]; pointers: bf16 x
-    w,  # TMA: descriptor of the weight [N_total, K], block [BLOCK_N, BLOCK_K]; pointers: bf16 weight
-    w2,  # dual: the lo weight, as w; otherwise w again (never read)
-    out,  # [M, N] bf16 (fp32 for dual), row-major
-    partials,  # fp32: the workspace (semaphore) or the zeroed accumulator (atomic)
-    counters,  # int32 [tiles], zero between launches
+    x,  # a descriptor (TMA) or a pointer
+    w,
+    w2,  # dual: the lo weight; otherwise w again
+    out,
+    partials,  # the workspace (semaphore) or the zeroed accumulator (atomic)
+    counters,
     M,
     N,
     K,
@@ -2427,7 +1326,7 @@ def _splitk_gemm_kernel(
 
 
 def splitk_constexprs(cfg, dual, upcast):
-    """The kernel's constexpr arguments for cfg (besides num_warps / num_stages); upcast: x is not on CUDA."""
+    """The kernel's constexpr arguments for cfg; upcast: x is not on CUDA."""
     return dict(
         BLOCK_N=cfg.block_n,
         BLOCK_M=cfg.block_m,
@@ -2441,21 +1340,14 @@ def splitk_constexprs(cfg, dual, upcast):
 
 
 def weight_descriptors(weights: tuple, cfg) -> tuple:
-    """TensorDescriptors of each weight for cfg (loads == "tma"), built once in prepare(); () for pointers.
-    Built on the full [N_total, K] tensor: a launch with a smaller n reads only its prefix rows."""
+    """Each weight's TensorDescriptor for cfg's block (on the whole [N, K]: a smaller n reads a prefix)."""
     if cfg.loads != "tma":
         return ()
     return tuple(TensorDescriptor.from_tensor(w, [cfg.block_n, cfg.block_k]) for w in weights)
 
 
 def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()):
-    """Launch on the current stream; returns Triton's compiled kernel (what BoundSplitKLaunch.bind reads; None
-    under the interpreter). len(weights) == 2 means dual (fp32 out).
-
-    x [M, K] bf16 and the weights [N_total, K] bf16 row-major contiguous, out [M, n] contiguous (bf16, or fp32
-    for dual), workspace fp32 (WORKSPACE_FLOATS), counters int32 (COUNTERS) and accumulator fp32
-    (ACCUMULATOR_FLOATS), the last two zero. cfg must be admitted by SPLITK_GEMM.config_error at the launch's M,
-    n and K; descriptors are weight_descriptors(weights, cfg) (built here when not given)."""
+    """Launch on the current stream (two weights: dual); returns Triton's compiled kernel."""
     m, k = x.shape
     n = out.shape[1]
     if cfg.loads == "tma":
@@ -2489,19 +1381,8 @@ def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator,
 
 
 class BoundSplitKLaunch:
-    """splitk_gemm's launch for one plan, bound once: the compiled kernel, its launcher and every argument but
-    x's descriptor, the output and M fixed in prepare(), so that an eager call pays only the launch itself.
-
-    Through `_splitk_gemm_kernel[grid](...)` each call paid ~30 us of Triton's argument binding and cache
-    lookup, plus the encoding of every tensor descriptor (x's and the weights') and ~3 us of
-    TensorDescriptor.from_tensor (docs/splitk-gemm.md, "Host time"). Here the weights' tensor maps are encoded
-    once, and x's is encoded once per (address, M) and kept: it holds only the address, [M, K], the strides
-    (K, 1), the box and the swizzle, and K is the plan's, so any x at that address with that M encodes the same
-    (a caller that reuses its buffers, as a forward pass or a graph capture does, encodes it once). The launch
-    goes to the C launcher Triton generated for the kernel, with the arguments Triton's own path passes it (its
-    launch hooks, such as a profiler's, do not see these launches). bind() returns None where the compiled
-    kernel or the launcher is not what this class expects (another Triton, global scratch); the plan then keeps
-    the JIT call."""
+    """One plan's launch bound once to Triton's C launcher, skipping ~30 us of binding a call (docs/splitk-gemm.md,
+    Host time); bind() returns None for a compiled kernel it does not expect."""
 
     CACHED_X_MAPS = 16  # x's tensor maps kept per plan, by (address, M)
     LAUNCHER_FORMAT = "iiiKKppOOOOOO"  # Triton 3.6's base arguments of the C launcher, before the kernel's
@@ -2515,8 +1396,6 @@ class BoundSplitKLaunch:
             n // cfg.block_n,
         )
         self.function = compiled.function
-        # values: [x's map (per call), w's and w2's expanded maps, out (per call), partials, counters, M (per
-        # call), N, K, splits, the constexprs], as the launcher takes them after its base arguments
         self.weights, self.buffers, self.rest = tuple(values[1:11]), tuple(values[12:14]), tuple(values[15:])
         self.head = (compiled.run.launch_cooperative_grid, compiled.run.launch_pdl, None, None)
         self.head += (compiled.packed_metadata, None, None, None)  # the launch metadata, enter and exit hooks
@@ -2528,7 +1407,6 @@ class BoundSplitKLaunch:
         """The launch of `compiled` (what launch_splitk_gemm returned for cfg on a layer of (n, k)), or None."""
         if cfg.loads != "tma" or compiled is None or not hasattr(compiled, "run"):
             return None
-        # Triton's own descriptor expansion and launcher layout, loaded with its CUDA driver by the compile
         driver = getattr(getattr(getattr(triton, "backends", None), "nvidia", None), "driver", None)
         expand = getattr(driver, "make_tensordesc_arg", None)
         if expand is None or getattr(driver, "_BASE_ARGS_FORMAT", None) != cls.LAUNCHER_FORMAT:
@@ -2601,20 +1479,8 @@ class SplitKGemm(Engine):
     FIELDS = SPLITK_GEMM_FIELDS
     Config = SplitKGemmConfig
     m_min, m_max = 33, None
-    sweep_m = (64, 128, 256)  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
-    summary = (
-        "splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens"
-        " per program, wgmma), TMA descriptors for x and the weights (the weights' built once in prepare()), K"
-        " split over `splits` programs and reduced in the same launch: by a self-resetting semaphore (partials"
-        " to the workspace, the last program sums them in order) or by fp32 atomic adds into a zeroed accumulator"
-        " that the last program writes out and re-zeroes. The router: hi and lo into one fp32 accumulator."
-    )
-
-    def rule(self, cfg, layer, m):
-        return splitk_shape_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
 
     def operands(self, cfg, layer):
-        """The weights' TensorDescriptors, one set per (block_n, block_k)."""
         return (Operand("descriptors", (cfg.block_n, cfg.block_k)),) if cfg.loads == "tma" else ()
 
     def build_operand(self, operand, parts, layer):
@@ -2632,7 +1498,8 @@ class SplitKGemm(Engine):
         return weight_descriptors(parts, cfg)
 
     def plan(self, cfg, layer, m, ctx):
-        parts, n, fallback = ctx.parts, layer.n_for(m), ctx.fallback(m)
+        parts, n = ctx.parts, layer.n_for(m)
+        fallback = ctx.fallback(n)
         descriptors = ctx.operands[self.operands(cfg, layer)[0]] if cfg.loads == "tma" else ()
         b = ctx.buffers
         workspace, counters, accumulator = b["workspace"], b["counters"], b["accumulator"]
@@ -2674,7 +1541,7 @@ class SplitKGemm(Engine):
 SPLITK_GEMM = SplitKGemm()
 
 
-# ---- kernels_src/cublas.py: The fallback engine: cuBLAS through torch, for every shape no table sends elsewhere and every x the kernels do
+# ---- kernels_src/cublas.py: The fallback: cuBLAS through torch, for every shape no table routes and every x the kernels do not take.
 HI_LO = Operand("hi_lo")  # the router's [hi, lo] concatenated along K
 
 
@@ -2686,16 +1553,11 @@ class Cublas(Engine):
     name = "cublas"
     Config = CublasConfig
     m_min, m_max = 1, None
-    summary = (
-        "cublas (everything else): x @ W[:n].T in bf16; the router as one GEMM over K concatenated,"
-        " [x, x] @ [hi, lo].T with fp32 output."
-    )
 
     def operands(self, cfg, layer):
         return (HI_LO,) if layer.dual else ()
 
     def build_operand(self, operand, parts, layer):
-        # [x, x] . [hi, lo]^T == x . hi^T + x . lo^T, accumulated in fp32 by one GEMM
         return torch.cat(parts, dim=1).contiguous()
 
     def plan(self, cfg, layer, m, ctx):
@@ -2706,7 +1568,7 @@ def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
     """out = x . W[:n]^T by cuBLAS, for any m; the router through its hi+lo concatenation."""
     if layer.dual:
         w_t = hi_lo[:n].t()
-        if w_t.device.type != "cuda":  # bf16 x bf16 -> fp32 GEMMs are CUDA's (the harness's CPU checks)
+        if w_t.device.type != "cuda":  # bf16 x bf16 -> fp32 GEMMs are CUDA's
             return cpu_dual_plan(w_t.float())
         return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=getattr(torch, layer.out_dtype))
     w_t = parts[0][:n].t()
@@ -2714,10 +1576,10 @@ def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
 
 
 def cpu_dual_plan(w_t):
-    """The router's GEMM off the GPU, in fp32: for a bf16 x only, as on the GPU (the harness's CPU checks)."""
+    """The router's GEMM off the GPU (verify --device cpu), in fp32, for a bf16 x only."""
 
     def call(x):
-        if x.dtype is not torch.bfloat16:  # .float() would take any x the GPU's GEMM refuses
+        if x.dtype is not torch.bfloat16:  # as the GPU's GEMM refuses it
             raise TypeError(f"expected a bfloat16 x, got {x.dtype}")
         return torch.cat([x, x], dim=1).float() @ w_t
 
@@ -2727,37 +1589,26 @@ def cpu_dual_plan(w_t):
 CUBLAS = Cublas()
 
 
-# ---- kernels_src/registry.py: The engines, in precedence order, and the one routing rule: which engine and config serve (layer, m).
-# Precedence: the compressed engines stream the fewest bytes (the register GEMV, then the ring, where each table
-# says so); the TMA GEMV leads where its table says so; the
-# mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the persistent GEMM, then the TMA
-# GEMM, then the Triton split-K GEMM, each where its table says so.
-ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, PERSISTENT_GEMM, TMA_GEMM, SPLITK_GEMM)
+# ---- kernels_src/registry.py: The engines in precedence order, and the routing rule: a (layer, m) runs on the first engine whose table gives
+PRECEDENCE = (
+    "compressed_gemv",
+    "compressed_ring",
+    "tma_gemv",
+    "mma_gemv",
+    "persistent_gemm",
+    "tma_gemm",
+    "splitk_gemm",
+)
+# The engines made: every one here, the routed ones in dist/submission.py (the build leaves the others out).
+ENGINES = tuple(
+    sorted((e for e in ENGINES_MADE if e.name in PRECEDENCE), key=lambda e: PRECEDENCE.index(e.name))
+)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
-# the engines prepare() may find a layer's weights unfit for (each passed over alone)
-SKIPPABLE = (COMPRESSED_GEMV.name, COMPRESSED_RING.name)
-
-
-def cuda_prelude() -> str:
-    """The C++ ahead of the kernels in every build: each constant and mode code the CUDA side shares with
-    Python, rendered from the engines' declarations (engine.SHARED_CUDA_CONSTANTS, Engine.cuda_constants), so
-    that the CUDA sources never type one of their own."""
-    declared = dict.fromkeys(SHARED_CUDA_CONSTANTS)
-    for engine in ENGINES:
-        declared.update(dict.fromkeys(engine.cuda_constants))
-    lines = [
-        "// Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the",
-        "// CUDA side shares with Python, each written once, in Python.",
-        "#include <cstddef>",
-        "namespace okc {",
-    ]
-    lines += [item.cpp() for item in declared]
-    lines += ["}  // namespace okc", ""]
-    return "\n".join(lines)
+SKIPPABLE = ("compressed_gemv", "compressed_ring")
 
 
 class Table(NamedTuple):
-    """An engine's table: (layer, m) -> config or None; defaults: weight kind -> config or None."""
+    """(layer, m) -> config or None; defaults: weight kind -> config or None."""
 
     entries: dict
     defaults: dict
@@ -2767,15 +1618,13 @@ class Table(NamedTuple):
 
 
 def make_tables(raw: dict) -> dict:
-    """The submission's TABLES literal ({engine: {"entries": {(layer, m): {field: value} | None}, "defaults":
-    {kind: {field: value} | None}}}) as Table objects of Configs, one per engine (empty where none is given).
-    """
+    """The file's TABLES literal (configs as values in field order) as a Table of Configs per engine."""
     tables = {}
     for engine in ENGINES:
         given = raw.get(engine.name, {})
 
-        def config(fields, engine=engine):
-            return None if fields is None else engine.make_config(fields)
+        def config(values, engine=engine):
+            return None if values is None else engine.Config(*values)
 
         entries = {key: config(fields) for key, fields in given.get("entries", {}).items()}
         defaults = {kind: config(fields) for kind, fields in given.get("defaults", {}).items()}
@@ -2784,7 +1633,7 @@ def make_tables(raw: dict) -> dict:
 
 
 def lookup(engine, table: Table, layer, m: int):
-    """The config engine's table gives (layer, m), or None (see the module docstring)."""
+    """The config engine's table gives (layer, m), or None."""
     listed = table.listed(layer.name)
     row = m if m in listed else engine.borrowed_m(m, listed)
     if row is not None:
@@ -2811,9 +1660,7 @@ def plan_max_m(tables: dict) -> int:
 
 
 def skip_sets(layer) -> tuple:
-    """The engine sets prepare() may have to pass over for `layer`: none, or any of the compressed engines (each
-    refuses the weights it does not pay for on its own: compress.py's bits, compressed_ring's staging), in the
-    order runtime.layer_routes adds them."""
+    """The sets of compressed engines prepare() may pass over for `layer`."""
     if layer.dual:
         return ((),)
     subsets = [()]
@@ -2833,25 +1680,14 @@ def routes(layers, tables: dict):
 
 
 def variants(layers, tables: dict) -> list:
-    """The CUDA kernels the tables and defaults can reach, in a fixed order: what the extension compiles."""
+    """The CUDA kernels the tables can reach, in a fixed order: what the extension compiles."""
     found = {engine.variant(cfg, layer, m) for layer, m, _, engine, cfg in routes(layers, tables)}
     found.discard(None)
     order = {engine.name: i for i, engine in enumerate(ENGINES)}
     return sorted(found, key=lambda v: (order[v.engine], v.kernel, v.launch))
 
 
-def shape_lines(layers, tables: dict, ms) -> list:
-    """One line per (layer, m in ms): the output width and the engine and config that serve it."""
-    lines = []
-    for layer in layers:
-        for m in ms:
-            engine, cfg = route(layer, m, tables)
-            line = f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {engine.describe(cfg)}"
-            lines.append(line.rstrip())
-    return lines
-
-
-# ---- kernels_src/compress.py: 12-bit lossless weights for the compressed engines (compressed_gemv.cuh, compressed_ring.cuh): the format and
+# ---- kernels_src/compress.py: 12-bit lossless weights for the compressed engines: each bf16 weight as its lo byte and a 4-bit code into a
 TABLE_SIZE = 16
 K_GROUP = 64  # weights per row per K group: two 32-wide K blocks
 BUCKET = 16 * K_GROUP  # weights per (16-row block, K group): a header and one overflow offset each
@@ -2859,11 +1695,7 @@ PATCHES_PER_GROUP = 3  # patch words in a K group's 16-byte header (after its co
 HEADER_BYTES = 4 * (1 + PATCHES_PER_GROUP)
 ENTRY_BYTES = 4  # one overflow entry (int32)
 OFFSET_BYTES = 4  # one overflow offset (int32)
-# The refusal rule: a matrix whose whole format (payload, headers, table, overflow entries and offsets) costs this
-# many bits per weight or more stays on the plain GEMV. 7/8 of bf16's 16 bits: past 14 bits (~5.7 % of weights in
-# the overflow, ~58 entries a bucket) the bytes the stream saves (at most 1/8) are about what the overflow pass
-# costs on top of its bytes (an estimate from the pass's shape, a few hundred cycles a bucket per warp; not measured).
-MAX_BITS_PER_WEIGHT = 14.0
+MAX_BITS_PER_WEIGHT = 14.0  # a matrix costing this or more stays on the bf16 engines (7/8 of 16 bits)
 
 
 class CompressionError(ValueError):
@@ -2871,12 +1703,10 @@ class CompressionError(ValueError):
 
 
 def hi_byte_table(bits: torch.Tensor) -> torch.Tensor:
-    """The 16 hi bytes of the format's table for int16-viewed bf16 `bits`: 0x00 first, then the 15 most frequent
-    others (ties: smaller byte first). Fewer distinct bytes than 16: the unused entries repeat 0x00."""
+    """The table's 16 hi bytes for int16-viewed bf16 `bits` (0x00, then the 15 most frequent others)."""
     hi = (bits.to(torch.int32) >> 8) & 0xFF
     counts = torch.bincount(hi.reshape(-1), minlength=256).cpu()
     counts[0] = -1  # 0x00 has its fixed slot
-    # stable sort on -count keeps byte order among equal counts
     order = torch.sort(-counts, stable=True).indices
     chosen = [int(b) for b in order[: TABLE_SIZE - 1] if counts[int(b)] > 0]
     return torch.tensor([0] + chosen + [0] * (TABLE_SIZE - 1 - len(chosen)), dtype=torch.int32)
@@ -2891,7 +1721,6 @@ def _fragments(bits: torch.Tensor) -> torch.Tensor:
 
 def unfragment(frags: torch.Tensor, n: int, k: int) -> torch.Tensor:
     """The inverse of _fragments: [N/16, K/64, 4, 32, 8] in fragment order -> [N, K] (any dtype)."""
-    # fragment f = 2 kb_local + step; a lane's 8 elements: pack_mma_a's (row half, k half, pair) order
     blocks = frags.reshape(n // 16, k // 32, 2, 8, 4, 2, 2, 2)  # rb, kb, step, g, t, z, a, e
     return blocks.permute(0, 6, 3, 1, 4, 2, 5, 7).reshape(n, k)
 
@@ -2899,9 +1728,8 @@ def unfragment(frags: torch.Tensor, n: int, k: int) -> torch.Tensor:
 def patch_words(
     bits_f: torch.Tensor, exc_f: torch.Tensor, limit: int = PATCHES_PER_GROUP
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per (row block, K group): the header [n, p0, p1, p2] of its first n <= limit (<= PATCHES_PER_GROUP)
-    exceptions (in fragment order: f, lane, element), and the mask of the exceptions past those (the overflow).
-    bits_f, exc_f: [RB, G, 4, 32, 8] fragment-ordered bits and exception flags."""
+    """(each bucket's header of its first `limit` exceptions, the mask of the rest) from fragment-ordered bits
+    and exception flags [RB, G, 4, 32, 8]."""
     rb, groups = exc_f.shape[:2]
     flags = exc_f.reshape(rb, groups, 4 * 32 * 8).to(torch.int64)
     rank = torch.cumsum(flags, dim=-1) - 1
@@ -2917,11 +1745,11 @@ def patch_words(
 
 
 def overflow_entries(bits_f: torch.Tensor, overflow_f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The overflow list and its bucket offsets (the layout in the module docstring) from fragment-ordered bits
-    and overflow flags [RB, G, 4, 32, 8]: (entries int32 [E], starts int32 [RB * G + 1])."""
+    """(overflow entries int32 [E], bucket offsets int32 [RB * G + 1]) from fragment-ordered bits and
+    overflow flags [RB, G, 4, 32, 8]."""
     buckets = overflow_f.shape[0] * overflow_f.shape[1]
     flags = overflow_f.reshape(buckets, BUCKET)
-    b, p = torch.nonzero(flags, as_tuple=True)  # row-major: sorted by bucket, then by p
+    b, p = torch.nonzero(flags, as_tuple=True)  # sorted by bucket, then by p
     value = bits_f.reshape(buckets, BUCKET)[b, p].to(torch.int64) & 0xFFFF
     entries = p.to(torch.int64) | (value << 16)
     entries = torch.where(entries >= 1 << 31, entries - (1 << 32), entries).to(torch.int32)  # uint32 as int32
@@ -2955,7 +1783,7 @@ def _build(w: torch.Tensor, patches_per_group: int) -> dict:
     n, k = w.shape
     bits = w.contiguous().view(torch.int16).to(torch.int32) & 0xFFFF
     device = w.device
-    table = hi_byte_table(bits)  # on the CPU: 16 entries
+    table = hi_byte_table(bits)  # on the CPU
     codes = _codes(bits, table)
     is_exc = codes < 0
     bits_f = _fragments(bits)
@@ -2973,8 +1801,8 @@ def _build(w: torch.Tensor, patches_per_group: int) -> dict:
     stream[:, :, 0] = torch.cat([lo_f[:, :, 0], lo_f[:, :, 1]], dim=-1).to(torch.uint8)
     stream[:, :, 1] = torch.cat([lo_f[:, :, 2], lo_f[:, :, 3]], dim=-1).to(torch.uint8)
     shifts = torch.arange(8, dtype=torch.int64, device=device) * 4
-    words = (code_f.to(torch.int64) << shifts).sum(dim=-1)  # [RB, G, 4, 32]: nibble e = element e
-    word_bytes = torch.stack([(words >> (8 * b)) & 0xFF for b in range(4)], dim=-1)  # little-endian
+    words = (code_f.to(torch.int64) << shifts).sum(dim=-1)  # nibble e = element e
+    word_bytes = torch.stack([(words >> (8 * b)) & 0xFF for b in range(4)], dim=-1)
     stream[:, :, 2] = word_bytes.permute(0, 1, 3, 2, 4).reshape(rb, groups, 32, 16).to(torch.uint8)
     return {
         "stream": stream,
@@ -2990,16 +1818,13 @@ def _build(w: torch.Tensor, patches_per_group: int) -> dict:
 
 
 def table_scalars(table_words: tuple) -> tuple:
-    """The table's four uint32 words as the two signed int64 call scalars the compressed kernels read (T0 | T1 << 32,
-    T2 | T3 << 32: compressed_gemv.cuh's and compressed_ring.cuh's launchers split them back)."""
+    """The table's four uint32 words as two signed int64 call scalars: T0 | T1 << 32, T2 | T3 << 32."""
     pairs = ((table_words[0], table_words[1]), (table_words[2], table_words[3]))
     return tuple((lo | hi << 32) - ((lo | hi << 32) >> 63 << 64) for lo, hi in pairs)
 
 
 def footprint(z: dict) -> dict:
-    """The bytes of a compressed matrix (compress()'s dict), as bits per weight: payload (the 12-bit stream),
-    headers (the groups' 16-byte headers and the 16-byte table), exceptions (overflow entries and bucket
-    offsets), and their total."""
+    """A compressed matrix's bits per weight: payload, headers (with the table), exceptions, total."""
     rb, groups = z["stream"].shape[:2]
     weights = rb * groups * BUCKET
     parts = {
@@ -3018,18 +1843,7 @@ def compress(
     patches_per_group: int = PATCHES_PER_GROUP,
     max_bits_per_weight: float | None = None,
 ) -> dict:
-    """bf16 [N, K] (N % 16 == 0, K % 64 == 0) -> {"stream": uint8 [N/16, K/64, 3, 32, 16], "table": int32 [16]
-    hi bytes, "table_words": the table as four uint32 ints T0..T3 (the kernel's prmt operands, little-endian),
-    "patches": int32 [N/16, K/64, 4] (the groups' headers), "overflow": int32 [E] (entries; E may be 0),
-    "overflow_starts": int32 [N/16 * K/64 + 1] (bucket offsets), "count": int (all exceptions),
-    "max_block_count" / "max_block_overflow": the largest 16-row block's exceptions / overflow entries}; the
-    stream, patches and overflow tensors on w's device, the 16-entry table on the CPU.
-    patches_per_group (0..PATCHES_PER_GROUP): how many of a group's exceptions its header carries; the rest go to
-    the overflow (0: every exception to the pass after the loop). prepare() uses 3: on every layer it was the
-    faster (pooler m = 1 18.73 us against 18.86 at 0, o m = 16 9.74 against 10.46); the other values are for
-    such measurements.
-    Raises CompressionError (one line, naming `name`) for a wrong input, or when the matrix costs
-    max_bits_per_weight (None: MAX_BITS_PER_WEIGHT) bits per weight or more (footprint()'s total)."""
+    """bf16 [N, K] -> the 12-bit format's tensors; CompressionError for a matrix it does not pay for."""
     _check_input(w, name, patches_per_group)
     limit = MAX_BITS_PER_WEIGHT if max_bits_per_weight is None else max_bits_per_weight
     z = _build(w, patches_per_group)
@@ -3044,37 +1858,18 @@ def compress(
     return z
 
 
-# ---- kernels_src/packing.py: Weight layouts made once in prepare(): mma A-fragment order, 64 x 64 tiles for the TMA GEMV (pre-swizzled
-# mma.sync.m16n8k16 with bf16 A (16 rows x 16 k). PTX ISA, "Matrix Fragments for mma.m16n8k16": lane = 4*g + t
-# (g = groupID 0..7, t = thread in group 0..3) holds four 32-bit registers of two bf16 each:
-#   reg 0: row g,   k = 2t, 2t+1          reg 2: row g,   k = 2t+8, 2t+9
-#   reg 1: row g+8, k = 2t, 2t+1          reg 3: row g+8, k = 2t+8, 2t+9
-# A dot product may visit k in any order, so we choose which real k each mma k-slot carries: for a 32-wide K
-# block, mma step y in {0, 1} and lane (g, t), slot pair z in {0, 1} (regs 0/1 vs 2/3) carries the real k
-#   k = 8t + 4y + 2z + e        (e: the element in the register)
-# Then the B operand (x, tokens as columns) of lane (g, t) over both steps is x[token g][8t .. 8t+7]: one
-# contiguous 16-byte load per 8-token block, and the weights for one lane are 16 contiguous bytes per step.
-#
-# Packed order, outermost first: [row block rb][K block kb][step y][g][t][z][a][e] where row = 16rb + 8a + g
-# and k = 32kb + 8t + 4y + 2z + e; (z, a, e) is the lane's 8 bf16 = regs (z=0,a=0) (z=0,a=1) (z=1,a=0) (z=1,a=1).
-# Row blocks are outermost, so the first n rows of a packed matrix are a prefix of it (the unpooler's slice).
-
-
+# ---- kernels_src/packing.py: Weight layouts made in prepare() (docs/mma-gemv.md, docs/tma-gemv.md), rows outermost: a slice is a prefix.
 def pack_mma_a(w):
-    """[N, K] bf16 -> flat bf16 tensor in mma A-fragment order (see above). N % 16 == 0, K % 32 == 0."""
+    """[N, K] bf16 -> flat [rb][kb][step y][g][t][z][a][e]: row 16 rb + 8a + g, k 32 kb + 8t + 4y + 2z + e."""
     n, k = w.shape
     if n % 16 or k % 32:
         raise ValueError(f"pack_mma_a: weight [{n}, {k}] must have N % 16 == 0 and K % 32 == 0")
-    # dims of the view: rb, a, g, kb, t, y, z, e
     blocks = w.reshape(n // 16, 2, 8, k // 32, 4, 2, 2, 2)
     return blocks.permute(0, 3, 5, 2, 4, 6, 1, 7).contiguous().reshape(-1)
 
 
 def pack_tma_tiles(w):
-    """[N, K] bf16 -> [N/64, K/64, 64, 64] contiguous: the 64-row x 64-k tile (t, kt) is one 8 KB block, and one
-    row tile's K tiles follow each other, so a CTA of the TMA GEMV streams one contiguous range (row-major W
-    would scatter each tile over 64 rows 2K bytes apart). Row tiles are outermost: the first n rows are a prefix.
-    """
+    """[N, K] bf16 -> [N/64, K/64, 64, 64]: each 64 x 64 tile one contiguous 8 KB block, a row tile's in K order."""
     n, k = w.shape
     if n % 64 or k % 64:
         raise ValueError(f"pack_tma_tiles: weight [{n}, {k}] must have N % 64 == 0 and K % 64 == 0")
@@ -3082,37 +1877,27 @@ def pack_tma_tiles(w):
 
 
 def swizzle_128b(tiles):
-    """[..., 64, 64] bf16 tiles -> each tile laid out as the 128-byte swizzle that wgmma's shared-memory
-    descriptors read (tma_gemv.cuh, sw128_desc), so that one plain 8 KB bulk copy per tile lands a ready operand:
-    no tensor map, no descriptor fetch on the kernel's critical path (faster than tensor-map copies: the figures
-    are in docs/tma-gemv.md). A row of 64 bf16 is 128 bytes = eight 16-byte chunks; chunk c of
-    row r is stored at chunk c XOR (r mod 8), the address bits 4-6 XOR bits 7-9 rule of a 1024-byte-aligned slot.
-    An involution: applying it twice restores the tiles."""
+    """[..., 64, 64] bf16 tiles in wgmma's 128-byte swizzle: 16-byte chunk c of row r at chunk c XOR (r mod 8)
+    (an involution)."""
     if tiles.dim() < 2 or tuple(tiles.shape[-2:]) != (64, 64):
         raise ValueError(f"swizzle_128b: tiles must end in [64, 64], got {list(tiles.shape)}")
     rows = torch.arange(64, device=tiles.device)
     chunks = torch.arange(8, device=tiles.device)
-    source = chunks[None, :] ^ (rows[:, None] % 8)  # [row, stored chunk] -> the logical chunk stored there
+    source = chunks[None, :] ^ (rows[:, None] % 8)  # the logical chunk each stored one holds
     view = tiles.reshape(-1, 64, 8, 8)
     return view[:, rows[:, None], source, :].reshape(tiles.shape).contiguous()
 
 
 def pack_tma_bulk(w):
-    """[N, K] bf16 -> the TMA GEMV's weight operand: pack_tma_tiles' 8 KB tiles, each pre-swizzled."""
+    """[N, K] bf16 -> the TMA GEMV's full tiles, pre-swizzled."""
     return swizzle_128b(pack_tma_tiles(w))
 
 
 def pack_tma_half_tiles(w):
-    """[N, K] bf16 -> [N/32, K/128, 64, 64] contiguous, for the TMA GEMV's half tiles (tile=half): a CTA owns 32 rows
-    and the whole K, and block (h, kb) stacks rows h..h+31 over K [128 kb, 128 kb + 64) on top of the same rows
-    over [128 kb + 64, 128 kb + 128). Read as one 64 x 64 wgmma A tile, its upper half meets x's first 64-wide
-    box and its lower half x's second (tma_gemv.cuh): each 8 KB copy carries 128 of K for 32 rows, so twice as
-    many CTAs stream as there are 64-row tiles, with no split-K reduction. Row groups are outermost: the first n
-    rows are a prefix."""
+    """[N, K] bf16 -> [N/32, K/128, 64, 64]: 32 rows' two 64-wide K halves stacked (tile=half)."""
     n, k = w.shape
     if n % 32 or k % 128:
         raise ValueError(f"pack_tma_half_tiles: weight [{n}, {k}] must have N % 32 == 0 and K % 128 == 0")
-    # dims of the view: row group, row, K block, half, k
     return (
         w.reshape(n // 32, 32, k // 128, 2, 64)
         .permute(0, 2, 3, 1, 4)
@@ -3122,22 +1907,20 @@ def pack_tma_half_tiles(w):
 
 
 def pack_tma_half_bulk(w):
-    """[N, K] bf16 -> the TMA GEMV's tile=half weight operand: pack_tma_half_tiles' 8 KB blocks, each pre-swizzled
-    (the 128-byte swizzle depends on a row's index mod 8 only, so the two stacked halves swizzle as one tile).
-    """
+    """[N, K] bf16 -> the TMA GEMV's half tiles, pre-swizzled (the two halves swizzle as one tile)."""
     return swizzle_128b(pack_tma_half_tiles(w))
 
 
 def split_hi_lo(w):
-    """fp32 [N, K] -> (hi, lo) bf16 with hi + lo == w to about 2^-16 relative (hi = bf16(w), lo = bf16(w - hi))."""
+    """fp32 [N, K] -> (hi, lo) bf16, hi + lo == w to about 2^-16 relative."""
     hi = w.to(torch.bfloat16)
     lo = (w - hi.float()).to(torch.bfloat16)
     return hi.contiguous(), lo.contiguous()
 
 
-# ---- The CUDA kernels and their host launchers: call.h, common.cuh, mma_gemv.cuh, hopper_ptx.cuh, ring.cuh, tma_gemv.cuh, compressed_gemv.cuh, compressed_ring.cuh, persistent_gemm.cuh.
-CUDA_SRC = r"""
-// Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the
+# ---- What both C++ sources open with: the constants generated from the engines, call.h.
+CUDA_HEAD = r"""
+// Generated from the engines (generator/sources.py, cuda_prelude): the constants and mode codes the
 // CUDA side shares with Python, each written once, in Python.
 #include <cstddef>
 namespace okc {
@@ -3169,6 +1952,8 @@ constexpr int kTmaTileRows = 64;
 constexpr int kTmaTileK = 64;
 // tma_gemv.py CONSUMERS: threads of one consumer warpgroup
 constexpr int kTmaConsumers = 128;
+// tma_gemv.py PRODUCER: threads of the producer warp
+constexpr int kTmaProducer = 32;
 // persistent_gemm.py GEMM_STAGED_BYTES: output bytes a consumer warpgroup stages at a time
 constexpr int kGemmStagedBytes = 8192;
 // persistent_gemm.py GEMM_MAX_ACCUMULATORS: fp32 accumulators a consumer thread holds
@@ -3199,7 +1984,10 @@ struct Call {
 
 // Defined by the launch table runtime.py appends to CUDA_SRC: kernel number -> launcher instantiation.
 const char* okc_launch(int kernel, const okc::Call& call);
-#line 1 "kernels_src/common.cuh"
+"""
+
+# ---- The CUDA kernels and their host launchers: common.cuh, mma_gemv.cuh, hopper_ptx.cuh, ring.cuh, tma_gemv.cuh, compressed_gemv.cuh, compressed_ring.cuh.
+CUDA_SRC = CUDA_HEAD + r"""#line 1 "kernels_src/common.cuh"
 // Helpers every kernel shares: cached loads, the bf16 mma, mbarriers, the cluster push, the launch, and the end of
 // a CTA of the two mma.sync GEMVs (their warps' tiles summed, then S = 1, cluster or semaphore split-K). Design and
 // figures: docs/mma-gemv.md.
@@ -4169,11 +2957,11 @@ struct RingBarriers {
 
 namespace okc {
 
-// kTmaTileRows, kTmaTileK, kTmaConsumers (tma_gemv.py) and the Reduce codes (engine.py) come from the prelude.
+// kTmaTileRows, kTmaTileK, kTmaConsumers, kTmaProducer (tma_gemv.py), the Reduce codes (engine.py): the prelude.
 constexpr int kTmaHalfRows = 32;                          // half tiles: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
 // The consumer warpgroups, then the producer warp.
-__host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
+__host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + kTmaProducer; }
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
 // cluster_scatter: rank r owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)); tma_owner(t, S)
@@ -5355,524 +4143,11 @@ const char* launch_compressed_ring(const Call& c) {
 }
 
 }  // namespace okc
-#line 1 "kernels_src/persistent_gemm.cuh"
-// Persistent warp-specialized GEMM (engine persistent_gemm): out[M, N] = x[M, K] . W[N, K]^T, weights as wgmma's A
-// (`rows` a tile, packed 8 KB tiles by bulk copy), x as its B (`tokens` a tile, by TMA). A CTA per SM walks its
-// share of the (tile, k-block) space: whole tiles first, then an equal split of a remaining tile (split-K). Two
-// producer lanes feed the ring, two consumer warpgroups multiply, and write a whole tile through shared memory or
-// store their partial; a split tile's CTAs then each sum a share of its partials and write it out.
-// Docs: docs/persistent-gemm.md.
-#pragma once
-// #include "ring.cuh"  (inlined above)
-// #include "tma_gemv.cuh"  // bf16_rows_map  (inlined above)
-// #include "generated/constants.h"  (inlined above)
-
-namespace okc {
-
-constexpr int kGemmConsumers = 2;  // consumer warpgroups; the producer is warpgroup 0
-constexpr int kGemmThreads = 128 * (1 + kGemmConsumers);
-
-struct GemmArgs {
-    const uint8_t* w;   // packing.pack_tma_bulk tiles: [N/64][K/64] pre-swizzled 8 KB blocks
-    const uint8_t* w2;  // the router's lo tiles (dual), else w
-    void* out;          // [M, N] of the layer's output type
-    float* ws;          // the split tiles' partials: [CTA][warpgroup][S::kPartial float4] fp32
-    long long* stamps;  // probe-gemm's phase stamps (OKC_GEMM_STAMPS) past the partials, else unused
-    int* sem;           // arrivals and departures per split tile and warpgroup; 0 between launches
-    int M, N, K, ctas;
-};
-
-// Phase stamps for `probe-gemm --phases` (which defines OKC_GEMM_STAMPS; the shipped build compiles them out): the
-// global timer (ns) of consumer warpgroup G at each phase, 8 a warpgroup, in the workspace. generator/probes/gemm.py
-// reads them.
-#ifndef OKC_GEMM_STAMPS
-#define OKC_GEMM_STAMPS 0
-#endif
-enum GemmPhase { kStampEntry, kStampFirstSlot, kStampMainloops, kStampUnits, kStampArrived, kStampExit };
-__device__ __forceinline__ void gemm_stamp(const GemmArgs& a, int g, int phase) {
-    if constexpr (OKC_GEMM_STAMPS) {
-        long long now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        a.stamps[(blockIdx.x * kGemmConsumers + g) * 8 + phase] = now;
-    }
-}
-
-template <int Rows, int Tokens, int Stages, bool Dual, typename Out>
-struct GemmShape {
-    static constexpr int kRows = Rows, kTokens = Tokens, kStages = Stages;
-    static constexpr bool kDual = Dual;
-    using OutT = Out;
-    static constexpr int kRowsPerGroup = Rows / kGemmConsumers;  // a consumer warpgroup's rows: 64 or 128
-    static constexpr int kBlocks = kRowsPerGroup / 64;           // its m64 wgmmas per k16 step
-    static constexpr int kNB = Tokens / 8;                       // 8-token blocks: wgmma N = Tokens
-    static constexpr int kAcc = 4 * kNB;                         // fp32 accumulators a thread per m64 block
-    static constexpr int kWBytes = Rows / kTmaTileRows * kTmaWBytes;
-    static constexpr int kXOffset = kWBytes * (Dual ? 2 : 1);
-    static constexpr int kXBytes = Tokens * kTmaTileK * 2;
-    static constexpr int kStage = kXOffset + kXBytes;
-    static constexpr int kOutBytes = sizeof(Out);
-    static constexpr int kChunk = kGemmStagedBytes / (kRowsPerGroup * kOutBytes);  // tokens staged at a time
-    static constexpr int kStagePitch = kRowsPerGroup + 16 / kOutBytes;  // a staged token row (+16 bytes: banks)
-    static constexpr int kStageOut = kChunk * kStagePitch * kOutBytes;  // a warpgroup's staging bytes
-    static constexpr int kPartial = kBlocks * kNB * 128;                // float4s of a warpgroup's partial tile
-    static constexpr int kShareBlocks = kNB / 2;  // token blocks of a split tile's share at most (>= 2 CTAs)
-    static constexpr int kSmem = Stages * kStage + kGemmConsumers * kStageOut + 1024;  // +1 KB: swizzle alignment
-    static_assert(kBlocks * kAcc <= kGemmMaxAccumulators, "a consumer thread's accumulators fit its registers");
-    static_assert(kSmem <= (int)kSmemOptInLimit, "the ring and the staging fit shared memory");
-};
-
-// A CTA's work, unit by unit: k-blocks [k_begin, k_end) of one tile. CTA c takes whole tiles c, c + ctas, ... for
-// as many full waves as there are, then its even share of the remaining tiles' k-blocks, cut at tile edges (the
-// rule makes the CTAs a multiple of those tiles: each is split over its own equal group of CTAs, one unit each).
-struct GemmUnit {
-    int tile, k_begin, k_end;
-};
-
-struct GemmSchedule {
-    int k_blocks, ctas, cta, whole_waves, whole_tiles, next_wave;
-    long long rest, at, end;  // the k-blocks past the whole tiles; this CTA's range of them
-
-    __device__ __forceinline__ GemmSchedule(int tiles, int k_blocks_, int ctas_, int cta_)
-        : k_blocks(k_blocks_), ctas(ctas_), cta(cta_), whole_waves(tiles / ctas_), next_wave(0) {
-        whole_tiles = whole_waves * ctas;
-        rest = (long long)(tiles - whole_tiles) * k_blocks;
-        at = begin_of(cta), end = begin_of(cta + 1);
-    }
-    // Where CTA c's range begins, and which CTA's range holds k-block p (each holds >= 1: the rule).
-    __device__ __forceinline__ long long begin_of(int c) const { return rest * c / ctas; }
-    __device__ __forceinline__ int owner(long long p) const { return (int)(((p + 1) * ctas + rest - 1) / rest) - 1; }
-    __device__ __forceinline__ bool next(GemmUnit& u) {
-        if (next_wave < whole_waves) {
-            u = GemmUnit{cta + ctas * next_wave++, 0, k_blocks};
-            return true;
-        }
-        if (at >= end) return false;
-        const int in_tile = (int)(at % k_blocks);
-        const int len = (int)min((long long)(k_blocks - in_tile), end - at);
-        u = GemmUnit{whole_tiles + (int)(at / k_blocks), in_tile, in_tile + len};
-        at += len;
-        return true;
-    }
-};
-
-// Phase 1, two producer lanes in two warps (one issuer took in ~60 GB/s a SM, docs/persistent-gemm.md): lane 0 of
-// warp 0 announces each slot's bytes and copies its weight tiles, lane 0 of warp 1 copies its x box (the
-// barrier's pending arrival keeps the slot from completing before the announcement, whichever lands first).
-template <class S, bool WEIGHTS>
-__device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uint8_t* slots, const CUtensorMap* x_map,
-                                             const GemmArgs& a, int row_tiles) {
-    const int k_blocks = a.K / kTmaTileK;
-    const uint64_t x_policy = l2_evict_last();  // x is read by every row tile
-    GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
-    RingCursor<S::kStages> cursor;
-    GemmUnit u;
-    while (schedule.next(u)) {
-        const int row64 = (u.tile % row_tiles) * S::kRows / 64, token0 = (u.tile / row_tiles) * S::kTokens;
-        for (int kb = u.k_begin; kb < u.k_end; ++kb, cursor.advance()) {
-            uint8_t* slot = slots + cursor.slot * S::kStage;
-            if constexpr (WEIGHTS) {
-                uint64_t* full = ring.acquire(cursor.slot, cursor.phase, S::kStage);  // x rows past M land as zeros
-#pragma unroll
-                for (int r = 0; r < S::kRows / 64; ++r) {
-                    const size_t tile = ((size_t)(row64 + r) * k_blocks + kb) * kTmaWBytes;
-                    bulk_load_1d(slot + r * kTmaWBytes, a.w + tile, kTmaWBytes, full);
-                    if constexpr (S::kDual)
-                        bulk_load_1d(slot + S::kWBytes + r * kTmaWBytes, a.w2 + tile, kTmaWBytes, full);
-                }
-            } else {
-                ring.wait_free(cursor.slot, cursor.phase);
-                tma_load_2d_hint(slot + S::kXOffset, x_map, kb * kTmaTileK, token0, &ring.full[cursor.slot], x_policy);
-            }
-        }
-    }
-}
-
-// probe-gemm's switch (OKC_GEMM_ANY_ORDER, compiled out of the shipped build): a unit's slots taken in the order they
-// land, within the ring's window, instead of ring order.
-#ifndef OKC_GEMM_ANY_ORDER
-#define OKC_GEMM_ANY_ORDER 0
-#endif
-template <int STAGES>
-struct LandingOrder {
-    int lo = 0;         // the window's first position (from the unit's first slot) not yet taken
-    uint32_t done = 0;  // bit d: position lo + d taken
-    // The slot of the first landed, untaken position of the window (positions past n are not the unit's).
-    __device__ __forceinline__ int next(RingBarriers<STAGES>& ring, const RingCursor<STAGES>& cursor, int n) {
-        const int span = min(STAGES, n - lo);
-        for (;;)
-            for (int d = 0; d < span; ++d) {
-                const int at = cursor.slot + lo + d;
-                if (!(done >> d & 1) && ring.landed(at % STAGES, cursor.phase ^ ((at / STAGES) & 1))) {
-                    done |= 1u << d;
-                    for (; done & 1; done >>= 1) ++lo;
-                    return at % STAGES;
-                }
-            }
-    }
-};
-
-// Phase 2 (a consumer warpgroup): one unit's k-blocks into acc, one slot's wgmmas in flight while the next lands.
-template <class S, int G>
-__device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, RingCursor<S::kStages>& cursor,
-                                              uint8_t* slots, const GemmUnit& u, float (&acc)[S::kBlocks][S::kAcc],
-                                              int lane) {
-#pragma unroll
-    for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-        for (int e = 0; e < S::kAcc; ++e) acc[b][e] = 0.f;
-    const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * S::kRowsPerGroup * 128);
-    const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + S::kXOffset);
-    int held = -1;  // the slot whose wgmmas are in flight
-    LandingOrder<S::kStages> order;
-    for (int kb = u.k_begin; kb < u.k_end; ++kb) {
-        int taken = cursor.slot;
-        if constexpr (OKC_GEMM_ANY_ORDER) {
-            taken = order.next(ring, cursor, u.k_end - u.k_begin);
-        } else {
-            ring.wait_full(cursor.slot, cursor.phase);
-            cursor.advance();
-        }
-        const uint32_t slot = taken * (S::kStage / 16);
-#pragma unroll
-        for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kTmaTileK / 16; ++kk) {  // 16 k = 32 bytes along the swizzled row
-            const uint64_t x = desc_plus(x_desc0, slot + kk * 2);
-#pragma unroll
-            for (int b = 0; b < S::kBlocks; ++b) {
-                const uint32_t w = slot + b * kTmaWBytes / 16 + kk * 2;
-                wgmma_bf16<S::kNB>(acc[b], desc_plus(w_desc0, w), x);
-                if constexpr (S::kDual) wgmma_bf16<S::kNB>(acc[b], desc_plus(w_desc0, w + S::kWBytes / 16), x);
-            }
-        }
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (held >= 0 && lane == 0) ring.release(held);
-        held = taken;
-    }
-    if constexpr (OKC_GEMM_ANY_ORDER)
-        for (int kb = u.k_begin; kb < u.k_end; ++kb) cursor.advance();
-    wgmma_wait<0>();
-#pragma unroll
-    for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
-    if (held >= 0 && lane == 0) ring.release(held);
-}
-
-// Accumulator e of m64 block b of consumer thread t (0..127) in the wgmma D layout: its row of the warpgroup's
-// rows and its token among the 8-token blocks the accumulators cover.
-__device__ __forceinline__ int gemm_row(int t, int b, int e) {
-    return b * 64 + (t >> 5) * 16 + ((t & 31) >> 2) + ((e & 2) ? 8 : 0);
-}
-__device__ __forceinline__ int gemm_token(int t, int e) { return (e >> 2) * 8 + (t & 3) * 2 + (e & 1); }
-
-// Phase 3a: the warpgroup's rows x the first `blocks` 8-token blocks of v (tokens token0 ..), S::kChunk tokens at a
-// time through its staging buffer, out in whole 16-byte pieces of token rows.
-template <class S, int G, int NB>
-__device__ __forceinline__ void gemm_write(const GemmArgs& a, uint8_t* staging, int row0, int token0,
-                                           const float (&v)[S::kBlocks][4 * NB], int blocks, int t) {
-    using OutT = typename S::OutT;
-    constexpr int kPieces = S::kRowsPerGroup * S::kOutBytes / 16;  // 16-byte pieces a staged token row
-    constexpr int kChunks = (8 * NB + S::kChunk - 1) / S::kChunk;
-    OutT* stage = reinterpret_cast<OutT*>(staging);
-    OutT* out = static_cast<OutT*>(a.out);
-    const int tokens = min(8 * blocks, a.M - token0);
-#pragma unroll
-    for (int chunk = 0; chunk < kChunks; ++chunk) {
-        if (chunk * S::kChunk >= tokens) break;  // uniform: every thread skips the chunk's barriers
-#pragma unroll
-        for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-            for (int i = 0; i < S::kChunk / 2 && chunk * S::kChunk / 2 + i < 4 * NB; ++i) {
-                const int e = chunk * S::kChunk / 2 + i;  // a chunk's accumulators: S::kChunk / 8 blocks of 4
-                store_out(stage + (gemm_token(t, e) - chunk * S::kChunk) * S::kStagePitch + gemm_row(t, b, e), v[b][e]);
-            }
-        named_barrier_sync<kWarpgroupBarrier + G, 128>();
-        for (int c = t; c < S::kChunk * kPieces; c += 128) {
-            const int token = chunk * S::kChunk + c / kPieces, piece = c % kPieces * 16 / S::kOutBytes;
-            if (token < tokens)
-                *reinterpret_cast<uint4*>(out + (size_t)(token0 + token) * a.N + row0 + piece) =
-                    *reinterpret_cast<const uint4*>(stage + (c / kPieces) * S::kStagePitch + piece);
-        }
-        named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the staging is free again
-    }
-}
-
-// Phase 3b, a split tile's unit (a CTA's last: the rule splits the tiles past the full waves over equal groups of
-// CTAs): its partial into the CTA's workspace slot, thread-major so a warp stores 512 contiguous bytes, then counted
-// in. (Bulk adds into one fp32 sum a tile took 1.4-4.3 us longer: docs/persistent-gemm.md, The split-K tail.)
-template <class S, int G>
-__device__ __forceinline__ void gemm_store_partial(float4* slot, int* arrivals, const float (&acc)[S::kBlocks][S::kAcc],
-                                                   int t) {
-#pragma unroll
-    for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-        for (int j = 0; j < S::kNB; ++j)
-            __stcg(slot + (b * S::kNB + j) * 128 + t,
-                   make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
-    asm volatile("fence.proxy.async.global;" ::: "memory");  // visible to the bulk copies that will read it
-    named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    // One release by thread 0 covers the warpgroup's stores, ordered before it by the barrier: a __threadfence in
-    // every thread (MEMBAR.SC.GPU) made the store phase 2.31 us at qkv_gate m = 128, this 1.94
-    if (t == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
-}
-
-__device__ __forceinline__ int load_acquire(const int* p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-// Phase 4, once the tile's `count` CTAs have all stored theirs: participant `share`'s token blocks of every
-// participant's partial come into this warpgroup's half of the idle ring by bulk copies, as many participants a
-// round as fit (one L2 round trip each; loads one by one took o m = 128 from 13 to 26 us), are summed in participant
-// order (deterministic) and written out. The last to leave resets the tile's counters.
-template <class S, int G>
-__device__ __forceinline__ void gemm_gather_share(const GemmArgs& a, const float4* parts, int* arrivals, int share,
-                                                  int count, uint8_t* buffer, uint64_t* bar, int row0, int token0,
-                                                  uint8_t* staging, int t) {
-    constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;
-    const int block0 = S::kNB * share / count, blocks = S::kNB * (share + 1) / count - block0;
-    if (t == 0) {
-        while (load_acquire(arrivals) < count) __nanosleep(32);
-        asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk copies read what was acquired
-        if (OKC_GEMM_STAMPS) gemm_stamp(a, G, kStampArrived);
-    }
-    named_barrier_sync<kWarpgroupBarrier + G, 128>();
-    float sum[S::kBlocks][4 * S::kShareBlocks];
-#pragma unroll
-    for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-        for (int e = 0; e < 4 * S::kShareBlocks; ++e) sum[b][e] = 0.f;
-    const int slice = blocks * 128 * 16;  // bytes of one participant's m64 block of the share
-    const int batch = blocks ? max(1, kBuffer / (slice * S::kBlocks)) : count;
-    uint32_t phase = 0;
-    for (int c0 = 0; c0 < count && blocks; c0 += batch) {
-        const int n = min(batch, count - c0);
-        if (t == 0) {
-            mbar_arrive_expect_tx(bar, n * S::kBlocks * slice);
-            for (int c = c0; c < c0 + n; ++c)
-                for (int b = 0; b < S::kBlocks; ++b)
-                    bulk_load_1d(buffer + ((c - c0) * S::kBlocks + b) * slice,
-                                 parts + (size_t)c * kGemmConsumers * S::kPartial + (b * S::kNB + block0) * 128, slice,
-                                 bar);
-        }
-        mbar_wait(bar, phase);
-        phase ^= 1;
-        const float4* got = reinterpret_cast<const float4*>(buffer) + t;
-        for (int c = 0; c < n; ++c)
-#pragma unroll
-            for (int b = 0; b < S::kBlocks; ++b)
-#pragma unroll
-                for (int j = 0; j < S::kShareBlocks; ++j)
-                    if (j < blocks) {
-                        const float4 v = got[((c * S::kBlocks + b) * blocks + j) * 128];
-                        sum[b][4 * j] += v.x, sum[b][4 * j + 1] += v.y, sum[b][4 * j + 2] += v.z,
-                            sum[b][4 * j + 3] += v.w;
-                    }
-        named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the buffer is free for the next participants
-    }
-    gemm_write<S, G, S::kShareBlocks>(a, staging, row0, token0 + 8 * block0, sum, blocks, t);
-    if (t == 0 && atomicAdd(arrivals + 1, 1) == count - 1) arrivals[0] = 0, arrivals[1] = 0;
-}
-
-// A split tile's unit, for consumer warpgroup G: its CTAs owner(first k-block) .. owner(last), one unit each, and
-// where their partials (the first participant's slot; the others' follow a CTA apart) and the tile's counters lie.
-template <class S, int G>
-struct GemmSplit {
-    int share, count, row0, token0;
-    float4* parts;
-    int* arrivals;
-    __device__ __forceinline__ GemmSplit(const GemmArgs& a, const GemmSchedule& schedule, const GemmUnit& u,
-                                         int row_tiles) {
-        const int tile = u.tile - schedule.whole_tiles;
-        const long long k0 = (long long)tile * schedule.k_blocks;
-        const int first = schedule.owner(k0);
-        share = schedule.cta - first, count = schedule.owner(k0 + schedule.k_blocks - 1) - first + 1;
-        row0 = (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup, token0 = (u.tile / row_tiles) * S::kTokens;
-        parts = reinterpret_cast<float4*>(a.ws) + (size_t)(first * kGemmConsumers + G) * S::kPartial;
-        arrivals = a.sem + (tile * kGemmConsumers + G) * 2;
-    }
-};
-
-// A consumer warpgroup's whole run: each unit's mainloop, then its write (a whole tile) or, for a split tile (the
-// CTA's last unit), its partial's store; then, the ring idle, its share of the split tile (after the loop: the
-// accumulators are dead by then, and 128 of them a thread leave no room for both).
-template <class S, int G>
-__device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uint8_t* slots, uint8_t* staging,
-                                             uint64_t* gather_bar, const GemmArgs& a, int row_tiles) {
-    const int t = threadIdx.x % 128, lane = threadIdx.x % 32;
-    const int k_blocks = a.K / kTmaTileK;
-    GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
-    RingCursor<S::kStages> cursor;
-    float acc[S::kBlocks][S::kAcc];
-    const bool stamp = OKC_GEMM_STAMPS && t == 0;
-    if (stamp) gemm_stamp(a, G, kStampEntry), ring.wait_full(0, 0), gemm_stamp(a, G, kStampFirstSlot);
-    GemmUnit u, split_unit{-1, 0, 0};
-    while (schedule.next(u)) {
-        gemm_mainloop<S, G>(ring, cursor, slots, u, acc, lane);
-        if (stamp) gemm_stamp(a, G, kStampMainloops);  // the last stamp stands: the last unit's
-        if (u.k_begin > 0 || u.k_end < k_blocks) {
-            const GemmSplit<S, G> split(a, schedule, u, row_tiles);
-            split_unit = u;
-            gemm_store_partial<S, G>(split.parts + (size_t)split.share * kGemmConsumers * S::kPartial, split.arrivals,
-                                     acc, t);
-        } else {
-            gemm_write<S, G, S::kNB>(a, staging, (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
-                                     (u.tile / row_tiles) * S::kTokens, acc, S::kNB, t);
-        }
-    }
-    if (stamp) gemm_stamp(a, G, kStampUnits);
-    if (split_unit.tile >= 0) {
-        const GemmSplit<S, G> s(a, schedule, split_unit, row_tiles);
-        named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
-        gemm_gather_share<S, G>(a, s.parts, s.arrivals, s.share, s.count,
-                                slots + G * (S::kStages * S::kStage / kGemmConsumers), gather_bar, s.row0, s.token0,
-                                staging, t);
-    } else if (stamp) {
-        gemm_stamp(a, G, kStampArrived);
-    }
-    if (stamp) gemm_stamp(a, G, kStampExit);
-}
-
-template <class S>
-__global__ void __launch_bounds__(kGemmThreads, 1)
-    persistent_gemm_kernel(const __grid_constant__ CUtensorMap x_map, const GemmArgs a) {
-    extern __shared__ uint8_t smem_raw[];
-    __shared__ RingBarriers<S::kStages> ring;
-    __shared__ __align__(8) uint64_t gather_bar[kGemmConsumers];
-    uint8_t* slots = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-    uint8_t* staging = slots + S::kStages * S::kStage;
-    const int row_tiles = a.N / S::kRows, warpgroup = threadIdx.x / 128;
-    if (threadIdx.x == 0) {
-        prefetch_tensor_map(&x_map);
-        mbar_init(&gather_bar[0], 1), mbar_init(&gather_bar[1], 1);
-        ring.init(4 * kGemmConsumers);  // one arrival per consumer warp
-    }
-    __syncthreads();
-    if (warpgroup == 0) {
-        warpgroup_registers_dec<56>();
-        if (threadIdx.x == 0) gemm_produce<S, true>(ring, slots, &x_map, a, row_tiles);
-        if (threadIdx.x == 32) gemm_produce<S, false>(ring, slots, &x_map, a, row_tiles);
-    } else {
-        warpgroup_registers_inc<224>();
-        if (warpgroup == 1)
-            gemm_consume<S, 0>(ring, slots, staging, &gather_bar[0], a, row_tiles);
-        else
-            gemm_consume<S, 1>(ring, slots, staging + S::kStageOut, &gather_bar[1], a, row_tiles);
-    }
-}
-
-// ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
-// tiles (dual) or the tiles again; call.scalar[0] = the workspace's floats (the partials, then probe-gemm's stamps).
-// ctas: the persistent grid, cooperative when a split tile's CTAs wait on each other.
-template <typename L>
-const char* launch_persistent_gemm(const Call& c) {
-    using S = GemmShape<L::rows, L::tokens, L::stages, L::dual, typename L::out>;
-    constexpr int ctas = L::ctas;
-    static_assert(S::kSmem <= L::smem_bytes, "the ring and the staging fit the shared memory the engine's rule gives");
-    if (c.M < 1 || c.N % L::rows || c.K % kTmaTileK || ctas < 1) return "persistent_gemm: N or K does not fit the tile";
-    const int tiles = c.N / L::rows * ((c.M + L::tokens - 1) / L::tokens);
-    const int split_tiles = tiles % ctas;  // tiles past the full waves, each over ctas / split_tiles CTAs
-    if (split_tiles &&
-        (ctas % split_tiles || c.K / kTmaTileK < ctas / split_tiles ||
-         (long long)ctas * L::rows * L::tokens > c.scalar[0] || split_tiles * kGemmConsumers * 2 > kTicketAt))
-        return "persistent_gemm: the split tiles need equal groups of CTAs, a k-block each, and fit the workspace";
-    CUtensorMap x_map;
-    const char* err = bf16_rows_map(&x_map, c.x, c.M, c.K, L::tokens, 1);
-    if (err != nullptr) return err;
-    const GemmArgs a{static_cast<const uint8_t*>(c.operand[0]),
-                     static_cast<const uint8_t*>(c.operand[1]),
-                     c.out,
-                     c.ws,
-                     reinterpret_cast<long long*>(c.ws + (size_t)ctas * L::rows * L::tokens),
-                     c.sem,
-                     c.M,
-                     c.N,
-                     c.K,
-                     ctas};
-    auto kernel = persistent_gemm_kernel<S>;
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::smem_bytes);
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(ctas), config.blockDim = dim3(kGemmThreads), config.dynamicSmemBytes = L::smem_bytes;
-    config.stream = static_cast<cudaStream_t>(c.stream);
-    cudaLaunchAttribute cooperative;
-    cooperative.id = cudaLaunchAttributeCooperative, cooperative.val.cooperative = 1;
-    config.attrs = &cooperative, config.numAttrs = split_tiles ? 1 : 0;
-    if (e == cudaSuccess) e = cudaLaunchKernelEx(&config, kernel, x_map, a);
-    if (e == cudaSuccess) e = cudaGetLastError();
-    return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
-}
-
-}  // namespace okc
 #line 1 "launch table (generated by kernels_src/runtime.py, launch_table)"
 """
 
-# ---- The Python-facing C++ shim (pybind11): call.h, binding.cpp.
-BINDING_SRC = r"""
-// Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the
-// CUDA side shares with Python, each written once, in Python.
-#include <cstddef>
-namespace okc {
-// engine.py REDUCTION: the split-K reductions (each engine's reduce field names some of them)
-enum class Reduce : int { kNone = 0, kClusterGather = 1, kClusterScatter = 2, kAtomic = 3, kSemaphore = 4, kCluster = 5, kAtomicOut = 6 };
-// engine.py SMEM_LIMIT: dynamic shared memory a CUDA kernel's block may take
-constexpr size_t kSmemOptInLimit = 231424;
-// engine.py SEMAPHORE_GROUPS: int offset of the tickets in the semaphore array
-constexpr int kTicketAt = 4096;
-// engine.py TICKET_GROUPS: row groups an output-atomic launch may have
-constexpr int kTicketGroups = 256;
-// engine.py TICKET_SPLITS: S = 2, 4, 8, 16, 32
-constexpr int kTicketSplits = 5;
-// engine.py SEMAPHORES: the int32 counters runtime.py allocates
-constexpr int kSemaphoreInts = 6656;
-// engine.py CALL_OPERANDS: operand pointers a call holds
-constexpr int kCallOperands = 4;
-// engine.py CALL_SCALARS: 64-bit scalars a call holds
-constexpr int kCallScalars = 3;
-// mma_gemv.py MMA_PIPELINE: the software-pipelining styles (compressed_gemv: the first two)
-enum class MmaPipeline : int { kBatch = 0, kDouble = 1, kBatchL2 = 2, kDoubleL2 = 3, kDoubleW = 4, kDoubleWL2 = 5 };
-// compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages
-constexpr int kStagedOverflowEntries = 64;
-// compress.py HEADER_BYTES: a K group's header
-constexpr int kCompressedHeaderBytes = 16;
-// tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M
-constexpr int kTmaTileRows = 64;
-// tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16
-constexpr int kTmaTileK = 64;
-// tma_gemv.py CONSUMERS: threads of one consumer warpgroup
-constexpr int kTmaConsumers = 128;
-// persistent_gemm.py GEMM_STAGED_BYTES: output bytes a consumer warpgroup stages at a time
-constexpr int kGemmStagedBytes = 8192;
-// persistent_gemm.py GEMM_MAX_ACCUMULATORS: fp32 accumulators a consumer thread holds
-constexpr int kGemmMaxAccumulators = 128;
-}  // namespace okc
-#line 1 "kernels_src/call.h"
-// What a launch gets from Python (runtime.py, PlanContext.cuda_plan), in plain C++ so that binding.cpp needs neither
-// CUDA nor torch headers: prepare() fills the plan's part, each call adds x, out, M and the stream. Each launcher
-// (its .cuh) says which operand and scalar slot holds what.
-#pragma once
-// #include "generated/constants.h"  (inlined above)
-
-namespace okc {
-
-struct Call {
-    const void* x;  // [M, K] bf16, row-major, 16-byte aligned            (per call)
-    void* out;      // [M, N]: bf16, or fp32 for the router's dual mode   (per call)
-    int M;          // tokens                                             (per call)
-    void* stream;   // the caller's cudaStream_t (the capture stream inside torch.cuda.graph) (per call)
-    int N, K;       // output width (the unpooler's slice at small m) and K
-    const void* operand[kCallOperands];  // what prepare() built for the engine: packed weights, lo weights, ...
-    long long scalar[kCallScalars];      // per-layer constants (the 12-bit format's table words ...)
-    float* ws;                           // split-K workspace (engine.py: WORKSPACE_FLOATS)
-    int* sem;                            // self-resetting counters (engine.py: SEMAPHORES), 0 between launches
-};
-
-}  // namespace okc
-
-// Defined by the launch table runtime.py appends to CUDA_SRC: kernel number -> launcher instantiation.
-const char* okc_launch(int kernel, const okc::Call& call);
-#line 1 "kernels_src/binding.cpp"
+# ---- The Python-facing C++ shim (pybind11): binding.cpp.
+BINDING_SRC = CUDA_HEAD + r"""#line 1 "kernels_src/binding.cpp"
 // The Python-facing shim, compiled by the host compiler with pybind11 alone (no torch headers: they took most
 // of a one-kernel build's 48 s on the H200). plan() keeps a launch's fixed part once, in prepare(); run() adds the
 // per-call part and launches. Tensors cross as integers (data_ptr): prepare() has checked them, and each

@@ -10,7 +10,7 @@ from pathlib import Path
 
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename: readers see the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)  # build/ for the file with every engine
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as handle:

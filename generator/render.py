@@ -25,8 +25,8 @@ BLACK_VERSION = "26.10.1"  # pyproject.toml pins the same (tests/test_build.py c
 
 
 def tables_literal(tables: dict, layer_order: list[str]) -> str:
-    """The TABLES dict literal: per engine (precedence order) its entries, keys in problem order then m, and its
-    defaults; deterministic, and black formats it."""
+    """The TABLES dict literal: per engine (precedence order) its fields (a comment) and entries, keys in problem
+    order then m, and its defaults; deterministic, and black formats it."""
     parts = []
     for name, table in tables.items():
         literal = table.literal()
@@ -35,8 +35,9 @@ def tables_literal(tables: dict, layer_order: list[str]) -> str:
         body = ["'entries': {" + ", ".join(f"{key!r}: {entries[key]!r}" for key in keys) + "}"]
         if "defaults" in literal:
             body.append(f"'defaults': {literal['defaults']!r}")
-        parts.append(f"{name!r}: {{" + ", ".join(body) + "}")
-    return "{" + ", ".join(parts) + "}"
+        fields = ", ".join(table.engine.fields)
+        parts.append(f"{name!r}: {{  # ({fields})\n" + ", ".join(body) + "}")
+    return "{\n" + ",\n".join(parts) + "}"
 
 
 def layers_literal(problem: Problem) -> str:
@@ -49,10 +50,26 @@ def layers_literal(problem: Problem) -> str:
     return "{" + ", ".join(items) + "}"
 
 
-def engine_summaries(width: int = BLACK_LINE_LENGTH) -> list[str]:
-    """Each engine's summary paragraph (kernels_src/registry.py order, cuBLAS last), wrapped for the docstring."""
-    engines = registry.ENGINES + (registry.BY_NAME["cublas"],)
+def engine_summaries(routed, width: int = BLACK_LINE_LENGTH) -> list[str]:
+    """The summary paragraph of each engine the tables route to (kernels_src/registry.py order, cuBLAS last),
+    wrapped for the docstring."""
+    engines = [engine for engine in registry.ENGINES if engine in routed] + [registry.BY_NAME["cublas"]]
     return [textwrap.fill(engine.summary, width) for engine in engines]
+
+
+def shape_lines(layers, tables: dict, ms, route=registry.route) -> list:
+    """One line per (layer, m in ms): the output width and the engine and config that serve it (`route`: the
+    routing of a built file, for `dispatch`; the configs described by this checkout's engines of those names).
+    """
+    lines = []
+    for layer in layers:
+        for m in ms:
+            engine, cfg = route(layer, m, tables)
+            described = registry.BY_NAME[engine.name].describe(cfg)
+            lines.append(
+                f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {described}".rstrip()
+            )
+    return lines
 
 
 def kernel_lines(kernels) -> list[str]:
@@ -72,7 +89,8 @@ def width_rule(problem: Problem) -> str:
 
 
 def input_digest(root: Path, sources: Sources) -> str:
-    """sha256 over every input file (path and bytes), in a fixed order."""
+    """sha256 over every input file of the file (path and bytes), in a fixed order: the tables, the template and
+    the sources it inlines."""
     files = sorted(
         set(sources.input_files) | set((root / "tables").glob("*.yaml")) | {root / "templates" / TEMPLATE}
     )
@@ -219,6 +237,26 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     check_black_version(black)
     build_tool("pyflakes")
     root = Path(root)
+    raw, sources, template = render_raw(root, black.__version__, shipped=True)
+    try:
+        text = black.format_str(
+            raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH, magic_trailing_comma=False)
+        )
+    except black.parsing.InvalidInput as exc:
+        raise BuildError(display_path(template, root), None, f"renders invalid Python: {exc}") from None
+    check_contract(text, "dist/submission.py (rendered)")
+    return text
+
+
+def render_every_engine(root: Path = REPO_ROOT) -> str:
+    """The file with every engine and everything build_only marks (unformatted): what `sweep`, `ab`, `profile` and
+    `probe-gemm` load, to time an engine or a config no table routes yet. Needs neither black nor pyflakes."""
+    return render_raw(Path(root), "none", shipped=False)[0]
+
+
+def render_raw(root: Path, black_version: str, shipped: bool) -> tuple[str, Sources, Path]:
+    """(the rendered text before black, the sources it holds, the template): the shipped file (the engines the
+    tables route, without what build_only marks; checked for undefined names) or every engine."""
     template = root / "templates" / TEMPLATE
     try:  # its bytes first: a link loop, a byte that is not UTF-8 or a NUL is the template's own line
         read_text(template, display_path(template, root))
@@ -234,47 +272,51 @@ def render_submission(root: Path = REPO_ROOT) -> str:
         if foreign:
             raise foreign from None
         raise
-    raw = _render_template(root, template_context(problem, tables, sources, root, black.__version__))
-    check_rendered(raw, sources, root)
-    try:
-        text = black.format_str(raw, mode=black.Mode(line_length=BLACK_LINE_LENGTH))
-    except black.parsing.InvalidInput as exc:
-        raise BuildError(display_path(template, root), None, f"renders invalid Python: {exc}") from None
-    check_contract(text, "dist/submission.py (rendered)")
+    context = template_context(problem, tables, sources, root, black_version, shipped)
+    raw = _render_template(root, context)
+    check_rendered(raw, context["sources"], root, shipped)
     if foreign:
         raise foreign
-    return text
+    return raw, context["sources"], template
 
 
 def template_context(
-    problem: Problem, tables: dict, sources: Sources, root: Path, black_version: str
+    problem: Problem, tables: dict, sources: Sources, root: Path, black_version: str, shipped: bool = True
 ) -> dict:
-    """What templates/submission.py.j2 reads, every routed engine's launcher checked in CUDA_SRC first."""
+    """What templates/submission.py.j2 reads, every routed engine's launcher checked in CUDA_SRC first: the
+    shipped file holds the engines the tables route (Sources.shipped), the other one every engine."""
     as_registry = {name: table.as_registry() for name, table in tables.items()}
     routed = dict.fromkeys(engine for *_, engine, _ in registry.routes(problem.layers.values(), as_registry))
+    if shipped:
+        sources = sources.shipped(routed)
+        tables = {name: table for name, table in tables.items() if table.engine in routed}
     check_launchers(sources, routed, root)
     imports: list[str] = []
     for module in sources.python:
         imports.extend(statement for statement in module.imports if statement not in imports)
     layers = list(problem.layers.values())
     warmup = tuple(sorted(set(problem.verify_m) | set(problem.bench_m)))
+    head, head_files = sources.shared_head()
     return {
         "problem": problem,
         "black_version": black_version,
-        "engine_summaries": engine_summaries(),
-        "shape_lines": registry.shape_lines(layers, as_registry, warmup),
+        "engine_summaries": engine_summaries(routed if shipped else registry.BY_NAME.values()),
+        "shape_lines": shape_lines(layers, as_registry, warmup),
         "kernels": kernel_lines(registry.variants(layers, as_registry)),
         "cuda_files": sources.cuda_files,
         "binding_files": sources.binding_files,
+        "head_files": head_files,
+        "cuda_head": head,
         "digest": input_digest(root, sources),
         "imports": imports,
         "width_rule": width_rule(problem),
-        "cuda_src": sources.cuda,
-        "binding_src": sources.binding,
+        "cuda_rest": sources.cuda[len(head) :],
+        "binding_rest": sources.binding[len(head) :],
         "layers_literal": layers_literal(problem),
         "warmup_m": repr(warmup),
         "tables_literal": tables_literal(tables, list(problem.layers)),
         "modules": sources.python,
+        "sources": sources,
     }
 
 
@@ -289,16 +331,17 @@ def _render_template(root: Path, context: dict) -> str:
         raise _template_error(exc, root) from None
 
 
-def check_rendered(raw: str, sources: Sources, root: Path) -> None:
-    """The rendered text before black: valid Python, no undefined name, the template's part within the contract
-    (the modules were checked on their own, load_sources); an error names the source or template line."""
+def check_rendered(raw: str, sources: Sources, root: Path, names: bool = True) -> None:
+    """The rendered text before black: valid Python, no undefined name (`names`), the template's part within the
+    contract (the modules were checked on their own, load_sources); an error names the source or template line.
+    """
     try:
         ast.parse(raw)
     except SyntaxError as exc:
         raise _rendered_error(
             raw, exc.lineno or 1, f"renders invalid Python: {exc.msg}", sources, root
         ) from None
-    for line, message in undefined_names(raw):
+    for line, message in undefined_names(raw) if names else ():
         raise _rendered_error(raw, line, f"{message} in the rendered submission", sources, root)
     for line, message in contract_violations(raw)[:1]:
         raise _rendered_error(raw, line, message, sources, root)

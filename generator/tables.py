@@ -37,11 +37,11 @@ class Table:
         return registry.Table(self.entries, self.defaults)
 
     def literal(self) -> dict:
-        """The table as the submission's TABLES holds it: plain dicts of field -> value."""
-        fields = lambda cfg: None if cfg is None else dict(cfg._asdict())  # noqa: E731
-        out = {"entries": {key: fields(cfg) for key, cfg in self.entries.items()}}
+        """The table as the submission's TABLES holds it: each config a tuple of its values in field order."""
+        values = lambda cfg: None if cfg is None else tuple(cfg)  # noqa: E731
+        out = {"entries": {key: values(cfg) for key, cfg in self.entries.items()}}
         if self.engine.has_defaults:
-            out["defaults"] = {kind: fields(cfg) for kind, cfg in self.defaults.items()}
+            out["defaults"] = {kind: values(cfg) for kind, cfg in self.defaults.items()}
         return out
 
 
@@ -94,7 +94,7 @@ def stale_field_header(engine, text: str, shown: str) -> str | None:
     what = "stale field lines" if "#   layer -> m -> {" in text else "no field lines"
     return (
         f"{shown}:{line}: {what} (they are rendered from {engine.name}'s Field declarations,"
-        f" kernels_src/{engine.name}.py): `python -m generator headers` rewrites them"
+        f" kernels_src/{engine.name}.py): `python -m generator build` rewrites them"
     )
 
 

@@ -1,7 +1,5 @@
-"""The compressed GEMV through a TMA ring (kernels_src/compressed_ring.cuh) for m <= 32, plain bf16 layers only:
-its config, rule, operands (compress.py's 12-bit format repacked into ring slots) and launch.
-
-Design and the measurements behind each field: docs/compressed-ring.md."""
+"""The compressed GEMV through a TMA ring (compressed_ring.cuh) for m <= 32, bf16 layers: compress.py's 12-bit
+format repacked into ring slots. Design and figures: docs/compressed-ring.md."""
 
 import torch
 
@@ -13,14 +11,13 @@ from kernels_src.engine import (
     Field,
     Operand,
     Variant,
+    build_only,
     column_blocks,
     config_type,
 )
 from kernels_src.tma_gemv import TILE_ROWS, TMA_STAGES
 
-STAGED_ENTRIES = (
-    64  # overflow entries a CTA stages in shared memory (more: read from global memory at the end)
-)
+STAGED_ENTRIES = 64  # overflow entries a CTA stages in shared memory
 RING_GROUPS = (1, 2)
 RING_WARPGROUPS = (1, 2, 4)
 COMPRESSED_RING_FIELDS = (
@@ -28,19 +25,23 @@ COMPRESSED_RING_FIELDS = (
         "stages",
         int,
         TMA_STAGES,
-        "shared-memory ring slots per CTA, each the tile's four row blocks x `groups` K groups and x's boxes",
+        build_only(
+            "shared-memory ring slots per CTA, each the tile's four row blocks x `groups` K groups and x's boxes"
+        ),
     ),
     Field(
-        "warpgroups", int, RING_WARPGROUPS, "consumer warpgroups, taking alternate slots (stages a multiple)"
+        "warpgroups",
+        int,
+        RING_WARPGROUPS,
+        build_only("consumer warpgroups, taking alternate slots (stages a multiple)"),
     ),
-    Field("groups", int, RING_GROUPS, "64-wide K groups per slot"),
+    Field("groups", int, RING_GROUPS, build_only("64-wide K groups per slot")),
 )
 CompressedRingConfig = config_type("CompressedRingConfig", COMPRESSED_RING_FIELDS)
 
 
 def group_bytes() -> int:
-    """One 16-row block x one 64-wide K group of the 12-bit stream: 1536 bytes (compress.py's module-level
-    constants are read at call time: that module comes later in the generated file)."""
+    """One 16-row block x one 64-wide K group of the stream (a function: compress.py comes later in the file)."""
     return BUCKET * 3 // 2
 
 
@@ -50,18 +51,15 @@ def slot_bytes(groups: int) -> int:
 
 
 def ring_smem(cfg, nb: int) -> int:
-    """Dynamic shared memory of a CTA (the launch's smem_bytes; compressed_ring.cuh asserts its layout fits):
-    stages slots (weights padded to 1 KB, then x's boxes of 8 NB rows x 128 bytes), the staged overflow
-    (StagedOverflow: a count, then a row byte, an entry word and 32 bf16 of x per entry), 1 KB to align."""
+    """A CTA's dynamic shared memory: its slots, the staged overflow, 1 KB to align."""
     weights = -(-slot_bytes(cfg.groups) // 1024) * 1024
     staged = 4 + STAGED_ENTRIES * (1 + 4 + 32 * 2)
     return cfg.stages * (weights + cfg.groups * nb * 8 * 128) + staged + 1024
 
 
 def ring_slots(z: dict, groups: int) -> torch.Tensor:
-    """compress()'s stream and headers as ring slots: uint8 [N/64, K/(64 groups), 4 row blocks x groups x 1536
-    bytes, then their 4 x groups 16-byte headers]. Tiles outermost, so the first n rows (the unpooler's slice)
-    are a prefix."""
+    """compress()'s stream and headers as ring slots: uint8 [N/64, K/(64 groups), the slot's row blocks' bytes,
+    then their headers], tiles outermost."""
     rb, g = z["stream"].shape[:2]
     tiles, slots = rb // 4, g // groups
     stream = z["stream"].reshape(tiles, 4, slots, groups, group_bytes()).permute(0, 2, 1, 3, 4)
@@ -72,23 +70,17 @@ def ring_slots(z: dict, groups: int) -> torch.Tensor:
 
 
 def wgmma_columns(device=None) -> torch.Tensor:
-    """The column of a 64-wide K group that each column of compress()'s fragment order must hold for wgmma: int64
-    [64]. compress.py orders a fragment's K as mma_gemv's x loads meet it (a lane's 16 bytes of x are 8
-    consecutive k), while wgmma reads x from shared memory in natural order and takes register j, half h of lane
-    (g, t) in fragment f as row g + 8 (j & 1), column 16 f + 2 t + 8 (j >> 1) + h. Rows agree, columns are
-    permuted within the group; compressing W with its columns in this order makes every decoded register the
-    weight wgmma multiplies there (ring_operands)."""
+    """int64 [64]: the K group's column each column of compress()'s fragment order must hold for wgmma's A
+    registers (register j, half h of lane (g, t), fragment f: column 16 f + 2 t + 8 (j >> 1) + h)."""
     where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64)  # p at (row, column)
-    p = where[0].to(torch.int64)  # row 0: register j even, so only the column varies
+    p = where[0].to(torch.int64)  # row 0: register j even
     f, lane, e = p // 256, (p // 8) % 32, p % 8
     return 16 * f + 2 * (lane & 3) + 8 * (e >> 2) + (e & 1)
 
 
 def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) -> dict:
-    """What compressed_ring reads for a bf16 [N, K] weight: compress() of W with each K group's columns in
-    wgmma_columns order, as ring slots, and its overflow as a per-row list in natural K. CompressionError (one
-    line) as compress() raises it, or when a 64-row tile has more overflow entries than a CTA stages; refuse=False
-    lifts both limits (the format's exactness alone, for tests)."""
+    """The ring slots and per-row overflow of a bf16 [N, K] weight; CompressionError for a tile with more overflow
+    than a CTA stages (refuse=False: no limit)."""
     n, k = w.shape
     columns = wgmma_columns(w.device)
     z = compress(
@@ -113,9 +105,8 @@ def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) 
 
 
 def ring_overflow(z: dict, n: int, k: int, columns: torch.Tensor) -> tuple:
-    """compress()'s overflow (entries by bucket, p = fragment position) as a per-row list: (row_starts int32
-    [N + 1], rows int32 [E], entries int32 [E] = k | bf16 bits << 16), sorted by row, then k. columns: the
-    natural column of each of a K group's compressed columns (wgmma_columns)."""
+    """compress()'s overflow as a per-row list sorted by row, then k: (row_starts int32 [N + 1], rows int32 [E],
+    entries int32 [E] = k | bf16 bits << 16)."""
     device = z["overflow"].device
     groups = k // 64
     starts = z["overflow_starts"].to(torch.int64)
@@ -123,7 +114,6 @@ def ring_overflow(z: dict, n: int, k: int, columns: torch.Tensor) -> tuple:
     bucket = torch.repeat_interleave(torch.arange(count.numel(), device=device), count)
     entry = z["overflow"].to(torch.int64) & 0xFFFFFFFF
     p = entry & 0x3FF
-    # where each fragment position p of a bucket sits in its 16 x 64 block: unfragment an index ramp
     where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64).reshape(-1)
     at = torch.empty(BUCKET, dtype=torch.int64, device=device)
     at[where] = torch.arange(BUCKET, device=device)
@@ -144,8 +134,9 @@ class CompressedRing(DecodeGemv):
     Config = CompressedRingConfig
     launcher = "okc::launch_compressed_ring"
 
+    @build_only
     @property
-    def cuda_constants(self):  # read by registry.cuda_prelude at build time, once compress.py's names exist
+    def cuda_constants(self):  # a property: compress.py comes later in the file
         return (
             CudaConstant(
                 "kStagedOverflowEntries",
@@ -155,16 +146,12 @@ class CompressedRing(DecodeGemv):
             CudaConstant("kCompressedHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"),
         )
 
-    summary = (
-        "compressed_ring (m <= 32, bf16 layers): the 12-bit stream of compressed_gemv repacked into ring slots (a"
-        " 64-row tile's four row blocks x one or two K groups and their headers, one bulk copy each) beside x's"
-        " boxes (one tensor copy), read by consumer warpgroups that decode each row block straight into wgmma's A"
-        " registers, OR the headers' patches in, and multiply by x from shared memory: x crosses into each SM once"
-        " per 64 rows. The overflow is a per-row list a stager warp puts in shared memory while the stream runs; it"
-        " is added after the warpgroups' partials are folded. A layer with more overflow in one tile than a CTA"
-        " stages keeps its other engines (prepare() says so in one line)."
+    summary = build_only(
+        "compressed_ring (m <= 32, bf16 layers): the same 12-bit stream in ring slots beside x's boxes (TMA),"
+        " decoded straight into wgmma's A registers: x crosses into an SM once per 64 rows."
     )
 
+    @build_only
     def rule(self, cfg, layer, m):
         if layer.dual:
             return "the router's fp32 weights are never compressed (its hi + lo split is already 32 bits)"
@@ -184,7 +171,6 @@ class CompressedRing(DecodeGemv):
         return (Operand("ring_slots", (cfg.groups,)),)
 
     def build_operand(self, operand, parts, layer):
-        # CompressionError: prepare() keeps the layer on its bf16 engines
         return ring_operands(parts[0], layer.name, operand.shape[0])
 
     def variant(self, cfg, layer, m):
@@ -195,7 +181,7 @@ class CompressedRing(DecodeGemv):
     def plan(self, cfg, layer, m, ctx):
         r = ctx.operands[self.operands(cfg, layer)[0]]
         entries = r["entries"]
-        if entries.numel() == 0:  # a valid address for an empty list (the kernel never reads it then)
+        if entries.numel() == 0:  # a valid address the kernel never reads
             entries = r["row_starts"]
         pointers = (r["slots"], r["row_starts"], r["rows"] if r["rows"].numel() else entries, entries)
         return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, (*table_scalars(r["table_words"]), r["entries"].numel()))

@@ -1,11 +1,10 @@
-"""The fallback engine: cuBLAS through torch, for every shape no table sends elsewhere and every x the kernels do
-not take (not contiguous, not 16-byte aligned, another dtype)."""
+"""The fallback: cuBLAS through torch, for every shape no table routes and every x the kernels do not take."""
 
 from typing import NamedTuple
 
 import torch
 
-from kernels_src.engine import Engine, Operand
+from kernels_src.engine import Engine, Operand, build_only
 
 HI_LO = Operand("hi_lo")  # the router's [hi, lo] concatenated along K
 
@@ -18,7 +17,7 @@ class Cublas(Engine):
     name = "cublas"
     Config = CublasConfig
     m_min, m_max = 1, None
-    summary = (
+    summary = build_only(
         "cublas (everything else): x @ W[:n].T in bf16; the router as one GEMM over K concatenated,"
         " [x, x] @ [hi, lo].T with fp32 output."
     )
@@ -27,7 +26,6 @@ class Cublas(Engine):
         return (HI_LO,) if layer.dual else ()
 
     def build_operand(self, operand, parts, layer):
-        # [x, x] . [hi, lo]^T == x . hi^T + x . lo^T, accumulated in fp32 by one GEMM
         return torch.cat(parts, dim=1).contiguous()
 
     def plan(self, cfg, layer, m, ctx):
@@ -38,7 +36,7 @@ def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
     """out = x . W[:n]^T by cuBLAS, for any m; the router through its hi+lo concatenation."""
     if layer.dual:
         w_t = hi_lo[:n].t()
-        if w_t.device.type != "cuda":  # bf16 x bf16 -> fp32 GEMMs are CUDA's (the harness's CPU checks)
+        if w_t.device.type != "cuda":  # bf16 x bf16 -> fp32 GEMMs are CUDA's
             return cpu_dual_plan(w_t.float())
         return lambda x: torch.mm(torch.cat([x, x], dim=1), w_t, out_dtype=getattr(torch, layer.out_dtype))
     w_t = parts[0][:n].t()
@@ -46,10 +44,10 @@ def fallback_plan(layer, n: int, parts: tuple, hi_lo=None):
 
 
 def cpu_dual_plan(w_t):
-    """The router's GEMM off the GPU, in fp32: for a bf16 x only, as on the GPU (the harness's CPU checks)."""
+    """The router's GEMM off the GPU (verify --device cpu), in fp32, for a bf16 x only."""
 
     def call(x):
-        if x.dtype is not torch.bfloat16:  # .float() would take any x the GPU's GEMM refuses
+        if x.dtype is not torch.bfloat16:  # as the GPU's GEMM refuses it
             raise TypeError(f"expected a bfloat16 x, got {x.dtype}")
         return torch.cat([x, x], dim=1).float() @ w_t
 

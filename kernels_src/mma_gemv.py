@@ -1,6 +1,4 @@
-"""The mma.sync tensor-core GEMV (kernels_src/mma_gemv.cuh) for m <= 32: its config, rule, operands and launch.
-
-Design and the measurements behind each field: docs/mma-gemv.md."""
+"""The mma.sync tensor-core GEMV (mma_gemv.cuh) for m <= 32. Design and figures: docs/mma-gemv.md."""
 
 
 from kernels_src.engine import (
@@ -10,9 +8,9 @@ from kernels_src.engine import (
     SEMAPHORE_GROUPS,
     SMEM_LIMIT,
     TICKET_GROUPS,
-    TICKET_SPLITS,
     WORKSPACE_FLOATS,
     CudaEnum,
+    build_only,
     DecodeGemv,
     Field,
     Operand,
@@ -34,44 +32,46 @@ FRAGMENTS = Operand("fragments")  # the weights repacked in mma fragment order (
 MMA_REDUCTIONS = ("none", "semaphore", "cluster", "atomic_out")
 # Data registers a thread may hold (register_error): one set of weight and x fragments, or two live sets, under
 # the 128 registers of a 512-thread CTA without spilling (the spills that set them: docs/mma-gemv.md).
-MMA_BATCH_DATA_REGS = 112
-MMA_DOUBLE_DATA_REGS = 100
+MMA_BATCH_DATA_REGS = build_only(112)
+MMA_DOUBLE_DATA_REGS = build_only(100)
 
 MMA_GEMV_FIELDS = (
     Field(
         "warps",
         int,
         (1, 2, 4, 8, 16),
-        "warps per CTA; they split the CTA's K range and reduce through shared memory",
+        build_only("warps per CTA; they split the CTA's K range and reduce through shared memory"),
     ),
-    Field("splits", int, (1, 2, 4, 8, 16, 32), "CTAs that split K"),
-    Field("unroll", int, (1, 2, 4, 8), "32-wide K blocks each warp has in flight per loop trip"),
+    Field("splits", int, (1, 2, 4, 8, 16, 32), build_only("CTAs that split K")),
+    Field("unroll", int, (1, 2, 4, 8), build_only("32-wide K blocks each warp has in flight per loop trip")),
     Field(
         "pipeline",
         str,
         MMA_PIPELINES,
-        "software-pipelining style (docs/mma-gemv.md says what each does)",
+        build_only("software-pipelining style (docs/mma-gemv.md says what each does)"),
     ),
     Field(
         "row_blocks",
         int,
         (1, 2, 4),
-        "16-row blocks per CTA: each x fragment serves all of them, cutting x's L2 re-reads",
+        build_only("16-row blocks per CTA: each x fragment serves all of them, cutting x's L2 re-reads"),
     ),
     Field(
         "reduce",
         str,
         MMA_REDUCTIONS,
-        "how splits > 1 meet: none (splits = 1), semaphore (workspace, the last CTA sums), cluster (thread-block"
-        " cluster, splits <= 16), atomic_out (red.add into the fp32 output, ordered by a ticket: the router only)",
+        build_only(
+            "how splits > 1 meet: none (splits = 1), semaphore (workspace, the last CTA sums), cluster (thread-block"
+            " cluster, splits <= 16), atomic_out (red.add into the fp32 output, ordered by a ticket: the router only)"
+        ),
     ),
 )
 MmaGemvConfig = config_type("MmaGemvConfig", MMA_GEMV_FIELDS)
 
 
+@build_only
 def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
-    """Fragment registers one thread holds: weights 8 R (16 R dual) and x 4 NB per K block, times unroll, times
-    the live sets of each (two and two double buffered, two and one double_w); plus the 4 R NB accumulators."""
+    """Fragment registers a thread holds: weights and x per K block and live set, and the accumulators."""
     double = cfg.pipeline in ("double", "double_l2")
     weight_sets = 2 if double or cfg.pipeline in ("double_w", "double_w_l2") else 1
     x_sets = 2 if double else 1
@@ -79,6 +79,7 @@ def data_registers(cfg: MmaGemvConfig, nb: int, dual: bool) -> int:
     return cfg.unroll * (weight_sets * 8 * r * (2 if dual else 1) + x_sets * 4 * nb) + 4 * r * nb
 
 
+@build_only
 def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
     """The register budget, with the two exceptions ptxas showed (docs/mma-gemv.md)."""
     if cfg.pipeline in ("double_w", "double_w_l2") and nb == 4 and cfg.unroll > 1:
@@ -96,8 +97,7 @@ def register_error(cfg: MmaGemvConfig, nb: int, dual: bool) -> str | None:
 
 
 def tiles_smem(warps: int, splits: int, row_blocks: int, cluster: bool, m: int) -> int:
-    """Both mma.sync GEMVs park their warps' partial tiles (16 R x 8 NB fp32 each) in shared memory, and for a
-    cluster reduction rank 0 adds an inbox of splits - 1 more (common.cuh, finish_tile)."""
+    """The warps' partial tiles in shared memory (and a cluster's inbox on rank 0)."""
     return (warps + (splits - 1 if cluster else 0)) * row_blocks * column_blocks(m) * 4 * 32 * 4
 
 
@@ -107,6 +107,7 @@ def split_k_launch(cfg, m: int) -> dict:
     return dict(warps=cfg.warps, splits=cfg.splits, reduce=REDUCTION.code(cfg.reduce), smem_bytes=smem)
 
 
+@build_only
 def tiles_smem_error(
     warps: int, splits: int, row_blocks: int, cluster: bool, m: int, extra: int = 0, extra_what: str = ""
 ) -> str | None:
@@ -120,10 +121,9 @@ def tiles_smem_error(
     return None
 
 
+@build_only
 def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, row_blocks: int, m: int):
-    """What the two mma.sync GEMVs share about K splits: splits divide the K units; a cluster fits Hopper; the
-    workspace and the counters hold what a semaphore reduction needs (engine.split_rule: reduce none exactly when
-    splits = 1)."""
+    """What the two mma.sync GEMVs' rules share about K splits."""
     if units % splits:
         return f"splits={splits} does not divide the {units} {unit_name}"
     if reduce == "cluster" and not 2 <= splits <= CLUSTER_MAX:
@@ -146,16 +146,14 @@ class MmaGemv(DecodeGemv):
     Config = MmaGemvConfig
     has_defaults = True
     launcher = "okc::launch_mma_gemv"
-    cuda_constants = (MMA_PIPELINE,)
-    summary = (
-        "mma_gemv (m <= 32): mma.sync m16n8k16, bf16 x bf16 -> fp32, weights as the A operand repacked once into"
-        " fragment order (each lane streams one 16-byte load per fragment), x as B (8 tokens per column block,"
-        " one 16-byte load per 32-wide K block). A CTA owns row_blocks 16-row blocks; its warps split K and"
-        " reduce through shared memory; splits CTAs split K further, reduced by a self-resetting semaphore, a"
-        " thread-block cluster (st.async into rank 0) or, for the router's fp32 output, atomic adds. The fp32"
-        " router runs as a bf16 hi+lo pair into one fp32 accumulator (about 2^-16 relative)."
+    cuda_constants = build_only((MMA_PIPELINE,))
+    summary = build_only(
+        "mma_gemv (m <= 32): mma.sync with the weights repacked in fragment order (one 16-byte load a lane a"
+        " fragment); warps split K through shared memory, CTAs by a semaphore, a cluster or the router's fp32"
+        " atomics."
     )
 
+    @build_only
     def rule(self, cfg, layer, m):
         n, k = layer.n_for(m), layer.k
         if n % 16 or k % 32:
@@ -195,5 +193,3 @@ class MmaGemv(DecodeGemv):
 
 
 MMA_GEMV = MmaGemv()
-# (The output-atomic reduction keeps a ticket and a flag per row group for each split count S >= 2.)
-assert TICKET_SPLITS == len([s for s in MMA_GEMV.values["splits"] if s >= 2])

@@ -1,7 +1,7 @@
 """The persistent warp-specialized GEMM for m > 32 (kernels_src/persistent_gemm.cuh): its config, rule and launch.
 Design and the measurements behind each field: docs/persistent-gemm.md."""
 
-from kernels_src.tma_gemv import TILE_K, TILES, TMA_GEMV
+from kernels_src.tma_gemv import TILE_K, TILES, TmaGemv
 from kernels_src.engine import (
     CUDA_TYPES,
     SEMAPHORE_GROUPS,
@@ -10,6 +10,7 @@ from kernels_src.engine import (
     Engine,
     Field,
     Variant,
+    build_only,
     config_type,
 )
 
@@ -20,30 +21,39 @@ GEMM_SLOT_K = TILE_K  # K per ring slot: the packed tiles' (tma_gemv's), one 128
 GEMM_STAGED_BYTES = 8192  # output bytes a consumer warpgroup stages at a time in the epilogue
 GEMM_MAX_ACCUMULATORS = 128  # fp32 accumulators a consumer thread holds: (rows / 2) x tokens / 128
 SMS = 132  # the H200's SMs: a grid of at most this many CTAs is one wave
-GEMM_CUDA_CONSTANTS = (
-    CudaConstant(
-        "kGemmStagedBytes",
-        GEMM_STAGED_BYTES,
-        "persistent_gemm.py GEMM_STAGED_BYTES: output bytes a consumer warpgroup stages at a time",
-    ),
-    CudaConstant(
-        "kGemmMaxAccumulators",
-        GEMM_MAX_ACCUMULATORS,
-        "persistent_gemm.py GEMM_MAX_ACCUMULATORS: fp32 accumulators a consumer thread holds",
-    ),
+GEMM_CUDA_CONSTANTS = build_only(
+    (
+        CudaConstant(
+            "kGemmStagedBytes",
+            GEMM_STAGED_BYTES,
+            "persistent_gemm.py GEMM_STAGED_BYTES: output bytes a consumer warpgroup stages at a time",
+        ),
+        CudaConstant(
+            "kGemmMaxAccumulators",
+            GEMM_MAX_ACCUMULATORS,
+            "persistent_gemm.py GEMM_MAX_ACCUMULATORS: fp32 accumulators a consumer thread holds",
+        ),
+    )
 )
 
 GEMM_FIELDS = (
-    Field("rows", int, GEMM_ROWS, "weight rows a tile, split over the two consumer warpgroups"),
-    Field("tokens", int, GEMM_TOKENS, "tokens a tile (wgmma N); m past it takes more tiles"),
-    Field("stages", int, GEMM_STAGES, "shared-memory ring slots, each the tile's 64-wide K slice of W and x"),
+    Field("rows", int, GEMM_ROWS, build_only("weight rows a tile, split over the two consumer warpgroups")),
+    Field("tokens", int, GEMM_TOKENS, build_only("tokens a tile (wgmma N); m past it takes more tiles")),
+    Field(
+        "stages",
+        int,
+        GEMM_STAGES,
+        build_only("shared-memory ring slots, each the tile's 64-wide K slice of W and x"),
+    ),
     Field(
         "ctas",
         int,
         None,
-        "the persistent grid: each CTA takes whole tiles for the full waves, then the tiles left are split over"
-        " equal groups of CTAs (split-K: each stores its partial, then sums a share of the tile's and writes it)",
-        bounds=f"1 .. {SMS}",
+        build_only(
+            "the persistent grid: each CTA takes whole tiles for the full waves, then the tiles left are split over"
+            " equal groups of CTAs (split-K: each stores its partial, then sums a share of the tile's and writes it)"
+        ),
+        bounds=build_only(f"1 .. {SMS}"),
     ),
 )
 GemmConfig = config_type("GemmConfig", GEMM_FIELDS)
@@ -63,16 +73,19 @@ def persistent_smem_bytes(rows: int, tokens: int, stages: int, dual: bool) -> in
     return stages * slot + 2 * staging + 1024
 
 
+@build_only
 def persistent_tiles(cfg, n: int, m: int) -> int:
     """Tiles of an [m, n] output: row tiles x token tiles."""
     return n // cfg.rows * -(-m // cfg.tokens)
 
 
+@build_only
 def persistent_split_tiles(cfg, n: int, m: int) -> int:
     """The tiles past the full waves, each split over ctas / this many CTAs (split-K)."""
     return persistent_tiles(cfg, n, m) % cfg.ctas
 
 
+@build_only
 def persistent_workspace_floats(cfg) -> int:
     """The split tiles' partials: a slot per CTA, rows x tokens fp32."""
     return cfg.ctas * cfg.rows * cfg.tokens
@@ -83,10 +96,10 @@ class PersistentGemm(Engine):
     FIELDS = GEMM_FIELDS
     Config = GemmConfig
     m_min, m_max = 33, 256
-    sweep_m = (64, 128, 256)
+    sweep_m = build_only((64, 128, 256))
     launcher = "okc::launch_persistent_gemm"
     cuda_constants = GEMM_CUDA_CONSTANTS
-    summary = (
+    summary = build_only(
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
         " full waves, the rest split over equal groups of CTAs: each stores its partial, then sums and writes"
@@ -96,9 +109,11 @@ class PersistentGemm(Engine):
     def m_class(self, m):
         return gemm_class_tokens(m)
 
+    @build_only
     def class_maxima(self):
         return (64, 128, 256)
 
+    @build_only
     def rule(self, cfg, layer, m):
         n, k = layer.n_for(m), layer.k
         if n % cfg.rows or k % GEMM_SLOT_K:
@@ -124,8 +139,7 @@ class PersistentGemm(Engine):
     def operands(self, cfg, layer):
         return (TILES,)  # tma_gemv's packed 64 x 64 tiles: one copy serves the three engines
 
-    def build_operand(self, operand, parts, layer):
-        return TMA_GEMV.build_operand(operand, parts, layer)
+    build_operand = TmaGemv.build_operand
 
     def variant(self, cfg, layer, m):
         kernel = dict(rows=cfg.rows, tokens=cfg.tokens, stages=cfg.stages, dual=layer.dual)

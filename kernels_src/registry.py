@@ -1,53 +1,37 @@
-"""The engines, in precedence order, and the one routing rule: which engine and config serve (layer, m).
-
-A (layer, m) goes to the first engine, in ENGINES order, that serves m and whose table gives it a config there:
-the entry for m itself, else the entry of the smallest listed m above it in its class (the GEMVs: the same number
-of 8-token column blocks), else the table's default for the weight's kind (plain, or dual for fp32 weights), if
-the engine has defaults. An entry of None means "not this engine". What no engine takes goes to cuBLAS. A layer
-whose weights a compressed engine refuses (SKIPPABLE) skips that engine (prepare() says so in one line)."""
+"""The engines in precedence order, and the routing rule: a (layer, m) runs on the first engine whose table gives
+it a config; what none takes goes to cuBLAS (README.md, "The design")."""
 
 from typing import NamedTuple
 
-from kernels_src.compressed_gemv import COMPRESSED_GEMV
-from kernels_src.compressed_ring import COMPRESSED_RING
+from kernels_src.compressed_gemv import COMPRESSED_GEMV  # noqa: F401 (each import makes its engine)
+from kernels_src.compressed_ring import COMPRESSED_RING  # noqa: F401
 from kernels_src.cublas import CUBLAS
-from kernels_src.engine import PLAN_MAX_M, SHARED_CUDA_CONSTANTS
-from kernels_src.mma_gemv import MMA_GEMV
-from kernels_src.persistent_gemm import PERSISTENT_GEMM
-from kernels_src.splitk_gemm import SPLITK_GEMM
-from kernels_src.tma_gemm import TMA_GEMM
-from kernels_src.tma_gemv import TMA_GEMV
+from kernels_src.engine import ENGINES_MADE, PLAN_MAX_M
+from kernels_src.mma_gemv import MMA_GEMV  # noqa: F401
+from kernels_src.persistent_gemm import PERSISTENT_GEMM  # noqa: F401
+from kernels_src.splitk_gemm import SPLITK_GEMM  # noqa: F401
+from kernels_src.tma_gemm import TMA_GEMM  # noqa: F401
+from kernels_src.tma_gemv import TMA_GEMV  # noqa: F401
 
-# Precedence: the compressed engines stream the fewest bytes (the register GEMV, then the ring, where each table
-# says so); the TMA GEMV leads where its table says so; the
-# mma.sync GEMV covers every other m <= 32 through its defaults; past 32 tokens the persistent GEMM, then the TMA
-# GEMM, then the Triton split-K GEMM, each where its table says so.
-ENGINES = (COMPRESSED_GEMV, COMPRESSED_RING, TMA_GEMV, MMA_GEMV, PERSISTENT_GEMM, TMA_GEMM, SPLITK_GEMM)
+PRECEDENCE = (
+    "compressed_gemv",
+    "compressed_ring",
+    "tma_gemv",
+    "mma_gemv",
+    "persistent_gemm",
+    "tma_gemm",
+    "splitk_gemm",
+)
+# The engines made: every one here, the routed ones in dist/submission.py (the build leaves the others out).
+ENGINES = tuple(
+    sorted((e for e in ENGINES_MADE if e.name in PRECEDENCE), key=lambda e: PRECEDENCE.index(e.name))
+)
 BY_NAME = {engine.name: engine for engine in ENGINES + (CUBLAS,)}
-# the engines prepare() may find a layer's weights unfit for (each passed over alone)
-SKIPPABLE = (COMPRESSED_GEMV.name, COMPRESSED_RING.name)
-
-
-def cuda_prelude() -> str:
-    """The C++ ahead of the kernels in every build: each constant and mode code the CUDA side shares with
-    Python, rendered from the engines' declarations (engine.SHARED_CUDA_CONSTANTS, Engine.cuda_constants), so
-    that the CUDA sources never type one of their own."""
-    declared = dict.fromkeys(SHARED_CUDA_CONSTANTS)
-    for engine in ENGINES:
-        declared.update(dict.fromkeys(engine.cuda_constants))
-    lines = [
-        "// Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the",
-        "// CUDA side shares with Python, each written once, in Python.",
-        "#include <cstddef>",
-        "namespace okc {",
-    ]
-    lines += [item.cpp() for item in declared]
-    lines += ["}  // namespace okc", ""]
-    return "\n".join(lines)
+SKIPPABLE = ("compressed_gemv", "compressed_ring")
 
 
 class Table(NamedTuple):
-    """An engine's table: (layer, m) -> config or None; defaults: weight kind -> config or None."""
+    """(layer, m) -> config or None; defaults: weight kind -> config or None."""
 
     entries: dict
     defaults: dict
@@ -57,15 +41,13 @@ class Table(NamedTuple):
 
 
 def make_tables(raw: dict) -> dict:
-    """The submission's TABLES literal ({engine: {"entries": {(layer, m): {field: value} | None}, "defaults":
-    {kind: {field: value} | None}}}) as Table objects of Configs, one per engine (empty where none is given).
-    """
+    """The file's TABLES literal (configs as values in field order) as a Table of Configs per engine."""
     tables = {}
     for engine in ENGINES:
         given = raw.get(engine.name, {})
 
-        def config(fields, engine=engine):
-            return None if fields is None else engine.make_config(fields)
+        def config(values, engine=engine):
+            return None if values is None else engine.Config(*values)
 
         entries = {key: config(fields) for key, fields in given.get("entries", {}).items()}
         defaults = {kind: config(fields) for kind, fields in given.get("defaults", {}).items()}
@@ -74,7 +56,7 @@ def make_tables(raw: dict) -> dict:
 
 
 def lookup(engine, table: Table, layer, m: int):
-    """The config engine's table gives (layer, m), or None (see the module docstring)."""
+    """The config engine's table gives (layer, m), or None."""
     listed = table.listed(layer.name)
     row = m if m in listed else engine.borrowed_m(m, listed)
     if row is not None:
@@ -101,9 +83,7 @@ def plan_max_m(tables: dict) -> int:
 
 
 def skip_sets(layer) -> tuple:
-    """The engine sets prepare() may have to pass over for `layer`: none, or any of the compressed engines (each
-    refuses the weights it does not pay for on its own: compress.py's bits, compressed_ring's staging), in the
-    order runtime.layer_routes adds them."""
+    """The sets of compressed engines prepare() may pass over for `layer`."""
     if layer.dual:
         return ((),)
     subsets = [()]
@@ -123,19 +103,8 @@ def routes(layers, tables: dict):
 
 
 def variants(layers, tables: dict) -> list:
-    """The CUDA kernels the tables and defaults can reach, in a fixed order: what the extension compiles."""
+    """The CUDA kernels the tables can reach, in a fixed order: what the extension compiles."""
     found = {engine.variant(cfg, layer, m) for layer, m, _, engine, cfg in routes(layers, tables)}
     found.discard(None)
     order = {engine.name: i for i, engine in enumerate(ENGINES)}
     return sorted(found, key=lambda v: (order[v.engine], v.kernel, v.launch))
-
-
-def shape_lines(layers, tables: dict, ms) -> list:
-    """One line per (layer, m in ms): the output width and the engine and config that serve it."""
-    lines = []
-    for layer in layers:
-        for m in ms:
-            engine, cfg = route(layer, m, tables)
-            line = f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {engine.describe(cfg)}"
-            lines.append(line.rstrip())
-    return lines

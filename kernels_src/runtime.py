@@ -1,10 +1,4 @@
-"""prepare() and kernel_fn(), the judge's entry points; the CUDA extension, compiled for the kernels routed to.
-
-prepare() does everything slow once: it splits the router's fp32 weights into bf16 hi + lo, routes every
-(layer, m) for m = 1 .. PLAN_MAX_M (kernels_src/registry.py), builds what those engines read (packed fragments,
-tiles, 12-bit streams), compiles the CUDA kernels the tables can reach, and makes one launch per (layer, m):
-a callable x -> out holding every pointer and constant it needs. kernel_fn() is one list lookup and that call.
-"""
+"""prepare() and kernel_fn(), the judge's entry points, and the CUDA extension of the kernels routed to."""
 
 import torch
 from torch.utils.cpp_extension import load_inline
@@ -24,33 +18,33 @@ from kernels_src.packing import split_hi_lo
 from kernels_src.registry import BY_NAME, make_tables, plan_max_m, route, variants
 from kernels_src.splitk_gemm import COUNTERS
 
-# Defined ahead of this code in dist/submission.py (templates/submission.py.j2): LAYERS and TABLES (tables/),
-# WARMUP_M (the m's the judge sends), and, at the end of the file, CUDA_SRC and BINDING_SRC (kernels_src/).
+# The template defines LAYERS, TABLES and WARMUP_M ahead of this code, CUDA_SRC and BINDING_SRC at the file's end.
+KERNEL_DEVICE = "cuda"  # where prepare() routes to the kernels; elsewhere every shape goes to torch
 
 
 def problem():
-    """(layers, tables) of this file: Layer tuples and the engines' tables of configs."""
+    """(layers, tables) of this file."""
     layers = [Layer(name, **spec) for name, spec in LAYERS.items()]
     return layers, make_tables(TABLES)
 
 
 class Prepared:
-    """What prepare() leaves for kernel_fn() and the harnesses, per layer name where it is per layer."""
+    """What prepare() leaves for kernel_fn(), by layer name where it is per layer."""
 
     def __init__(self, top_m: int):
-        self.top_m = top_m  # the largest m with a plan of its own
-        self.parts = {}  # layer -> its weight parts: (w,) bf16, or (hi, lo) for fp32 weights
-        self.operands = {}  # layer -> {Operand: what an engine's build_operand made}
-        self.refused = {}  # layer -> why compress() refused its weights (the layer keeps its bf16 engines)
-        self.routes = {}  # layer -> [(engine, cfg) for m = 0 .. top_m]
-        self.buffers = {}  # the shared buffers by name: workspace, semaphores, counters, accumulator
+        self.top_m = top_m
+        self.parts = {}  # (w,), or (hi, lo) for fp32 weights
+        self.operands = {}
+        self.refused = {}
+        self.routes = {}  # [(engine, cfg) for m = 0 .. top_m]
+        self.buffers = {}
         self.kernels = []  # the extension's Variants, in launch-table order
-        self.extension = None  # the compiled extension (plan, run), or None without CUDA kernels
-        self.plans = {}  # layer -> [(n, call) for m = 0 .. top_m]
+        self.extension = None
+        self.plans = {}  # [(n, call) for m = 0 .. top_m]
 
 
 def prepare(weights):
-    """Everything slow, once, untimed: weight layouts, compilation, one launch per (layer, m), warm-up."""
+    """Everything slow, once: weight layouts, compilation, one launch per (layer, m), warm-up."""
     layers, tables = problem()
     device = next(iter(weights.values())).device
     state = Prepared(plan_max_m(tables))
@@ -62,8 +56,8 @@ def prepare(weights):
             )
         state.parts[layer.name] = split_hi_lo(w) if layer.dual else (w,)
         state.operands[layer.name] = {}
-    cuda = device.type == "cuda"
-    if not cuda:  # no kernels off the GPU: every shape on the fallback (the harness's CPU checks)
+    cuda = device.type == KERNEL_DEVICE
+    if not cuda:
         tables = make_tables({})
     for layer in layers:
         state.routes[layer.name] = layer_routes(state, layer, tables)
@@ -73,8 +67,7 @@ def prepare(weights):
         "counters": torch.zeros(COUNTERS, dtype=torch.int32, device=device),
         "accumulator": torch.zeros(ACCUMULATOR_FLOATS, dtype=torch.float32, device=device),
     }
-    # One extension for every kernel the tables can reach, including the routes of a layer compress() refuses:
-    # the same build serves any weights, and is cached across processes (torch's extension cache).
+    # every kernel the tables can reach, a refused layer's routes too: one build serves any weights
     state.kernels = variants(layers, tables) if cuda else []
     state.extension = build_extension(state.kernels) if state.kernels else None
     made = make_plans(state, layers)
@@ -83,8 +76,7 @@ def prepare(weights):
 
 
 def make_plans(state, layers) -> dict:
-    """One launch per (layer, m) into state.plans; m's that share an (engine, config, n, kernel) share it.
-    Returns {key: (n, call, the first m it serves)}."""
+    """One launch per (layer, m) into state.plans: {key: (n, call, its first m)}."""
     made = {}
     for layer in layers:
         plans = [(-1, None)]  # m = 0: no plan (kernel_fn falls back)
@@ -100,7 +92,7 @@ def make_plans(state, layers) -> dict:
 
 
 def warm_up(state, layers, weights, made, device) -> None:
-    """Every launch once (Triton compiles here, cuBLAS picks its kernels), then every m the judge sends."""
+    """Every launch once (Triton compiles, cuBLAS picks its kernels), then every m the judge sends."""
     for (name, *_), (n, call, m) in made.items():
         call(torch.randn(m, weights[name].shape[1], device=device).to(torch.bfloat16))
     for layer in layers:
@@ -114,15 +106,14 @@ def warm_up(state, layers, weights, made, device) -> None:
 
 
 def layer_routes(state, layer, tables) -> list:
-    """(engine, config) for m = 0 .. top_m of one layer, building each engine's operands on the way. A layer whose
-    weights a compressed engine refuses is routed again without that engine, with one line saying why."""
+    """(engine, config) for m = 0 .. top_m, operands built; a compressed engine refusing the weights is skipped."""
     skip = ()
     while True:
         out = [(None, None)] + [route(layer, m, tables, skip) for m in range(1, state.top_m + 1)]
         for engine, cfg in out[1:]:
             try:
                 add_operands(state, engine, cfg, layer)
-            except CompressionError as refused:  # the layer keeps its other engines; the run goes on
+            except CompressionError as refused:
                 say_refusal(refused)
                 state.refused[layer.name] = str(refused)
                 skip += (engine.name,)
@@ -132,63 +123,41 @@ def layer_routes(state, layer, tables) -> list:
 
 
 def say_refusal(refused) -> None:
-    """The file's one output (generator/contract.py lets only this function print): the line saying which layer
-    a compressed engine refused, and why. print, as the submission may import only torch, triton and typing.
-    """
+    """The file's one output (generator/contract.py)."""
     print(f"prepare: {refused}", flush=True)
 
 
 def add_operands(state, engine, cfg, layer) -> None:
-    """What `engine` reads for cfg on `layer`, built once (CompressionError if the weights cannot be compressed)."""
+    """What `engine` reads for cfg on `layer`, built once."""
     have = state.operands[layer.name]
     for operand in engine.operands(cfg, layer):
         if operand not in have:
             have[operand] = engine.build_operand(operand, state.parts[layer.name], layer)
 
 
-def served_by(state, layer: str, m: int):
-    """(engine, config) that serve m tokens of `layer` in this prepared state (cuBLAS past the plans)."""
-    routes = state.routes[layer]
-    return routes[m] if 0 < m < len(routes) else (BY_NAME["cublas"], BY_NAME["cublas"].Config())
-
-
-def use_kernels(state, extra) -> None:
-    """Make `extra` kernels launchable on a prepared state too (sweep, ab, profile time configs no table names):
-    one extension with the state's kernels and these. Launches made before keep theirs."""
-    missing = [variant for variant in dict.fromkeys(extra) if variant not in state.kernels]
-    if missing:
-        state.kernels = state.kernels + missing
-        state.extension = build_extension(state.kernels)
-
-
 def kernel_fn(data, state):
-    """The timed call: out[m, n] = x . W[:n]^T through the launch prepare() made for (layer, m). An x it cannot
-    serve (not a [m, k] bf16 tensor on the weights' device) fails in torch's fallback GEMM, which the launches
-    send such an x to: that failure becomes one ValueError saying what x must be (x_error). A bf16 x that is
-    contiguous and 16-byte aligned goes to a CUDA kernel's launch as it is: its rank, k and device are not checked
-    there, as that would cost every right call (the judge sends [m, k] on the GPU)."""
+    """The timed call: out = x . W[:n]^T by prepare()'s launch; a wrong x fails in cuBLAS, then x_error says why."""
     x = data["x"]
     config = data["config"]
-    try:  # costs a right x nothing: no check runs unless a call has already failed
+    try:
         plans = state.plans[config["layer"]]
         m = x.shape[0]
         if m < len(plans):
             n, call = plans[m]
             if n == config["n"]:
                 return call(x)
-        # an m past the plans (or a width the judge never asks for): cuBLAS
+        # an m past the plans, or a width the judge never asks for
         layer = Layer(config["layer"], **LAYERS[config["layer"]])
-        return fallback_plan(layer, config["n"], state.parts[layer.name], cublas_operand(state, layer))(x)
+        return PlanContext(state, layer).fallback(config["n"])(x)
     except Exception:
         wrong = x_error(x, config["layer"], state)
-        if wrong is None:  # x is right: the failure is another one
+        if wrong is None:
             raise
         raise wrong from None
 
 
 def x_error(x, layer: str, state):
-    """The ValueError for an x kernel_fn cannot serve on `layer` (its type, dtype, rank, k or device), naming the x
-    it takes; None for a right x."""
+    """The ValueError naming the x `layer` takes, or None for a right x."""
     if layer not in LAYERS:
         return ValueError(f"kernel_fn: no layer {layer!r} in this file (it has {', '.join(LAYERS)})")
     k, device = LAYERS[layer]["k"], state.buffers["workspace"].device
@@ -201,22 +170,15 @@ def x_error(x, layer: str, state):
     return ValueError(f"kernel_fn: {layer} takes x as a [m, {k}] {BF16} tensor on {device}, got {got}")
 
 
-def cublas_operand(state, layer):
-    add_operands(state, BY_NAME["cublas"], None, layer)
-    return state.operands[layer.name].get(HI_LO)
-
-
 BF16 = torch.bfloat16
-# The current CUDA stream as an integer, cheaply (the capture stream inside torch.cuda.graph): torch's own fast
-# path (what Triton's launcher uses), else the public one.
+# The current CUDA stream (a graph's capture stream too) as an integer: torch's fast path, else the public one
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
     lambda index: torch.cuda.current_stream(index).cuda_stream
 )
 
 
 class PlanContext:
-    """What an engine's plan() may use for one layer: its weight parts and operands, the shared buffers, and
-    cuda_plan() for a kernel of the extension."""
+    """What an engine's plan() uses for one layer."""
 
     def __init__(self, state, layer):
         self.state = state
@@ -225,21 +187,20 @@ class PlanContext:
         self.operands = state.operands[layer.name]
         self.buffers = state.buffers
 
-    def fallback(self, m):
+    def fallback(self, n):
+        """x -> out by cuBLAS, n outputs."""
         add_operands(self.state, BY_NAME["cublas"], None, self.layer)
-        return fallback_plan(self.layer, self.layer.n_for(m), self.parts, self.operands.get(HI_LO))
+        return fallback_plan(self.layer, n, self.parts, self.operands.get(HI_LO))
 
     def cuda_plan(self, variant, layer, m, pointers, scalars=()):
-        """x -> out through the extension's kernel `variant`, its pointers and constants fixed now; an x the
-        kernels do not take (another dtype, not contiguous, not 16-byte aligned) goes to cuBLAS."""
+        """x -> out by the extension's kernel `variant`; an x it does not take goes to cuBLAS."""
         kernels = self.state.kernels
         if variant not in kernels:
             raise RuntimeError(
                 f"the extension has no kernel {variant}: the build's kernel list missed a route"
             )
         n, ext = layer.n_for(m), self.state.extension
-        # The plan holds what its raw pointers point at (operands, shared buffers), so that it stays valid when
-        # the caller keeps the plan and drops the state (sweep, ab, tests).
+        # what its raw pointers point at, so that the plan outlives the state
         held = (tuple(pointers), self.buffers)
         if len(pointers) > CALL_OPERANDS or len(scalars) > CALL_SCALARS:
             raise ValueError(
@@ -250,7 +211,7 @@ class PlanContext:
         plan_id = ext.plan(kernels.index(variant), n, layer.k, addresses, tuple(scalars), ws, sem)
         if plan_id < 0:
             raise RuntimeError(f"{variant.engine}: the extension's call layout does not hold these operands")
-        run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(m)
+        run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(n)
         device = self.buffers["workspace"].device
         index = device.index
 
@@ -271,10 +232,8 @@ class PlanContext:
         return call
 
 
-# nvcc flags on top of torch's own; -gencode (not -arch=sm_90a) also stops torch adding its default targets.
-# Hidden visibility: a process may load several of these extensions (sweep, ab and the GPU tests add kernels to
-# prepare()'s), which define the same names (okc_launch, the kernels); exported, a later one's calls can bind to
-# an earlier one's definitions and launch the wrong kernel of the wrong table.
+# -gencode keeps torch from adding its default targets; hidden visibility keeps two extensions of one process
+# (their okc_launch, their kernels) from binding to each other's definitions.
 CUDA_FLAGS = [
     "-O3",
     "-std=c++17",
@@ -287,7 +246,7 @@ _EXTENSIONS = {}
 
 
 def launch_table(kernels) -> str:
-    """The C++ that maps a kernel number to its launcher: launch_cases(), then launcher<Case<number>>(call)."""
+    """The C++ that maps a kernel number to its launcher: launcher<Case<number>>(call)."""
     lines = [
         launch_cases(kernels),
         "const char* okc_launch(int kernel, const okc::Call& call) {",
@@ -300,8 +259,7 @@ def launch_table(kernels) -> str:
 
 
 def launch_cases(kernels) -> str:
-    """Per kernel of this build, a struct of its Variant's arguments by name (okc::launch::Case<number>): what its
-    engine's launcher reads."""
+    """A struct of each kernel's arguments by name."""
     lines = [
         "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each, its launcher's",
         "// arguments by name.",
@@ -316,8 +274,7 @@ def launch_cases(kernels) -> str:
 
 
 def _member(name: str, value) -> str:
-    """One launch argument as a member of its case's struct: a type, a flag, a mode's code by its enumerator
-    (engine.CudaCode) or a number."""
+    """One launch argument as a member: a type, a flag, a mode's enumerator or a number."""
     if isinstance(value, CudaType):
         return f"using {name} = {value};"
     if isinstance(value, bool):
@@ -328,20 +285,17 @@ def _member(name: str, value) -> str:
 
 
 def cuda_source(cuda_src: str, kernels) -> str:
-    """What nvcc compiles for these kernels: the kernels' sources (CUDA_SRC, which opens with the constants and
-    mode codes generated from the engines: registry.cuda_prelude) and the launch table."""
+    """What nvcc compiles for these kernels: CUDA_SRC and their launch table."""
     return cuda_src + launch_table(kernels)
 
 
 def build_extension(kernels):
-    """The CUDA extension with exactly these kernels (compiled once per process and cached by torch on disk).
-    The binding is plain pybind11 (no torch headers): the CUDA, not the C++ shim, is the build's long pole."""
+    """The CUDA extension of exactly these kernels (torch caches it on disk)."""
     key = tuple(kernels)
     if key not in _EXTENSIONS:
         digest = 0
-        for ch in repr(key):  # a stable name per kernel set, so that two sets do not rebuild each other
+        for ch in repr(key):  # a name per kernel set: two sets do not rebuild each other
             digest = (digest * 131 + ord(ch)) % (1 << 61)
-        # and names of its own in every build, so that even exported symbols could not collide
         own_names = f"#define okc okc_{digest:x}\n#define okc_launch okc_launch_{digest:x}\n"
         options = dict(
             name=f"{EXTENSION_NAME}_{digest:x}",

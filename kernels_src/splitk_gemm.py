@@ -1,68 +1,13 @@
-"""Split-K GEMM for m > 32 tokens: out = x . W[:n]^T on Hopper's wgmma, weights on the MMA's M side.
-
-The math
-========
-For x [M, K] (bf16, row-major) and a weight W [N_total, K] (bf16, row-major; only its first n = out.shape[1]
-rows are used, so the unpooler's 1024-row slice is a prefix of the full tensor)
-
-    out[m, j] = sum_k x[m, k] * W[j, k]        m < M, j < n
-
-accumulated in fp32. Dense layers write bf16. The router ("dual") holds its fp32 weight as two bf16 halves
-hi + lo (hi + lo == W to about 2^-16 relative); both are multiplied by the same x tile into ONE fp32
-accumulator, and the output is fp32: out = x . hi^T + x . lo^T.
-
-The tiling ("swap AB")
-======================
-A program computes the transposed tile acc[BLOCK_N, BLOCK_M] = W[rows, ks] . x[tokens, ks]^T: BLOCK_N (>= 64)
-weight rows are the MMA's M side, so wgmma is used even when the token count is small, and the BLOCK_M tokens
-are its N side. Each loop step loads one weight tile [BLOCK_N, BLOCK_K] (two for dual) and one x tile
-[BLOCK_M, BLOCK_K] and does acc += tl.dot(w, tl.trans(x)); the tile is stored transposed into out[m, j].
-Loads are either TMA tensor descriptors (x's descriptor is built per call and zero-fills the rows past M; the
-weights' are built once, `weight_descriptors`) or plain pointer loads (x masked on rows past M).
-
-The grid
-========
-    grid = (n / BLOCK_N, splits, cdiv(M, BLOCK_M))
-
-program_id(0) picks the weight-row tile, program_id(2) the token tile, and program_id(1) its share of K: the
-K / BLOCK_K steps are cut into `splits` contiguous runs, run s taking steps [s * T // splits,
-(s + 1) * T // splits) (T = K / BLOCK_K): uneven splits differ by at most one step, none is empty.
-
-The epilogues
-=============
-splits == 1 (reduce none): a plain masked store (tokens >= M are never written).
-splits > 1 need a reduction over the programs of one (row tile, token tile); both kinds leave their state as
-they found it, so CUDA-graph replays need no clearing launch:
-
-* semaphore: every program stores its fp32 partial tile into the workspace (slot [tile, split],
-  real tokens only), then takes a ticket on the tile's counter; the program that draws the last ticket sums
-  the partials in split order 0 .. splits - 1 whoever it is (deterministic), loading them past L1 in
-  EPILOGUE_N-row chunks with four splits in flight at a time, writes out and resets the counter to 0.
-* atomic: every program adds its partial into a zeroed fp32 accumulator (fp32 atomic adds, real
-  tokens only), then takes a ticket; the last one reads the accumulated tile past L1, writes out (bf16 or
-  fp32), stores zeros back over it and resets the counter. One tile read instead of splits, and no
-  workspace of splits tiles; the summation order is not fixed.
-
-A ticket is one acq_rel, gpu-scope atomic add by one thread behind a CTA barrier, so it publishes the whole
-program's partial (the argument is spelled out at the epilogue).
-
-What is constexpr
-=================
-BLOCK_N, BLOCK_M, BLOCK_K, TMA (load style), DUAL (two weights), REDUCE (reduce's code: engine.REDUCTION),
-EPILOGUE_N (the semaphore sum's chunk rows, derived from the block shape and warps: no compiles of its own) and
-UPCAST (interpreter only, see `_splitk_mma`); also num_warps / num_stages and the argument types (pointer
-element types, descriptor block shapes). M and splits are runtime and never specialised
-(`do_not_specialize`): m = 33 and m = 64 share one compiled kernel, as do all split counts. N and K are
-runtime too; Triton keys them only on divisibility by 16, which every admitted shape has (N % BLOCK_N,
-K % BLOCK_K), so they add no compiles and tell the compiler that rows start 16-element aligned.
-"""
+"""The Triton split-K GEMM for m > 32: the weights on wgmma's M side, TMA descriptors, K split over programs and
+reduced in the same launch (a semaphore or fp32 atomics). Its math, tiling, grid and epilogues:
+docs/splitk-gemm.md."""
 
 import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and accumulator (atomic) the caller passes
+from kernels_src.engine import (
     ACCUMULATOR_FLOATS,
     REDUCTION,
     SMEM_PER_BLOCK,
@@ -70,57 +15,64 @@ from kernels_src.engine import (  # the fp32 workspace (semaphore partials) and 
     Engine,
     Field,
     Operand,
+    build_only,
     config_type,
     split_rule,
 )
 
 LOADS = ("tma", "pointers")
 SPLITK_REDUCTIONS = ("none", "semaphore", "atomic")
-# The reduce codes the kernel branches on: engine.REDUCTION's (Triton reads a global only as a constexpr).
+# The reduce codes the kernel branches on (Triton reads a global only as a constexpr)
 _REDUCE_NONE = tl.constexpr(int(REDUCTION.code("none")))
 _REDUCE_SEMAPHORE = tl.constexpr(int(REDUCTION.code("semaphore")))
 SPLITK_GEMM_FIELDS = (
-    Field("block_n", int, (64, 128, 256), "weight rows per program"),
-    Field("block_m", int, (16, 32, 64, 128, 256), "tokens per program"),
-    Field("block_k", int, (32, 64, 128), "K per loop step"),
+    Field("block_n", int, (64, 128, 256), build_only("weight rows per program")),
+    Field("block_m", int, (16, 32, 64, 128, 256), build_only("tokens per program")),
+    Field("block_k", int, (32, 64, 128), build_only("K per loop step")),
     Field(
-        "splits", int, None, "programs sharing one tile's K range", bounds="1 .. K / block_k, uneven allowed"
+        "splits",
+        int,
+        None,
+        build_only("programs sharing one tile's K range"),
+        bounds=build_only("1 .. K / block_k, uneven allowed"),
     ),
-    Field("warps", int, (4, 8), "Triton num_warps (whole warpgroups for wgmma)"),
-    Field("stages", int, (1, 2, 3, 4, 5, 6, 7, 8), "Triton num_stages"),
+    Field("warps", int, (4, 8), build_only("Triton num_warps (whole warpgroups for wgmma)")),
+    Field("stages", int, (1, 2, 3, 4, 5, 6, 7, 8), build_only("Triton num_stages")),
     Field(
-        "loads", str, LOADS, "tma (TensorDescriptor for x and the weights) or pointers (plain masked tl.load)"
+        "loads",
+        str,
+        LOADS,
+        build_only("tma (TensorDescriptor for x and the weights) or pointers (plain masked tl.load)"),
     ),
     Field(
         "reduce",
         str,
         SPLITK_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
-        " zeroed accumulator, the last program writes out and re-zeroes)",
+        build_only(
+            "none (splits = 1), semaphore (workspace, the last program sums) or atomic (fp32 atomic adds into the"
+            " zeroed accumulator, the last program writes out and re-zeroes)"
+        ),
     ),
 )
 SplitKGemmConfig = config_type("SplitKGemmConfig", SPLITK_GEMM_FIELDS)
-COUNTERS = 4096  # int32 tile counters the caller passes, zeroed once; every launch leaves them zero
-SPLITK_ACC_REGS = 128  # fp32 accumulator registers per thread above which the tile would spill
-# Triton 3.6 lowers the atomic epilogue's adds to atom (not red): their unused old values still take registers,
-# and with dual or pointer loads ptxas (sm_90a) spills at 128 accumulator registers per thread: those stop at 64.
-SPLITK_ATOMIC_ACC_REGS = 64
-_SPLITK_INT32 = 2**31
+COUNTERS = 4096  # int32 tile counters, zeroed once; every launch leaves them zero
+SPLITK_ACC_REGS = build_only(128)  # fp32 accumulators a thread holds without spilling
+# the atomic epilogue's adds (atom) keep their old values in registers: with dual or pointer loads, 64 at most
+SPLITK_ATOMIC_ACC_REGS = build_only(64)
+_SPLITK_INT32 = build_only(2**31)
 
 
+@build_only
 def splitk_smem_bytes(cfg, dual):
-    """Shared memory of one program: `stages` ring slots (one for stages = 1), each the weight tile(s) and the x
-    tile in bf16, plus 1 KB for barriers and alignment; Triton 3.6 adds 4 KB for dual at block_n = 64 with 8
-    warps. (Checked against Triton's own figure by compiling for sm_90a; the epilogue's layout conversions
-    reuse the ring's space.)"""
+    """A program's shared memory: its ring, 1 KB, and 4 KB more that Triton takes for dual at block_n 64, 8 warps."""
     slot = cfg.block_k * (cfg.block_n * (2 if dual else 1) + cfg.block_m) * 2
     extra = 4096 if dual and cfg.warps == 8 and cfg.block_n == 64 else 0
     return max(cfg.stages, 1) * slot + 1024 + extra
 
 
+@build_only
 def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
-    """Why a config of admitted field values cannot serve this shape (one line naming the field and the limit),
-    or None. Pure Python."""
+    """Why a config cannot serve this shape (one line naming the field and the limit), or None."""
     if n % cfg.block_n:
         return f"block_n={cfg.block_n} does not divide n={n}"
     if k % cfg.block_k:
@@ -136,10 +88,7 @@ def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
     if n * k >= _SPLITK_INT32:
         return f"n={n} at k={k} overflows the kernel's 32-bit offsets (the weights)"
     if cfg.reduce == "atomic" and cfg.loads == "tma" and cfg.block_k != 128:
-        # Measured on the H200, unexplained: at block_k=64 these launches computed wrong results in up to 9 of 12
-        # runs (about 120x the error bound, no element left unwritten, counters and accumulator clean afterwards),
-        # while the same tiles with block_k=128, pointer loads or the semaphore were right in every run
-        # (docs/splitk-gemm.md). block_k=32 was never run there. Refused until the cause is found.
+        # wrong results on the H200 at block_k=64, cause unknown (docs/splitk-gemm.md): refused until found
         return f"reduce='atomic' with loads='tma' takes block_k=128: at block_k={cfg.block_k} it computed wrong results on the H200"
     acc_regs = cfg.block_n * cfg.block_m // (32 * cfg.warps)
     if acc_regs > SPLITK_ACC_REGS:
@@ -178,11 +127,7 @@ def splitk_shape_error(cfg, m: int, n: int, k: int, dual: bool) -> "str | None":
 
 @triton.jit
 def _splitk_mma(w_tile, x_tile, acc, UPCAST: tl.constexpr):
-    """acc[BLOCK_N, BLOCK_M] += w_tile[BLOCK_N, BLOCK_K] . x_tile[BLOCK_M, BLOCK_K]^T in fp32.
-
-    UPCAST (true only off CUDA, i.e. under TRITON_INTERPRET=1): Triton 3.6's CPU interpreter computes tl.dot on
-    bf16 operands wrongly (values near 1e10), while fp32 operands are right; bf16 -> fp32 is exact, so the
-    result is the same sum. On the GPU the bf16 tiles go straight to wgmma."""
+    """acc += w_tile . x_tile^T in fp32; UPCAST (the CPU interpreter, whose bf16 tl.dot is wrong): fp32 operands."""
     if UPCAST:
         acc = tl.dot(w_tile.to(tl.float32), tl.trans(x_tile.to(tl.float32)), acc, input_precision="ieee")
     else:
@@ -204,8 +149,7 @@ def _splitk_k_loop(
         w_offs = (off_n + rn)[:, None] * K + rk[None, :]
         x_offs = (off_m + rm)[:, None] * K + rk[None, :]
         x_live = (off_m + rm)[:, None] < M
-    # tl.full, not tl.zeros / tl.zeros_like: those are @triton.jit library functions, which the CPU tests'
-    # interpreted copy of this module cannot call (tests/test_splitk_gemm.py keeps Triton itself compiled).
+    # tl.full: the CPU tests' interpreted copy cannot call Triton's jit library (tl.zeros)
     acc = tl.full((BLOCK_N, BLOCK_M), 0.0, dtype=tl.float32)
     for step in range(first, last):
         off_k = step * BLOCK_K
@@ -224,16 +168,7 @@ def _splitk_k_loop(
 
 @triton.jit
 def _splitk_ticket(counters, tile):
-    """The ticket (both reductions): how many programs of this tile arrived before this one.
-
-    Memory ordering. Each thread's partial stores (semaphore) or atomic adds (atomic) come before
-    tl.debug_barrier() (bar.sync) in program order, and bar.sync orders them before everything the CTA's threads
-    do after it. Triton lowers the scalar counter atomic to ONE thread, so that thread's acq_rel gpu-scope add
-    releases, cumulatively, every write the barrier ordered before it: a program whose add returns splits - 1
-    acquires the tiles of all splits - 1 earlier programs (each released the same way). Triton hands the returned
-    count to the other threads through shared memory behind another bar.sync, so their reads of the partials are
-    ordered after the acquire; they use cache_modifier=".cg" because L1 is not coherent across SMs. The counter
-    reset and the accumulator's zeros are read only by the next launch, which the kernel boundary orders."""
+    """The programs of this tile that arrived before this one (the ordering: docs/splitk-gemm.md)."""
     tl.debug_barrier()
     return tl.atomic_add(counters + tile, 1, sem="acq_rel", scope="gpu")
 
@@ -249,10 +184,7 @@ def _splitk_semaphore_epilogue(
     acc, slots, local, counters, out, tile, pid_s, splits, tokens, off_n, live, N,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, EPILOGUE_N: tl.constexpr,
 ):  # fmt: skip
-    """reduce = semaphore: the partial into its workspace slot; the last program to arrive sums the tile's slots in split
-    order 0, 1, ..., whoever it is (deterministic), writes out and resets the counter. acc is dead once stored,
-    so the sum goes over EPILOGUE_N-row chunks, four splits' loads in flight at a time (one L2 round trip per four
-    splits instead of per split; past `splits` they load 0.0)."""
+    """The partial into its slot; the last program sums the slots in split order and resets the counter."""
     TILE: tl.constexpr = BLOCK_N * BLOCK_M
     rm = tl.arange(0, BLOCK_M)
     tl.store(slots + pid_s * TILE + local, acc, mask=live)
@@ -277,8 +209,7 @@ def _splitk_semaphore_epilogue(
 def _splitk_atomic_epilogue(
     acc, slots, counters, out_ptrs, tile, splits, live, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr
 ):
-    """reduce = atomic: the partial added into the zeroed accumulator; the last program to arrive reads the tile, writes
-    out, stores zeros back over it and resets the counter."""
+    """The partial added into the accumulator; the last program writes it out and zeroes it."""
     tl.atomic_add(slots, acc, mask=live, sem="relaxed", scope="gpu")
     arrived = _splitk_ticket(counters, tile)
     if arrived == splits - 1:
@@ -290,12 +221,12 @@ def _splitk_atomic_epilogue(
 
 @triton.jit(do_not_specialize=["M", "splits"])
 def _splitk_gemm_kernel(
-    x,  # TMA: descriptor of x [M, K], block [BLOCK_M, BLOCK_K]; pointers: bf16 x
-    w,  # TMA: descriptor of the weight [N_total, K], block [BLOCK_N, BLOCK_K]; pointers: bf16 weight
-    w2,  # dual: the lo weight, as w; otherwise w again (never read)
-    out,  # [M, N] bf16 (fp32 for dual), row-major
-    partials,  # fp32: the workspace (semaphore) or the zeroed accumulator (atomic)
-    counters,  # int32 [tiles], zero between launches
+    x,  # a descriptor (TMA) or a pointer
+    w,
+    w2,  # dual: the lo weight; otherwise w again
+    out,
+    partials,  # the workspace (semaphore) or the zeroed accumulator (atomic)
+    counters,
     M,
     N,
     K,
@@ -342,7 +273,7 @@ def _splitk_gemm_kernel(
 
 
 def splitk_constexprs(cfg, dual, upcast):
-    """The kernel's constexpr arguments for cfg (besides num_warps / num_stages); upcast: x is not on CUDA."""
+    """The kernel's constexpr arguments for cfg; upcast: x is not on CUDA."""
     return dict(
         BLOCK_N=cfg.block_n,
         BLOCK_M=cfg.block_m,
@@ -356,21 +287,14 @@ def splitk_constexprs(cfg, dual, upcast):
 
 
 def weight_descriptors(weights: tuple, cfg) -> tuple:
-    """TensorDescriptors of each weight for cfg (loads == "tma"), built once in prepare(); () for pointers.
-    Built on the full [N_total, K] tensor: a launch with a smaller n reads only its prefix rows."""
+    """Each weight's TensorDescriptor for cfg's block (on the whole [N, K]: a smaller n reads a prefix)."""
     if cfg.loads != "tma":
         return ()
     return tuple(TensorDescriptor.from_tensor(w, [cfg.block_n, cfg.block_k]) for w in weights)
 
 
 def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator, cfg, descriptors=()):
-    """Launch on the current stream; returns Triton's compiled kernel (what BoundSplitKLaunch.bind reads; None
-    under the interpreter). len(weights) == 2 means dual (fp32 out).
-
-    x [M, K] bf16 and the weights [N_total, K] bf16 row-major contiguous, out [M, n] contiguous (bf16, or fp32
-    for dual), workspace fp32 (WORKSPACE_FLOATS), counters int32 (COUNTERS) and accumulator fp32
-    (ACCUMULATOR_FLOATS), the last two zero. cfg must be admitted by SPLITK_GEMM.config_error at the launch's M,
-    n and K; descriptors are weight_descriptors(weights, cfg) (built here when not given)."""
+    """Launch on the current stream (two weights: dual); returns Triton's compiled kernel."""
     m, k = x.shape
     n = out.shape[1]
     if cfg.loads == "tma":
@@ -404,19 +328,8 @@ def launch_splitk_gemm(x, weights: tuple, out, workspace, counters, accumulator,
 
 
 class BoundSplitKLaunch:
-    """splitk_gemm's launch for one plan, bound once: the compiled kernel, its launcher and every argument but
-    x's descriptor, the output and M fixed in prepare(), so that an eager call pays only the launch itself.
-
-    Through `_splitk_gemm_kernel[grid](...)` each call paid ~30 us of Triton's argument binding and cache
-    lookup, plus the encoding of every tensor descriptor (x's and the weights') and ~3 us of
-    TensorDescriptor.from_tensor (docs/splitk-gemm.md, "Host time"). Here the weights' tensor maps are encoded
-    once, and x's is encoded once per (address, M) and kept: it holds only the address, [M, K], the strides
-    (K, 1), the box and the swizzle, and K is the plan's, so any x at that address with that M encodes the same
-    (a caller that reuses its buffers, as a forward pass or a graph capture does, encodes it once). The launch
-    goes to the C launcher Triton generated for the kernel, with the arguments Triton's own path passes it (its
-    launch hooks, such as a profiler's, do not see these launches). bind() returns None where the compiled
-    kernel or the launcher is not what this class expects (another Triton, global scratch); the plan then keeps
-    the JIT call."""
+    """One plan's launch bound once to Triton's C launcher, skipping ~30 us of binding a call (docs/splitk-gemm.md,
+    Host time); bind() returns None for a compiled kernel it does not expect."""
 
     CACHED_X_MAPS = 16  # x's tensor maps kept per plan, by (address, M)
     LAUNCHER_FORMAT = "iiiKKppOOOOOO"  # Triton 3.6's base arguments of the C launcher, before the kernel's
@@ -430,8 +343,6 @@ class BoundSplitKLaunch:
             n // cfg.block_n,
         )
         self.function = compiled.function
-        # values: [x's map (per call), w's and w2's expanded maps, out (per call), partials, counters, M (per
-        # call), N, K, splits, the constexprs], as the launcher takes them after its base arguments
         self.weights, self.buffers, self.rest = tuple(values[1:11]), tuple(values[12:14]), tuple(values[15:])
         self.head = (compiled.run.launch_cooperative_grid, compiled.run.launch_pdl, None, None)
         self.head += (compiled.packed_metadata, None, None, None)  # the launch metadata, enter and exit hooks
@@ -443,7 +354,6 @@ class BoundSplitKLaunch:
         """The launch of `compiled` (what launch_splitk_gemm returned for cfg on a layer of (n, k)), or None."""
         if cfg.loads != "tma" or compiled is None or not hasattr(compiled, "run"):
             return None
-        # Triton's own descriptor expansion and launcher layout, loaded with its CUDA driver by the compile
         driver = getattr(getattr(getattr(triton, "backends", None), "nvidia", None), "driver", None)
         expand = getattr(driver, "make_tensordesc_arg", None)
         if expand is None or getattr(driver, "_BASE_ARGS_FORMAT", None) != cls.LAUNCHER_FORMAT:
@@ -516,20 +426,17 @@ class SplitKGemm(Engine):
     FIELDS = SPLITK_GEMM_FIELDS
     Config = SplitKGemmConfig
     m_min, m_max = 33, None
-    sweep_m = (64, 128, 256)  # the rows its table lists: 33..64, 65..128 and 129..256 borrow them
-    summary = (
-        "splitk_gemm (m > 32): a Triton GEMM with the weights on the MMA's M side (block_n rows x block_m tokens"
-        " per program, wgmma), TMA descriptors for x and the weights (the weights' built once in prepare()), K"
-        " split over `splits` programs and reduced in the same launch: by a self-resetting semaphore (partials"
-        " to the workspace, the last program sums them in order) or by fp32 atomic adds into a zeroed accumulator"
-        " that the last program writes out and re-zeroes. The router: hi and lo into one fp32 accumulator."
+    sweep_m = build_only((64, 128, 256))
+    summary = build_only(
+        "splitk_gemm (m > 32): a Triton GEMM with the weights on wgmma's M side and TMA descriptors, K split"
+        " over programs and reduced in the same launch by a semaphore or fp32 atomics."
     )
 
+    @build_only
     def rule(self, cfg, layer, m):
         return splitk_shape_error(cfg, m, layer.n_for(m), layer.k, layer.dual)
 
     def operands(self, cfg, layer):
-        """The weights' TensorDescriptors, one set per (block_n, block_k)."""
         return (Operand("descriptors", (cfg.block_n, cfg.block_k)),) if cfg.loads == "tma" else ()
 
     def build_operand(self, operand, parts, layer):
@@ -540,7 +447,8 @@ class SplitKGemm(Engine):
         return weight_descriptors(parts, cfg)
 
     def plan(self, cfg, layer, m, ctx):
-        parts, n, fallback = ctx.parts, layer.n_for(m), ctx.fallback(m)
+        parts, n = ctx.parts, layer.n_for(m)
+        fallback = ctx.fallback(n)
         descriptors = ctx.operands[self.operands(cfg, layer)[0]] if cfg.loads == "tma" else ()
         b = ctx.buffers
         workspace, counters, accumulator = b["workspace"], b["counters"], b["accumulator"]

@@ -1,11 +1,5 @@
-"""The bulk-copy + wgmma GEMM for m > 32 (engine tma_gemm): tma_gemv.cuh's kernel with more consumer warpgroups
-and more tokens a slot. Its config, rule, operands and launch; design and figures: docs/tma-gemm.md.
-
-A CTA streams `warpgroups` 64-row weight tiles (the pre-swizzled 8 KB blocks tma_gemv packs) and one x box of
-8 NB tokens per 64-wide K tile; warpgroup g multiplies tile g by the box (one wgmma of N = 8 NB per k16 step), so x
-crosses from L2 once per 64 x warpgroups weight rows. K splits over `splits` CTAs, reduced in the same launch by
-the self-resetting semaphore (the last CTA sums the partials in split order) or by four-float L2 atomics into a
-zeroed accumulator that the last CTA writes out and re-zeroes."""
+"""The bulk-copy + wgmma GEMM for m > 32: tma_gemv.cuh's kernel with 1-4 consumer warpgroups and up to 256 tokens
+a slot. Design and figures: docs/tma-gemm.md."""
 
 from kernels_src.engine import (
     ACCUMULATOR_FLOATS,
@@ -13,15 +7,18 @@ from kernels_src.engine import (
     WORKSPACE_FLOATS,
     Engine,
     Field,
+    build_only,
     config_type,
     split_rule,
 )
 from kernels_src.tma_gemv import (
+    CONSUMERS,
+    PRODUCER,
     TILE_K,
     TILE_ROWS,
     TILES,
     TMA_CUDA_CONSTANTS,
-    TMA_GEMV,
+    TmaGemv,
     TMA_STAGES,
     ring_bytes,
     tma_variant,
@@ -29,22 +26,26 @@ from kernels_src.tma_gemv import (
 
 TMA_GEMM_WARPGROUPS = (1, 2, 4)
 TMA_GEMM_REDUCTIONS = ("none", "semaphore", "atomic")
-# The plain write's (splits = 1): at m = 128 `direct` takes a CTA 3.6 us after its last slot (docs/tma-gemm.md,
-# the clock stamps); `staged` is tma_gemv.cuh's write_staged.
 TMA_GEMM_EPILOGUES = ("direct", "staged")
-# A floor under what a thread holds besides its 4 NB accumulators (addresses, descriptors, loop state): ptxas
-# takes more (docs/tma-gemm.md, the rule), and `compile` fails a kernel that spills.
-_OTHER_REGISTERS = 40
+# what a thread holds besides its 4 NB accumulators, at least (docs/tma-gemm.md, the rule)
+_OTHER_REGISTERS = build_only(40)
 
 
+@build_only
+def tma_threads(warpgroups: int) -> int:
+    """Threads of a CTA of tma_gemv.cuh's kernel (its tma_threads): the consumer warpgroups, the producer warp."""
+    return CONSUMERS * warpgroups + PRODUCER
+
+
+@build_only
 def register_budget(warpgroups: int) -> int:
-    """Registers a thread may hold under __launch_bounds__(128 WG + 32, 1): 64 K a SM over the CTA's threads,
-    in steps of 8, at most 255 (255, 224, 120 for 1, 2, 4 warpgroups)."""
-    return min(255, 65536 // (128 * warpgroups + 32) // 8 * 8)
+    """Registers a thread may hold under __launch_bounds__(tma_threads, 1): 64 K a SM over the CTA's threads, in
+    steps of 8, at most 255."""
+    return min(255, 65536 // tma_threads(warpgroups) // 8 * 8)
 
 
 def gemm_column_blocks(m: int) -> int:
-    """8-token column blocks of the x box that cover m tokens (33 <= m <= 256): 8, 16 or 32."""
+    """8-token column blocks of the x box that cover m tokens: 8, 16 or 32."""
     return 8 if m <= 64 else 16 if m <= 128 else 32
 
 
@@ -53,25 +54,38 @@ TMA_GEMM_FIELDS = (
         "warpgroups",
         int,
         TMA_GEMM_WARPGROUPS,
-        "consumer warpgroups per CTA, each a 64-row weight tile against the slot's one x box",
+        build_only("consumer warpgroups per CTA, each a 64-row weight tile against the slot's one x box"),
     ),
-    Field("splits", int, None, "CTAs that split the CTA tile's K", bounds="1 .. K/64, uneven splits allowed"),
     Field(
-        "stages", int, TMA_STAGES, "shared-memory ring slots per CTA, the warpgroups' tiles and x's box each"
+        "splits",
+        int,
+        None,
+        build_only("CTAs that split the CTA tile's K"),
+        bounds=build_only("1 .. K/64, uneven splits allowed"),
+    ),
+    Field(
+        "stages",
+        int,
+        TMA_STAGES,
+        build_only("shared-memory ring slots per CTA, the warpgroups' tiles and x's box each"),
     ),
     Field(
         "reduce",
         str,
         TMA_GEMM_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last CTA sums in split order), atomic (four-float L2 atomics"
-        " into a zeroed accumulator, the last CTA writes out and re-zeroes)",
+        build_only(
+            "none (splits = 1), semaphore (workspace, the last CTA sums in split order), atomic (four-float L2 atomics"
+            " into a zeroed accumulator, the last CTA writes out and re-zeroes)"
+        ),
     ),
     Field(
         "epilogue",
         str,
         TMA_GEMM_EPILOGUES,
-        "direct (each accumulator stored as one bf16) or staged (reduce none, one warpgroup, bf16: the tile goes"
-        " token-major through the idle ring and out in whole 128-byte token rows)",
+        build_only(
+            "direct (each accumulator stored as one bf16) or staged (reduce none, one warpgroup, bf16: the tile goes"
+            " token-major through the idle ring and out in whole 128-byte token rows)"
+        ),
         default="direct",
     ),
 )
@@ -79,7 +93,7 @@ TmaGemmConfig = config_type("TmaGemmConfig", TMA_GEMM_FIELDS)
 
 
 def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA: its ring (tma_gemv.ring_bytes), no cluster inbox."""
+    """A CTA's shared memory: its ring."""
     return ring_bytes(cfg.stages, nb, dual, warpgroups=cfg.warpgroups)
 
 
@@ -88,22 +102,22 @@ class TmaGemm(Engine):
     FIELDS = TMA_GEMM_FIELDS
     Config = TmaGemmConfig
     m_min, m_max = 33, 256
-    sweep_m = (64, 128, 256)  # one row per column-block class: 33..64, 65..128, 129..256 borrow them
+    sweep_m = build_only((64, 128, 256))  # one row per column-block class
     launcher = "okc::launch_tma"
-    cuda_constants = TMA_CUDA_CONSTANTS
-    summary = (
-        "tma_gemm (33 <= m <= 256): tma_gemv's kernel with `warpgroups` consumer warpgroups a CTA, each a 64-row"
-        " weight tile against one shared x box of up to 256 tokens (wgmma N = 8 NB), so x crosses from L2 once"
-        " per 64 x warpgroups rows; K split over `splits` CTAs, reduced by the semaphore or by four-float L2"
-        " atomics into a zeroed accumulator that the last CTA writes out and re-zeroes."
+    cuda_constants = build_only(TMA_CUDA_CONSTANTS)
+    summary = build_only(
+        "tma_gemm (33 <= m <= 256): tma_gemv's kernel with 1-4 consumer warpgroups against one x box of up to"
+        " 256 tokens; K split over CTAs, reduced by the semaphore or L2 atomics."
     )
 
     def m_class(self, m):
         return gemm_column_blocks(m)
 
+    @build_only
     def class_maxima(self):
         return (64, 128, 256)
 
+    @build_only
     def rule(self, cfg, layer, m):
         n, k, dual, wg = layer.n_for(m), layer.k, layer.dual, cfg.warpgroups
         nb = gemm_column_blocks(m)
@@ -116,7 +130,7 @@ class TmaGemm(Engine):
         if 4 * nb + _OTHER_REGISTERS > register_budget(wg):
             return (
                 f"warpgroups={wg} at m={m} holds {4 * nb} accumulators a thread (+{_OTHER_REGISTERS}), over the"
-                f" {register_budget(wg)} registers {128 * wg + 32} threads a CTA leave"
+                f" {register_budget(wg)} registers {tma_threads(wg)} threads a CTA leave"
             )
         smem = gemm_smem_bytes(cfg, nb, dual)
         if smem > SMEM_LIMIT:
@@ -136,8 +150,7 @@ class TmaGemm(Engine):
     def operands(self, cfg, layer):
         return (TILES,)  # tma_gemv's packed 64 x 64 tiles: one copy serves both engines
 
-    def build_operand(self, operand, parts, layer):
-        return TMA_GEMV.build_operand(operand, parts, layer)
+    build_operand = TmaGemv.build_operand
 
     def variant(self, cfg, layer, m):
         nb = gemm_column_blocks(m)

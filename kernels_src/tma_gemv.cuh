@@ -12,11 +12,11 @@
 
 namespace okc {
 
-// kTmaTileRows, kTmaTileK, kTmaConsumers (tma_gemv.py) and the Reduce codes (engine.py) come from the prelude.
+// kTmaTileRows, kTmaTileK, kTmaConsumers, kTmaProducer (tma_gemv.py), the Reduce codes (engine.py): the prelude.
 constexpr int kTmaHalfRows = 32;                          // half tiles: weight rows per CTA (and 128 of K per slot)
 constexpr int kTmaWBytes = kTmaTileRows * kTmaTileK * 2;  // 8 KB of weights per slot (per matrix)
 // The consumer warpgroups, then the producer warp.
-__host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + 32; }
+__host__ __device__ constexpr int tma_threads(int wg) { return kTmaConsumers * wg + kTmaProducer; }
 
 __host__ __device__ constexpr int tma_x_bytes(int nb) { return nb * 8 * kTmaTileK * 2; }
 // cluster_scatter: rank r owns consumer threads [tma_owned_from(r, S), tma_owned_from(r + 1, S)); tma_owner(t, S)

@@ -1,6 +1,4 @@
-"""The bulk-copy + wgmma GEMV (kernels_src/tma_gemv.cuh) for m <= 32: its config, rule, operands and launch.
-
-Design and the measurements behind each field: docs/tma-gemv.md."""
+"""The bulk-copy + wgmma GEMV (tma_gemv.cuh) for m <= 32. Design and figures: docs/tma-gemv.md."""
 
 from kernels_src.engine import (
     CLUSTER_MAX,
@@ -13,6 +11,7 @@ from kernels_src.engine import (
     Field,
     Operand,
     Variant,
+    build_only,
     column_blocks,
     config_type,
     split_rule,
@@ -23,54 +22,68 @@ TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
 HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup
+PRODUCER = 32  # threads of the producer warp
 TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths the engines admit
 TMA_TILES = ("full", "half")
 TILES = Operand("tiles")  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
 HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 TMA_GEMV_FIELDS = (
-    Field("splits", int, None, "CTAs that split a tile's K", bounds="1 .. K/64, uneven splits allowed"),
+    Field(
+        "splits",
+        int,
+        None,
+        build_only("CTAs that split a tile's K"),
+        bounds=build_only("1 .. K/64, uneven splits allowed"),
+    ),
     Field(
         "stages",
         int,
         TMA_STAGES,
-        "shared-memory ring slots per CTA, each one weight tile (two for the router's hi + lo) and x's slice",
+        build_only(
+            "shared-memory ring slots per CTA, each one weight tile (two for the router's hi + lo) and x's slice"
+        ),
     ),
     Field(
         "tile",
         str,
         TMA_TILES,
-        "full: 64 rows x a K range per CTA; half: 32 rows x the whole K (splits = 1, plain weights)",
+        build_only(
+            "full: 64 rows x a K range per CTA; half: 32 rows x the whole K (splits = 1, plain weights)"
+        ),
     ),
     Field(
         "reduce",
         str,
         TMA_REDUCTIONS,
-        "none (splits = 1), semaphore (workspace, the last CTA sums), cluster_gather (partials meet on rank 0),"
-        " cluster_scatter (on all ranks, 128/splits threads' worth each); the clusters take splits <= 16",
+        build_only(
+            "none (splits = 1), semaphore (workspace, the last CTA sums), cluster_gather (partials meet on rank 0),"
+            " cluster_scatter (on all ranks, 128/splits threads' worth each); the clusters take splits <= 16"
+        ),
     ),
 )
 TmaGemvConfig = config_type("TmaGemvConfig", TMA_GEMV_FIELDS)
 # What tma_gemv.cuh reads from here (both engines on it: tma_gemv and tma_gemm).
-TMA_CUDA_CONSTANTS = (
+TMA_CUDA_CONSTANTS = build_only(
+    (
     CudaConstant("kTmaTileRows", TILE_ROWS, "tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M"),
     CudaConstant(
         "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
     ),
     CudaConstant("kTmaConsumers", CONSUMERS, "tma_gemv.py CONSUMERS: threads of one consumer warpgroup"),
+        CudaConstant("kTmaProducer", PRODUCER, "tma_gemv.py PRODUCER: threads of the producer warp"),
+    )
 )
 
 
 def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
-    """A CTA's ring: stages slots of each warpgroup's 8 KB weight block (two for dual) and x's box(es) of 8 NB
-    rows x 128 bytes, plus 1 KB to align it (tma_gemv.cuh asserts its layout fits). tma_gemm's rule reads it too."""
+    """A CTA's ring: per slot each warpgroup's 8 KB weight block (two for dual) and x's boxes, plus 1 KB to align."""
     return stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2) + 1024
 
 
 def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
-    """Shared memory of one CTA (the launch's smem_bytes): the ring, then for a cluster reduction the inbox:
-    splits - 1 slots of 4 NB floats for each consumer thread a rank owns, all 128 (gather) or at most
-    ceil(128 / splits) (scatter: tma_gemv.cuh, tma_owned_from)."""
+    """A CTA's shared memory: the ring, and a cluster reduction's inbox (splits - 1 slots of 4 NB floats for each
+    consumer thread a rank owns)."""
     ring = ring_bytes(cfg.stages, nb, dual, 2 if cfg.tile == "half" else 1)
     if not cfg.reduce.startswith("cluster"):
         return ring
@@ -79,7 +92,7 @@ def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
 
 
 def tma_variant(engine, cfg, layer, nb, half, warpgroups, staged, smem) -> Variant:
-    """A launch of tma_gemv.cuh's kernel (both engines on it, through okc::launch_tma)."""
+    """A launch of tma_gemv.cuh's kernel (tma_gemv and tma_gemm)."""
     kernel = dict(NB=nb, stages=cfg.stages, dual=layer.dual, half=half, warpgroups=warpgroups)
     kernel.update(out=CUDA_TYPES[layer.out_dtype], staged=staged)
     return Variant.of(
@@ -96,16 +109,14 @@ class TmaGemv(DecodeGemv):
     FIELDS = TMA_GEMV_FIELDS
     Config = TmaGemvConfig
     launcher = "okc::launch_tma"
-    cuda_constants = TMA_CUDA_CONSTANTS
-    summary = (
-        "tma_gemv (m <= 32): weights repacked once into pre-swizzled 64 x 64 tiles, streamed by one producer warp"
-        " as plain 8 KB bulk copies, x's slices by tensor copies (rows past m zero-filled), into a shared-memory"
-        " ring read by one consumer warpgroup's wgmma. Full tiles: 64 rows and a K range per CTA, splits CTAs"
-        " reduced by the semaphore or a thread-block cluster (gathered on rank 0 or scattered over the ranks);"
-        " half tiles: 32 rows and the whole K per CTA, two K halves stacked per slot and met by x's two boxes in"
-        " one wgmma, no split."
+    cuda_constants = build_only(TMA_CUDA_CONSTANTS)
+    summary = build_only(
+        "tma_gemv (m <= 32): pre-swizzled 64 x 64 weight tiles by plain bulk copies into a shared-memory ring"
+        " read by one consumer warpgroup's wgmma; full tiles split K over CTAs (semaphore or cluster), half"
+        " tiles take 32 rows and the whole K."
     )
 
+    @build_only
     def rule(self, cfg, layer, m):
         n, k, dual = layer.n_for(m), layer.k, layer.dual
         if not 1 <= cfg.splits <= k // TILE_K:  # the range before the pairing with reduce: splits=-1 is out of it

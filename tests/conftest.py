@@ -49,6 +49,29 @@ def built() -> str:
     return render_submission(REPO_ROOT)
 
 
+@pytest.fixture(scope="session")
+def every_engine_file(tmp_path_factory) -> Path:
+    """The checkout's file with every engine and what only the tools read (render_every_engine), as `sweep`, `ab`
+    and `probe-gemm` load it."""
+    from generator.render import render_every_engine
+
+    path = tmp_path_factory.mktemp("every_engine") / "every_engine.py"
+    path.write_text(render_every_engine(REPO_ROOT))
+    return path
+
+
+def routed_engines(root: Path = REPO_ROOT) -> list:
+    """The engines the tables under root route to, in precedence order: those dist/submission.py holds."""
+    from generator.problem import load_problem
+    from generator.tables import load_tables
+    from kernels_src import registry
+
+    problem = load_problem(root)
+    tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
+    routed = {engine for *_, engine, _ in registry.routes(problem.layers.values(), tables)}
+    return [engine for engine in registry.ENGINES if engine in routed]
+
+
 @pytest.fixture
 def one_render(built, monkeypatch):
     """The build's render_submission, answering with the run's one build for inputs byte for byte the checkout's

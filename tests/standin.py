@@ -1,5 +1,5 @@
 """A submission stand-in on the CPU for the harness tests (ab, profile): what generator.judge.launches.make_plans
-uses of a built file (problem, BY_NAME, prepare, add_operands, use_kernels, PlanContext), with every engine
+uses of a built file (problem, BY_NAME, prepare, add_operands, PlanContext), with every engine
 computing x . W^T in float32 and returning bf16 (fp32 for the router), as the real kernels do. `flaw`: how it goes
 wrong."""
 
@@ -49,7 +49,6 @@ class StandInModule:
         self.problem_ = problem
         self.flaw = flaw
         self.BY_NAME = {name: StandInEngine(engine, self) for name, engine in registry.BY_NAME.items()}
-        self.kernels_asked = []
 
     def problem(self):
         layers = [
@@ -63,9 +62,6 @@ class StandInModule:
 
     def add_operands(self, state, engine, cfg, layer):
         pass
-
-    def use_kernels(self, state, kernels):
-        self.kernels_asked += kernels
 
     def PlanContext(self, state, layer):
         return type("Ctx", (), {"parts": state["parts"][layer.name]})()

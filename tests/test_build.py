@@ -15,16 +15,24 @@ from generator.judge.loader import load_submission
 from generator.problem import load_problem
 from generator.tables import load_tables
 from kernels_src import registry
+from conftest import routed_engines
 
 DIST = REPO_ROOT / "dist" / "submission.py"
 
 
 def _literal(text: str, name: str):
+    """The value of a top-level assignment: a literal, or a sum of literals and names assigned before it."""
+
+    def value(node):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return value(node.left) + value(node.right)
+        return _literal(text, node.id) if isinstance(node, ast.Name) else ast.literal_eval(node)
+
     for node in ast.parse(text).body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
             if isinstance(target, ast.Name) and target.id == name:
-                return ast.literal_eval(node.value)
+                return value(node.value)
     raise AssertionError(f"{name} not found")
 
 
@@ -69,9 +77,9 @@ def test_tables_round_trip(built):
     problem = load_problem()
     tables = load_tables(problem)
     literal = _literal(built, "TABLES")
-    assert list(literal) == [engine.name for engine in registry.ENGINES]
-    for name, table in tables.items():
-        assert literal[name] == table.literal()
+    assert list(literal) == [engine.name for engine in routed_engines()]
+    for name in literal:
+        assert literal[name] == tables[name].literal()
     layers = _literal(built, "LAYERS")
     assert {name: (spec["n"], spec["k"], spec["dtype"]) for name, spec in layers.items()} == {
         name: (layer.n, layer.k, layer.dtype) for name, layer in problem.layers.items()
@@ -82,7 +90,15 @@ def test_cuda_src_has_line_markers_for_every_source(built):
     cuda = _literal(built, "CUDA_SRC")
     manifest = yaml.safe_load((REPO_ROOT / "kernels_src" / "sources.yaml").read_text())
     markers = re.findall(r'^#line 1 "(kernels_src/[^"]+)"$', cuda, flags=re.M)
-    assert markers == [f"kernels_src/{name}" for name in manifest["cuda"]]
+    unrouted = [
+        e.launcher.split("::")[1] for e in registry.ENGINES if e not in routed_engines() and e.launcher
+    ]
+    kept = [
+        name
+        for name in manifest["cuda"]
+        if not any(f"{launcher}(" in (REPO_ROOT / "kernels_src" / name).read_text() for launcher in unrouted)
+    ]
+    assert markers == [f"kernels_src/{name}" for name in kept]
     # a line of a source sits at the line its marker promises
     source = (REPO_ROOT / "kernels_src" / "mma_gemv.cuh").read_text().splitlines()
     lines = cuda.splitlines()
@@ -117,18 +133,6 @@ def test_the_file_reads_top_down(built):
         "BINDING_SRC",
     ]
     assert ast.get_docstring(tree).startswith("Dense projections of Muse Spark Open")
-
-
-def test_the_docstring_lines_are_what_dispatch_prints(built):
-    doc = ast.get_docstring(ast.parse(built))
-    result = CliRunner().invoke(main, ["dispatch", str(DIST)])
-    assert result.exit_code == 0, result.output
-    shown = result.output.splitlines()[1:]
-    assert len(shown) == len(load_problem().layers) * 10
-    in_doc = [line[2:] for line in doc.splitlines() if line.startswith("  ") and line[2:] in shown]
-    assert in_doc == shown
-    for engine in registry.ENGINES:
-        assert engine.summary.split(":")[0] in doc  # every engine's paragraph
 
 
 def test_the_docstring_lists_the_kernels_the_file_compiles(built):
@@ -389,7 +393,8 @@ def test_an_unwritable_out_is_one_line(repo_copy, tmp_path, one_render):
 
 def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     """Run from inside a copy, the installed generator builds that copy (its tables, into its dist/), not the tree it
-    was installed from. (A kernels_src module there that does not parse is one line: test_bad_input.py,
+    was installed from, and keeps the files it derives current there: after a table edit, build alone leaves
+    `headers --check` (README.md's figures among them) green. (A kernels_src module there that does not parse is one line: test_bad_input.py,
     test_a_broken_module_leaves_every_commands_help.)"""
     import subprocess
     import sys
@@ -397,6 +402,11 @@ def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     _edit(
         repo_copy / "tables" / "mma_gemv.yaml", "unroll: 2, pipeline: double", "unroll: 1, pipeline: double"
     )
+    # README.md as a table edit leaves it: its launch table's size no longer the tables'
+    readme = re.sub(
+        r"\d+ cases, \d+ distinct", "999 cases, 999 distinct", (REPO_ROOT / "README.md").read_text()
+    )
+    (repo_copy / "README.md").write_text(readme)
     out = repo_copy / "dist" / "submission.py"
     run = subprocess.run(
         [sys.executable, "-m", "generator", "build", "--no-compilers"],
@@ -406,8 +416,13 @@ def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     )
     assert run.returncode == 0 and out.exists(), run.stderr
     tables = load_tables(load_problem(repo_copy), repo_copy)
-    assert _literal(out.read_text(), "TABLES") == {name: table.literal() for name, table in tables.items()}
+    routed = [engine.name for engine in routed_engines(repo_copy)]
+    assert _literal(out.read_text(), "TABLES") == {name: tables[name].literal() for name in routed}
     assert _literal(out.read_text(), "TABLES") != _literal(DIST.read_text(), "TABLES")
+    # ... and every file it derives is current: README.md's launch-table figure is the tables' again
+    assert "999 cases" not in (repo_copy / "README.md").read_text() and "README.md" in run.stdout
+    result = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
+    assert result.exit_code == 0, result.output
 
 
 def test_every_option_of_every_command_says_what_it_does():
@@ -430,3 +445,18 @@ def test_dispatch_on_a_file_without_the_tables_is_one_line(tmp_path):
     result = CliRunner().invoke(main, ["dispatch", str(file)])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert "not a file `python -m generator build` made?" in result.output
+
+
+def test_the_file_holds_the_routed_engines_and_the_tools_file_every_one(built, every_engine_file, tmp_path):
+    """dist/submission.py's ENGINES are engines `dispatch` routes to, without what only the tools read (an engine's
+    rule); build/every_engine.py, which sweep, ab, profile and probe-gemm load, has every engine and its rule.
+    """
+    (tmp_path / "submission.py").write_text(built)
+    shipped = load_submission(tmp_path / "submission.py", module_name="engines_shipped")
+    result = CliRunner().invoke(main, ["dispatch", str(tmp_path / "submission.py")])
+    routed = {line.split()[3] for line in result.output.splitlines()[1:]}
+    assert result.exit_code == 0 and {engine.name for engine in shipped.ENGINES} <= routed
+    assert not any(hasattr(engine, "rule") for engine in shipped.ENGINES)
+    tools = load_submission(every_engine_file, module_name="engines_every")
+    assert [engine.name for engine in tools.ENGINES] == [engine.name for engine in registry.ENGINES]
+    assert all(engine.rule is not None for engine in tools.ENGINES)

@@ -1,11 +1,12 @@
 """Each constant and mode code the CUDA side shares with Python is written once, in Python: the engines declare
-them (engine.CudaConstant, engine.CudaEnum) and registry.cuda_prelude renders them ahead of the kernels. These
+them (engine.CudaConstant, engine.CudaEnum) and generator/sources.py (cuda_prelude) renders them ahead of the kernels. These
 tests fail when a hand-written CUDA source defines one of them again, types one of their figures, or a Python
 module maps mode names to numbers by hand."""
 
 import re
 
 from generator import REPO_ROOT
+from generator.sources import cuda_prelude
 from kernels_src import registry
 from kernels_src.engine import SHARED_CUDA_CONSTANTS, CudaConstant, CudaEnum
 from kernels_src.runtime import launch_table
@@ -115,5 +116,5 @@ def test_the_submission_carries_the_prelude_ahead_of_both_sources():
     from generator.judge.loader import load_submission
 
     module = load_submission(REPO_ROOT / "dist" / "submission.py", module_name="prelude_test_submission")
-    assert module.CUDA_SRC.lstrip("\n").startswith(registry.cuda_prelude())
-    assert module.BINDING_SRC.lstrip("\n").startswith(registry.cuda_prelude())
+    assert module.CUDA_SRC.lstrip("\n").startswith(cuda_prelude())
+    assert module.BINDING_SRC.lstrip("\n").startswith(cuda_prelude())

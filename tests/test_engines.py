@@ -18,7 +18,7 @@ from generator.tables import load_tables
 from kernels_src import registry
 from kernels_src.compressed_gemv import COMPRESSED_GEMV, CompressedGemvConfig
 from kernels_src.compressed_ring import COMPRESSED_RING, CompressedRingConfig
-from kernels_src.engine import Layer, column_blocks
+from kernels_src.engine import TICKET_SPLITS, Engine, Layer, column_blocks
 from kernels_src.mma_gemv import MMA_GEMV, MmaGemvConfig, tiles_smem_error
 from kernels_src.registry import Table, route
 from kernels_src.tma_gemv import TMA_GEMV, TmaGemvConfig, smem_bytes
@@ -110,16 +110,14 @@ def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
 
 
 def test_the_registry_is_the_only_list_of_engines():
+    """ENGINES are the engines made in PRECEDENCE's order, each with its table; the compressed GEMVs come first
+    (they stream the fewest bytes) and mma_gemv, whose defaults take every other m <= 32, after the TMA GEMV.
+    """
     names = [engine.name for engine in registry.ENGINES]
-    assert names == [
-        "compressed_gemv",
-        "compressed_ring",
-        "tma_gemv",
-        "mma_gemv",
-        "persistent_gemm",
-        "tma_gemm",
-        "splitk_gemm",
-    ]
+    assert names == list(registry.PRECEDENCE) and len(set(names)) == len(names)
+    assert names[:2] == ["compressed_gemv", "compressed_ring"] and names.index("tma_gemv") < names.index(
+        "mma_gemv"
+    )
     assert set(registry.BY_NAME) == set(names) | {"cublas"}
     for engine in registry.ENGINES:
         assert (REPO_ROOT / "tables" / engine.table_file).is_file(), engine.table_file
@@ -504,12 +502,12 @@ def test_a_missing_nvcc_is_one_line(tmp_path):
     assert "no such compiler" in result.output
 
 
-def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path):
+def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path, built):
     """`compile` gives nvcc what prepare() builds: CUDA_SRC and the launch table of exactly the build's kernel list
     (one case each), for sm_90a, with ptxas's report; a stand-in nvcc keeps what it was given and reports one
     kernel per distinct instantiation. (The real compile, registers and 0 spills: `python -m generator compile`,
     CI's next step.)"""
-    from generator.sources import load_sources
+    from generator.judge.loader import load_submission
     from kernels_src.runtime import cuda_source
 
     t = {name: table.as_registry() for name, table in load_tables(PROBLEM).items()}
@@ -532,7 +530,9 @@ def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path):
     nvcc.chmod(0o755)
     result = CliRunner().invoke(main, ["compile", "--nvcc", str(nvcc)])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "given.cu").read_text() == cuda_source(load_sources().cuda, wanted)
+    (tmp_path / "submission.py").write_text(built)
+    shipped = load_submission(tmp_path / "submission.py", module_name="compile_test_submission").CUDA_SRC
+    assert (tmp_path / "given.cu").read_text() == cuda_source(shipped.lstrip("\n"), wanted)  # r"""\n..."""
     args = (tmp_path / "args").read_text()
     assert "arch=compute_90a,code=sm_90a" in args and "-Xptxas -v" in args
     summary = (
@@ -622,3 +622,21 @@ def test_a_field_at_its_default_is_left_out_of_descriptions():
     probe = Probe()
     assert probe.describe(probe.Config(splits=2)) == "splits=2"
     assert probe.describe(probe.Config(splits=2, hint="on")) == "splits=2 hint=on"
+
+
+def test_the_output_atomic_reduction_keeps_tickets_for_every_split_count():
+    """The semaphores hold a ticket and a flag per row group for each split count S >= 2 mma_gemv admits."""
+    assert TICKET_SPLITS == len([s for s in MMA_GEMV.values["splits"] if s >= 2])
+
+
+def test_every_engine_of_kernels_src_has_its_place_in_the_precedence():
+    """registry.ENGINES orders the engines made by registry.PRECEDENCE: one it does not name would never route."""
+    import importlib
+    import pkgutil
+
+    import kernels_src
+
+    names = [info.name for info in pkgutil.iter_modules(kernels_src.__path__)]
+    modules = [importlib.import_module(f"kernels_src.{name}") for name in names]
+    made = {value.name for module in modules for value in vars(module).values() if isinstance(value, Engine)}
+    assert made == set(registry.PRECEDENCE) | {"cublas"}

@@ -13,7 +13,9 @@ from generator.judge.loader import load_submission
 from generator.judge.reference import compare, reference
 from generator.judge.verify import poisoned_allocations, verify_distribution
 from generator.judge.weights import make_weights, make_x
+from generator.judge.bench import served_by
 from generator.problem import load_problem
+from kernels_src import registry
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 PROBLEM = load_problem()
@@ -56,13 +58,12 @@ GEMM += [(1, 1, 4, "none", "staged"), (1, 1, 8, "none", "staged")]
 GEMM_EDGES = (33, 64, 65, 100, 128, 129, 200, 256)
 
 
-def admitted(module, layer_name, m, engine, config):
-    engine_ = module.BY_NAME[engine]
-    layer = {layer.name: layer for layer in module.problem()[0]}[layer_name]
-    return engine_.config_error(engine_.Config(*config), layer, m) is None
+def admitted(layer_name, m, engine, config):
+    engine_ = registry.BY_NAME[engine]
+    return engine_.config_error(engine_.Config(*config), PROBLEM.layers[layer_name], m) is None
 
 
-def extra_launches(module):
+def extra_launches():
     """(layer, m, engine, config) of every launch beyond the tables these tests make, all admitted."""
     wanted = [(name, m, "tma_gemv", cfg) for name in PROBLEM.layers for m in EDGES for cfg in TMA]
     wanted += [(name, m, "tma_gemv", cfg) for name in DENSE for m in EDGES for cfg in TMA_HALF]
@@ -70,7 +71,7 @@ def extra_launches(module):
     wanted += [(name, m, "compressed_ring", cfg) for name in DENSE for m in EDGES for cfg in RING]
     wanted += [("router", m, "mma_gemv", cfg) for m in EDGES for cfg in ATOMIC]
     wanted += [(name, m, "tma_gemm", cfg) for name in PROBLEM.layers for m in GEMM_EDGES for cfg in GEMM]
-    kept = [launch for launch in wanted if admitted(module, *launch)]
+    kept = [launch for launch in wanted if admitted(*launch)]
     # the rules may drop a config at some shapes, never everywhere
     for cfg in TMA + TMA_HALF + COMPRESSED + RING + ATOMIC + GEMM:
         assert any(launch[3] == cfg for launch in kept), cfg
@@ -124,7 +125,7 @@ def test_every_route_and_every_engine_beyond_its_table_is_exact_enough(submissio
         distribution == "heavy" or not ring_refused
     ), ring_refused  # normal weights: 1-3 entries a tile at most
     wanted = []
-    for launch in table_routes(submission) + extra_launches(submission):
+    for launch in table_routes(submission) + extra_launches():
         if launch[2] in submission.SKIPPABLE and launch[0] in state.refused:
             continue  # compress() refused these weights: prepare() said so, and the layer runs its bf16 engines
         if launch[2] == "compressed_ring" and launch[0] in ring_refused:
@@ -290,7 +291,7 @@ def test_kernel_fn_host_time_is_near_a_bare_matmul(submission):
             n = layer.n_for(m)
             x = make_x(m, layer.k, gen, "cuda")
             data = {"x": x, "config": {"m": m, "n": n, "k": layer.k, "layer": layer_name}}
-            engine = submission.served_by(state, layer_name, m)[0].name
+            engine = served_by(state, layer_name, m)
             if engine == "splitk_gemm":  # prepare()'s warm-up bound the launch (BoundSplitKLaunch)
                 assert state.plans[layer_name][m][1].bound is not None, (layer_name, m)
             wt = w[:n].t()

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from generator import REPO_ROOT
 from generator.cli import main
-from generator.sources import CONSTANTS_HEADER, constants_header, load_sources
+from generator.sources import CONSTANTS_HEADER, constants_header, cuda_prelude, load_sources
 from kernels_src import registry
 from kernels_src.engine import SHARED_CUDA_CONSTANTS
 from tools import needs
@@ -29,7 +29,7 @@ def test_the_constants_header_is_the_one_the_build_writes():
     """kernels_src/generated/constants.h holds the prelude CUDA_SRC and BINDING_SRC open with, as `build` renders
     it now (tests/test_cuda_constants.py checks the submission opens with it)."""
     assert (SRC / CONSTANTS_HEADER).read_text() == constants_header()
-    assert constants_header().endswith(registry.cuda_prelude())
+    assert constants_header().endswith(cuda_prelude())
 
 
 def _generated_names() -> list[str]:

@@ -130,10 +130,8 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
 
 
 @pytest.fixture(scope="module")
-def submission():
-    return load_submission(
-        REPO_ROOT / "dist" / "submission.py", module_name="persistent_gemm_test_submission"
-    )
+def submission(every_engine_file):
+    return load_submission(every_engine_file, module_name="persistent_gemm_test_submission")
 
 
 def _check(plan, x, w, layer, what):

@@ -264,3 +264,23 @@ def test_no_generator_module_imports_one_that_imports_it_back():
                 reached.add(module)
                 todo += graph[module]
         assert start not in reached, f"{start} imports a module that imports it back"
+
+
+def test_the_engines_python_is_mostly_code():
+    """kernels_src/*.py ships in the file: docstrings and comments stay at most a quarter of its characters (each
+    line stripped), the design and its figures living in docs/."""
+    import ast
+    import io
+    import tokenize
+
+    total = prose = 0
+    for path in sorted((REPO_ROOT / "kernels_src").glob("*.py")):
+        text = path.read_text()
+        total += sum(len(line.strip()) for line in text.splitlines())
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(node):
+                docstring = ast.get_source_segment(text, node.body[0])
+                prose += sum(len(line.strip()) for line in docstring.splitlines())
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        prose += sum(len(token.string) for token in tokens if token.type == tokenize.COMMENT)
+    assert prose / total <= 0.25, f"kernels_src/*.py is {prose / total:.0%} prose: move the essays to docs/"

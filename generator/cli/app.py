@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +12,24 @@ from generator import REPO_ROOT, __version__
 from generator.errors import BuildError
 
 DIST = REPO_ROOT / "dist" / "submission.py"
-FILE_ARGUMENT = click.argument("file", type=click.Path(dir_okay=False, path_type=Path), default=DIST)
+
+
+def existing(ctx, param, path: Path | None) -> Path | None:
+    """A file a command reads must be there: checked with the arguments, before any GPU is asked for."""
+    if path is not None and not os.path.lexists(path):
+        fail(f"{path}: no such file")
+    return path
+
+
+FILE_ARGUMENT = click.argument(
+    "file", type=click.Path(dir_okay=False, path_type=Path), default=DIST, callback=existing
+)
+# What the tuning and probing commands load unless given a file: the checkout's file with every engine
+EVERY_ENGINE = REPO_ROOT / "build" / "every_engine.py"
+EVERY_ENGINE_FILE_ARGUMENT = click.argument(
+    "file", type=click.Path(dir_okay=False, path_type=Path), default=None, required=False, callback=existing
+)
+EVERY_ENGINE_HELP = "[default: the checkout's build with every engine, written to build/every_engine.py]"
 DISTRIBUTIONS_OPTION = click.option(
     "--dist",
     "distributions",
@@ -19,6 +37,20 @@ DISTRIBUTIONS_OPTION = click.option(
     type=click.Choice(["normal", "heavy"]),  # generator/judge/weights.py
     help="Weight distribution(s) of the local judge [default: both].",
 )
+
+
+def _output_folder(ctx, param, path: Path | None) -> Path | None:
+    """An output file's folder must exist: checked with the arguments, before any GPU is asked for."""
+    if path is not None and not path.parent.is_dir():
+        fail(f"{param.opts[0]} {path}: no folder {path.parent} to write it in")
+    return path
+
+
+def output_option(*names, **kwargs):
+    """A file a command writes: its folder must exist (checked with the arguments)."""
+    return click.option(
+        *names, type=click.Path(dir_okay=False, path_type=Path), callback=_output_folder, **kwargs
+    )
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -51,6 +83,11 @@ class Commands(click.Group):
             fail(exc.format_message(), exc.exit_code)
         except click.Abort:
             fail("aborted", 1)
+        except Exception as exc:  # raised in code a user edits (an engine's rule, the candidates): its line
+            where = edited_line(exc)
+            if where is None:
+                raise
+            fail(f"{where}: {_what(exc)}")
         sys.exit(code if isinstance(code, int) else 0)
 
     def resolve_command(self, ctx, args):
@@ -69,22 +106,33 @@ def main(ctx) -> None:
 
 def import_kernels() -> None:
     """Import kernels_src's engines (every command reads them), or say in one line which file is broken."""
-    import traceback
-
     try:
         import kernels_src.registry  # noqa: F401
-    except SyntaxError as exc:
-        fail(f"{_shown(exc.filename)}:{exc.lineno}: invalid Python: {exc.msg}")
-    except Exception as exc:  # an error while a kernels_src module runs its top level
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "kernels_src" in f.filename]
-        where = f"{_shown(frames[-1].filename)}:{frames[-1].lineno}" if frames else "kernels_src"
-        fail(f"{where}: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # a syntax error, or an error while a kernels_src module runs its top level
+        fail(f"{edited_line(exc) or 'kernels_src'}: {_what(exc)}")
 
 
-def _shown(path) -> str:
+# The Python a user edits beside the tables: the engines (their rules, layouts, launches) and the sweep's
+# candidates. An exception raised in it is one line naming its file and line, not a traceback.
+EDITED = ("kernels_src/", "generator/candidates.py")
+
+
+def edited_line(exc: BaseException) -> str | None:
+    """`file:line` where exc arose in an EDITED file (the innermost such frame; a SyntaxError's own line), else None."""
+    import traceback
+
     from generator.errors import display_path
 
-    return display_path(Path(path), REPO_ROOT) if path else "kernels_src"
+    places = [(frame.filename, frame.lineno) for frame in traceback.extract_tb(exc.__traceback__)]
+    if isinstance(exc, SyntaxError) and exc.filename:
+        places.append((exc.filename, exc.lineno))
+    shown = [f"{display_path(Path(name), REPO_ROOT)}:{line}" for name, line in places]
+    edited = [place for place in shown if place.startswith(EDITED)]
+    return edited[-1] if edited else None
+
+
+def _what(exc: BaseException) -> str:
+    return f"invalid Python: {exc.msg}" if isinstance(exc, SyntaxError) else f"{type(exc).__name__}: {exc}"
 
 
 def load_file(file: Path):
@@ -107,9 +155,43 @@ def load_file(file: Path):
 
 def require_engines(module, file: Path) -> None:
     """A file this generator built has its engines and tables; anything else is refused in one line."""
-    missing = [name for name in ("problem", "BY_NAME", "route", "served_by") if not hasattr(module, name)]
+    missing = [name for name in ("problem", "BY_NAME", "route") if not hasattr(module, name)]
     if missing:
         fail(f"{file}: has no {missing[0]} (not a file `python -m generator build` made?)")
+
+
+def every_engine_file(file: Path | None) -> Path:
+    """`file`, or (None) the checkout's file with every engine and what only the tools read (render_every_engine),
+    written to build/every_engine.py: dist/submission.py holds only the engines its tables route."""
+    if file is not None:
+        return file
+    from generator.build import write_atomic
+    from generator.render import render_every_engine
+
+    try:
+        text = render_every_engine()
+    except BuildError as exc:
+        fail(str(exc))
+    if not EVERY_ENGINE.is_file() or EVERY_ENGINE.read_text() != text:
+        EVERY_ENGINE.parent.mkdir(exist_ok=True)
+        write_atomic(EVERY_ENGINE, text)
+    return EVERY_ENGINE
+
+
+def require_tools(module, file: Path) -> None:
+    """A file with what the tuning and probing commands read of it (what build_only marks: the engines' rules),
+    or one line: a file built for the judge holds only what its run needs."""
+    if not hasattr(module, "build_only"):
+        fail(
+            f"{file}: holds only what the judge's run needs (no engine rules, only the engines its tables route):"
+            f" leave the file out to use the checkout's file with every engine ({display(EVERY_ENGINE)})"
+        )
+
+
+def display(path: Path) -> str:
+    from generator.errors import display_path
+
+    return display_path(path, REPO_ROOT)
 
 
 def load_problem_or_fail(shrink: int = 1):

@@ -40,8 +40,8 @@ ROOT_OPTION = click.option(
 @click.option(
     "--check",
     is_flag=True,
-    help="Write nothing; exit 1 with one line (the first line that differs) if the file, or the constants header the"
-    " sources include (kernels_src/generated/constants.h), differs from a fresh build.",
+    help="Write nothing; exit 1 with one line (the first line that differs) if the file, or a file the build derives"
+    " (kernels_src/generated/constants.h, the tables' field lines, README.md's figures), differs from a fresh build.",
 )
 @click.option("--diff", is_flag=True, help="With --check: also print a summary of the differences.")
 @ROOT_OPTION
@@ -59,7 +59,8 @@ ROOT_OPTION = click.option(
     " checked, and what it skipped and why.",
 )
 def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: bool) -> None:
-    """Render the template with the kernel sources and tables into one submission file; where nvcc or c++ is on
+    """Render the template with the kernel sources and tables into one submission file, and keep the files it
+    derives current (the constants header, the tables' field lines, README.md's figures); where nvcc or c++ is on
     PATH, check that CUDA_SRC or BINDING_SRC parses first (`compile` also instantiates every kernel the tables
     reach)."""
     from generator.build import diff_summary, stale_line, write_atomic
@@ -88,24 +89,25 @@ def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: b
         if error:
             fail(f"{error} (the syntax check of CUDA_SRC and BINDING_SRC; --no-compilers skips it)")
     checked = syntax_checked(compilers, no_compilers)
-    header, shown, held, fresh = constants_header(root)
     if check:
-        stale = [(o, n, name) for o, n, name in ((old, text, str(out)), (held, fresh, shown)) if o != n]
+        stale = ([stale_line(old, text, str(out))] if old != text else []) + derived_files(root, write=False)
         if stale:
-            more = f" (and {stale[1][2]} is stale too)" if len(stale) > 1 else ""
-            click.echo("error: " + stale_line(*stale[0]) + more, err=True)
-            for o, n, name in stale if diff else ():
-                click.echo(diff_summary(o, n, name), err=True)
+            click.echo("error: " + stale[0] + _and_more(stale), err=True)
+            if diff and old != text:
+                click.echo(diff_summary(old, text, str(out)), err=True)
             sys.exit(1)
-        click.echo(f"{out} and {shown} are up to date; {checked}")
+        click.echo(f"{out} and the files it derives are up to date; {checked}")
         return
-    writes = [(header, fresh)] if held != fresh else []
-    for path, new in writes + [(out, text)]:
-        try:
-            write_atomic(path, new)
-        except OSError as exc:
-            fail(f"{path}: cannot write: {exc.strerror or exc}")
-    also = f" and {shown}" if writes else ""
+    rewrote = [problem.split(":", 1)[0] for problem in derived_files(root, write=True)]
+    if any(
+        name.startswith("tables/") for name in rewrote
+    ):  # a table's field lines: the file's digest reads them
+        text = render_submission(root)
+    try:
+        write_atomic(out, text)
+    except OSError as exc:
+        fail(f"{out}: cannot write: {exc.strerror or exc}")
+    also = f" and {', '.join(rewrote)}" if rewrote else ""
     click.echo(f"wrote {out} ({len(text.splitlines())} lines){also}; {checked}")
 
 
@@ -149,11 +151,13 @@ def syntax_checked(compilers: tuple, no_compilers: bool) -> str:
 def dispatch(file: Path) -> None:
     """Which engine and configuration serve every (layer, m) the judge sends, from FILE's own tables and router:
     the same lines as the file's docstring."""
+    from generator.render import shape_lines
+
     module = load_file(file)
     require_engines(module, file)
     layers, tables = module.problem()
     click.echo(f"{'layer':<9} {'m':>4} {'n':>5}  {'engine':<15} config")
-    for line in module.shape_lines(layers, tables, module.WARMUP_M):
+    for line in shape_lines(layers, tables, module.WARMUP_M, module.route):
         click.echo(line)
 
 
@@ -170,6 +174,23 @@ def headers(root: Path, check: bool) -> None:
     constants the CUDA sources include (kernels_src/generated/constants.h, as `build` does), and README.md's figures
     the source decides (generator/readme.py): the engine table's serves and kernel cells, the launch table's size,
     the judge's m lists, the tag line."""
+    stale = derived_files(Path(root), write=not check)
+    if check and stale:
+        fail(stale[0] + _and_more(stale), 1)
+    names = [problem.split(":", 1)[0] for problem in stale]
+    click.echo(f"{'stale' if check else 'rewrote'}: {', '.join(names) or 'none'}")
+
+
+def _and_more(stale: list) -> str:
+    more = len(stale) - 1
+    return f" (and {more} more file{'s' if more > 1 else ''})" if more else ""
+
+
+def derived_files(root: Path, write: bool) -> list[str]:
+    """The files build derives besides dist/submission.py, each a `file:line: stale ...` line where it is stale
+    (rewritten when `write`): each table's field lines (tables/<engine>.yaml, from its engine's Fields), the
+    constants the CUDA sources include (kernels_src/generated/constants.h) and README.md's figures the source
+    decides (generator/readme.py)."""
     from generator.build import stale_line, write_atomic
     from generator.errors import display_path, read_text
     from generator.tables import stale_field_header, with_field_header
@@ -177,8 +198,8 @@ def headers(root: Path, check: bool) -> None:
 
     stale = []
     for engine in registry.ENGINES:
-        path = Path(root) / "tables" / engine.table_file
-        shown = display_path(path, Path(root))
+        path = root / "tables" / engine.table_file
+        shown = display_path(path, root)
         try:
             text = read_text(path, shown)
         except FileNotFoundError:
@@ -188,20 +209,16 @@ def headers(root: Path, check: bool) -> None:
         problem = stale_field_header(engine, text, shown)
         if problem:
             stale.append(problem)
-            if not check:
+            if write:
                 path.write_text(with_field_header(engine, text))
-    header, shown, held, fresh = constants_header(Path(root))
+    header, shown, held, fresh = constants_header(root)
     if held != fresh:
         stale.append(stale_line(held, fresh, shown))
-        if not check:
+        if write:
             write_atomic(header, fresh)
-    if (Path(root) / "README.md").is_file():  # a scratch copy of the build's inputs may have none
-        stale += _stale_readme(Path(root), check)
-    if check and stale:
-        more = f" (and {len(stale) - 1} more file{'s' if len(stale) > 2 else ''})" if len(stale) > 1 else ""
-        fail(stale[0] + more, 1)
-    names = [problem.split(":", 1)[0] for problem in stale]
-    click.echo(f"{'stale' if check else 'rewrote'}: {', '.join(names) or 'none'}")
+    if (root / "README.md").is_file():  # a scratch copy of the build's inputs may have none
+        stale += _stale_readme(root, not write)
+    return stale
 
 
 def _stale_readme(root: Path, check: bool) -> list:
@@ -229,7 +246,7 @@ def _stale_readme(root: Path, check: bool) -> list:
     line = next(i for i, (a, b) in enumerate(zip(old, new), 1) if a != b)
     return [
         f"README.md:{line}: stale (it would read {new[line - 1].strip()[:60]!r}, from the source):"
-        " `python -m generator headers` rewrites it"
+        " `python -m generator build` rewrites it"
     ]
 
 
@@ -271,14 +288,21 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     instructions ptxas had to serialise."""
     import shutil
 
+    from generator.build import stale_line
     from generator.compile import compile_cuda, first_compile_error
     from generator.sass import find_cuobjdump
     from kernels_src.runtime import cuda_source
 
+    from kernels_src.registry import BY_NAME
+
     sources, problem, tables = _sources_and_tables(root)
+    header, shown, held, fresh = constants_header(root)
+    if held != fresh:  # nvcc reads the constants from the engines; an editor, and clangd, read this header
+        fail(f"{stale_line(held, fresh, shown)} (it holds the engines' constants for the editor)")
     if shutil.which(nvcc) is None and not Path(nvcc).is_file():
         fail(f"{nvcc}: no such compiler (pass --nvcc PATH)")
     kernels = _kernels_to_compile(problem, tables, launches)
+    sources = sources.shipped({BY_NAME[kernel.engine] for kernel in kernels})  # what prepare() compiles
     cuobjdump = None
     if loops_of is not None or waits_of is not None:
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)

@@ -9,14 +9,18 @@ import click
 
 from generator.cli.app import (
     DISTRIBUTIONS_OPTION,
-    DIST,
+    EVERY_ENGINE_HELP,
     FILE_ARGUMENT,
+    every_engine_file,
     fail,
     load_file,
     load_problem_or_fail,
+    existing,
     main,
+    output_option,
     parse_launches,
     require_gpu,
+    require_tools,
     shape_filter,
 )
 
@@ -28,9 +32,9 @@ def launch_arguments(verb: str):
         command = click.option(
             "--file",
             type=click.Path(dir_okay=False, path_type=Path),
-            default=DIST,
-            show_default=True,
-            help=f"The submission file whose kernels are {verb}.",
+            default=None,
+            callback=existing,
+            help=f"The submission file whose kernels are {verb} {EVERY_ENGINE_HELP}.",
         )(command)
         return click.argument("launches", nargs=-1, required=True)(command)
 
@@ -77,7 +81,7 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
     module = load_file(file)
     problem = load_problem_or_fail(shrink)
     distributions = list(distributions) or ["normal", "heavy"]
-    results, failed = [], False
+    results, errors = [], {}
     for distribution in distributions:
         total = len(problem.layers) * len(problem.verify_m)
         with tqdm(total=total, desc=f"verify {distribution}", unit="shape", disable=None) as bar:
@@ -87,18 +91,16 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
         click.echo(
             f"[{distribution}] prepare() took {prepare_s:.1f} s" + (f": FAIL {error}" if error else "")
         )
-        failed |= bool(error)
+        errors[distribution] = error
         results.extend(rows)
-    report = format_report(results, distributions)
-    if (
-        device == "cpu"
-    ):  # off the GPU prepare() sends every shape to torch: a pass here says nothing of the kernels
-        report += (
-            " on cpu: no CUDA kernel of the file ran (prepare() routes every shape to torch off the GPU): the"
-            " harness and the Python are checked, the kernels are not"
-        )
-    click.echo(report)
-    if failed or not results or not all(r.ok for r in results):
+    note = (  # off the GPU prepare() sends every shape to torch: a pass here says nothing of the kernels
+        " on cpu: no CUDA kernel of the file ran (prepare() routes every shape to torch off the GPU): the harness"
+        " and the Python are checked, the kernels are not"
+        if device == "cpu"
+        else ""
+    )
+    click.echo(format_report(results, distributions, errors, note))
+    if any(errors.values()) or not results or not all(r.ok for r in results):
         sys.exit(1)
 
 
@@ -113,9 +115,7 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
     type=click.IntRange(min=1),
     help="Cold replays per measurement (median).",
 )
-@click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every figure here."
-)
+@output_option("--json", "json_path", help="Write every figure here.")
 @click.option(
     "--compare",
     "compare_path",
@@ -123,9 +123,7 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
     help="An earlier --json output: print per-shape deltas (default: docs/bench.json, the landed file's last bench,"
     " when it exists).",
 )
-@click.option(
-    "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG here."
-)
+@output_option("--plot", "plot_path", help="Write a PNG here.")
 def bench(file: Path, layers, ms, reps: int, json_path, compare_path, plot_path) -> None:
     """Time FILE on the benchmark shapes (cold and warm) against cuBLAS and the memory floor, on the GPU."""
     import json
@@ -190,7 +188,10 @@ def ab(launches, file: Path, rounds: int, reps: int, env_text: str | None, time_
         except ValueError as exc:
             fail(str(exc))
     require_gpu("ab")
-    timed, wrong = run_ab(load_file(file), problem, parsed, rounds, reps, env, time_wrong=time_wrong)
+    file = every_engine_file(file)
+    module = load_file(file)
+    require_tools(module, file)
+    timed, wrong = run_ab(module, problem, parsed, rounds, reps, env, time_wrong=time_wrong)
     rows = summarize(timed, per_launch=env is not None)
     if rows:
         click.echo(format_ab(rows, rounds, reps, per_launch=env is not None))
@@ -235,6 +236,7 @@ def profile(launches, file: Path, out: Path, section_set: str, ncu: str) -> None
             f"{ncu} (Nsight Compute) is not on PATH: profile runs where the GPU is (see README, On the H200)"
         )
     out.mkdir(parents=True, exist_ok=True)
+    file = every_engine_file(file)
     run_profile, export_details, export_source = ncu_commands(
         ncu, out / "profile", sys.executable, file, parsed, section_set
     )

@@ -9,15 +9,22 @@ from pathlib import Path
 
 import click
 
-from generator.cli.app import DIST, FILE_ARGUMENT, fail, main, require_gpu
+from generator.cli.app import (
+    EVERY_ENGINE_HELP,
+    FILE_ARGUMENT,
+    every_engine_file,
+    existing,
+    fail,
+    main,
+    output_option,
+    require_gpu,
+)
 from generator.judge.loader import SubmissionLoadError, load_submission
 from generator.probes.tail import DESIGNS as TAIL_DESIGNS
 
 
 @main.command("probe-intake")
-@click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows."
-)
+@output_option("--json", "json_path", help="Also write the rows.")
 @click.option("--quick", is_flag=True, help="Every sixth case only (a smoke run).")
 def probe_intake(json_path: Path | None, quick: bool) -> None:
     """TMA intake per SM by ring depth, slot size, CTAs a SM, HBM or L2, own or shared lines (a markdown table)."""
@@ -43,9 +50,7 @@ def probe_intake(json_path: Path | None, quick: bool) -> None:
 @click.option(
     "--reps", type=click.IntRange(min=1), default=5, show_default=True, help="Cold runs of each launch."
 )
-@click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures."
-)
+@output_option("--json", "json_path", help="Also write the figures.")
 def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
     """Where a tma_kernel CTA's time goes, slot by slot: clock stamps patched into a copy of FILE (a markdown
     table; generator/probes/slot_stamps.py says what each column is)."""
@@ -74,9 +79,9 @@ def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
     "--file",
     "file",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=DIST,
-    show_default=True,
-    help="The submission file whose build is timed.",
+    default=None,
+    callback=existing,
+    help=f"The submission file whose build is timed {EVERY_ENGINE_HELP}.",
 )
 @click.option(
     "--config",
@@ -97,9 +102,7 @@ def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
 @click.option(
     "--any-order", is_flag=True, help="Build the kernel taking a unit's slots in the order they land."
 )
-@click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows."
-)
+@output_option("--json", "json_path", help="Also write the rows.")
 def probe_gemm(
     sizes, file: Path, configs, reps: int, phases: int, any_order: bool, json_path: Path | None
 ) -> None:
@@ -107,12 +110,21 @@ def probe_gemm(
     and warm, each config checked against an fp32 reference first (a markdown table); with --phases, where each
     CTA's time goes (generator/probes/gemm.py)."""
     from generator.probes import gemm
+    from kernels_src.engine import Layer
+    from kernels_src.persistent_gemm import PERSISTENT_GEMM
 
     try:
         parsed = [gemm.parse_config(text) for text in configs] or list(gemm.DEFAULT_CONFIGS)
     except gemm.ProbeError as exc:
         fail(str(exc))
+    layer = Layer("probe", sizes[1], sizes[2], "bfloat16")
+    for config in parsed:  # the engine's own rule at this shape (any M: the probe times large GEMMs too)
+        cfg = PERSISTENT_GEMM.Config(*config)
+        error = PERSISTENT_GEMM.field_error(cfg) or PERSISTENT_GEMM.rule(cfg, layer, sizes[0])
+        if error:
+            fail(f"--config {','.join(map(str, config))} at M N K = {' '.join(map(str, sizes))}: {error}")
     require_gpu("probe-gemm")
+    file = every_engine_file(file)
     try:
         module = load_submission(file)
         rows, phase_rows = gemm.run(module, *sizes, parsed, reps, phases, any_order)
@@ -144,9 +156,7 @@ def probe_gemm(
 @click.option(
     "--reps", type=click.IntRange(min=1), default=30, show_default=True, help="Cold replays of each."
 )
-@click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows."
-)
+@output_option("--json", "json_path", help="Also write the rows.")
 def probe_tail(cases, designs, reps: int, json_path: Path | None) -> None:
     """persistent_gemm's split-K tail apart from the GEMM, in five designs on synthetic partials (a markdown table;
     generator/probes/tail.py)."""

@@ -9,12 +9,15 @@ import click
 
 from generator import REPO_ROOT
 from generator.cli.app import (
-    FILE_ARGUMENT,
+    EVERY_ENGINE_FILE_ARGUMENT,
+    every_engine_file,
     fail,
     load_file,
     load_problem_or_fail,
     main,
+    output_option,
     require_gpu,
+    require_tools,
     shape_filter,
 )
 from generator.errors import BuildError
@@ -52,7 +55,7 @@ def parse_where(texts, engine) -> dict:
 
 
 @main.command()
-@FILE_ARGUMENT
+@EVERY_ENGINE_FILE_ARGUMENT
 @click.option(
     "--engine",
     default="mma_gemv",
@@ -85,16 +88,14 @@ def parse_where(texts, engine) -> dict:
     metavar="FIELD",
     help="Also print, per shape, the fastest config of each value of this field (e.g. reduce): from the coarse pass.",
 )
-@click.option(
+@output_option(
     "--json",
     "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     help="Also write every correct configuration's time per shape (fastest first), to study what wins.",
 )
-@click.option(
+@output_option(
     "--write",
     "write_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     help="Where to write the tuned table (then rebuild)  [default: tables/<engine>.yaml].",
 )
 def sweep(
@@ -127,7 +128,9 @@ def sweep(
     except BuildError as exc:
         fail(str(exc))
     require_gpu("sweep")
+    file = every_engine_file(file)
     module = load_file(file)
+    require_tools(module, file)
     points = _timed_points(module, problem, shapes, chosen, reps, where, file)
     click.echo(_point_line(None, chosen))
     for p in points:

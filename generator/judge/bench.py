@@ -337,6 +337,15 @@ def run_bench(
     return result
 
 
+def served_by(state, layer: str, m: int) -> str:
+    """The engine that serves m tokens of `layer` in a prepared state (cuBLAS past its plans; "?" for a file that
+    does not route: a reference file)."""
+    routes = getattr(state, "routes", {}).get(layer)
+    if routes is None:
+        return "?"
+    return routes[m][0].name if 0 < m < len(routes) else "cublas"
+
+
 def time_shape(module: ModuleType, state, layer, m: int, x, weight, flush, reps: int) -> ShapeTiming:
     """One shape: the file's kernel_fn and each cuBLAS baseline, cold, warm and eager (interleaved); its floor is
     the caller's to fill in."""
@@ -351,7 +360,7 @@ def time_shape(module: ModuleType, state, layer, m: int, x, weight, flush, reps:
         m=m,
         n=n,
         weight_bytes=layer.weight_bytes(m),
-        engine=module.served_by(state, layer.name, m)[0].name if hasattr(module, "served_by") else "?",
+        engine=served_by(state, layer.name, m),
         ours_cold_us=time_cold_us(ours, flush, reps),
         ours_warm_us=time_warm_us(ours),
         cublas_cold_us={name: time_cold_us(fn, flush, reps) for name, fn in baselines.items()},

@@ -109,6 +109,15 @@ def launch_calls(
     return calls, weights
 
 
+def use_kernels(module: ModuleType, state, extra) -> None:
+    """Make `extra` kernels launchable on a prepared state too (configs no table names): one extension with the
+    state's kernels and these. Launches made before keep theirs."""
+    missing = [variant for variant in dict.fromkeys(extra) if variant not in state.kernels]
+    if missing:
+        state.kernels = state.kernels + missing
+        state.extension = module.build_extension(state.kernels)
+
+
 def make_plans(module: ModuleType, state: dict, wanted) -> list:
     """A launch (x -> out) for each (layer, m, engine, config) on a prepared state: the operands built, and every
     CUDA kernel they need compiled into one extension with the file's own (compress() refusing a layer raises).
@@ -121,5 +130,5 @@ def make_plans(module: ModuleType, state: dict, wanted) -> list:
         module.add_operands(state, engine, cfg, layer)
         chosen.append((engine, cfg, layer, m))
     extra = [engine.variant(cfg, layer, m) for engine, cfg, layer, m in chosen]
-    module.use_kernels(state, [v for v in extra if v is not None])
+    use_kernels(module, state, [v for v in extra if v is not None])
     return [engine.plan(cfg, layer, m, module.PlanContext(state, layer)) for engine, cfg, layer, m in chosen]

@@ -198,9 +198,12 @@ LEGEND = (
 )
 
 
-def format_report(results: list[ShapeResult], distributions: list[str]) -> str:
-    """Worst error per shape (as a fraction of the allowed bound; <= 1 passes), eager / worst graph replay, then
-    the legend."""
+def format_report(
+    results: list[ShapeResult], distributions: list[str], errors: dict | None = None, note: str = ""
+) -> str:
+    """Worst error per shape (as a fraction of the allowed bound; <= 1 passes), eager / worst graph replay, the
+    legend, then the summary line, which names a distribution's failure before any shape ran (`errors`:
+    distribution -> what failed, prepare() raising say)."""
     by_shape: dict[tuple[str, int], dict[str, ShapeResult]] = {}
     for r in results:
         by_shape.setdefault((r.layer, r.m), {})[r.distribution] = r
@@ -223,5 +226,7 @@ def format_report(results: list[ShapeResult], distributions: list[str]) -> str:
     failures = [r for r in results if not r.ok]
     for r in failures:
         lines.append(f"FAIL {r.distribution} {r.layer} m={r.m} n={r.n}: {r.problem}")
-    lines.append(f"{len(results) - len(failures)} passed, {len(failures)} failed")
+    summary = f"{len(results) - len(failures)} passed, {len(failures)} failed{note}"
+    summary += "".join(f"; [{name}] {error}" for name, error in (errors or {}).items() if error)
+    lines.append(summary)
     return "\n".join(lines)

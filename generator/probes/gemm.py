@@ -23,9 +23,8 @@ STAMP_GROUPS, STAMP_SLOTS = 2, 8  # the consumer warpgroups, 8 stamps each
 PHASES = ("entry", "first slot", "mainloops", "units", "arrived", "exit")
 SPANS = ("fill", "mainloops", "write / store", "wait", "reduce")
 STAMPS_ON = "#define OKC_GEMM_STAMPS 1\n"
-ANY_ORDER_ON = (
-    "#define OKC_GEMM_ANY_ORDER 1\n"  # slots taken in landing order (persistent_gemm.cuh's LandingOrder)
-)
+# slots taken in the order they land (persistent_gemm.cuh's LandingOrder)
+ANY_ORDER_ON = "#define OKC_GEMM_ANY_ORDER 1\n"
 
 
 class GemmRow(NamedTuple):
@@ -77,6 +76,13 @@ def parse_config(text: str) -> tuple:
     return values
 
 
+def switch_on(module: ModuleType, *defines: str) -> None:
+    """The probe's build switches (#define lines) at the head of the file's CUDA_SRC, each once."""
+    for define in defines:
+        if define and define not in module.CUDA_SRC:
+            module.CUDA_SRC = define + module.CUDA_SRC
+
+
 def run(
     module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: int = 0, any_order: bool = False
 ):
@@ -89,10 +95,7 @@ def run(
 
     layer = module.Layer("probe", n, k, "bfloat16")
     variants = [module.PERSISTENT_GEMM.variant(module.GemmConfig(*c), layer, m) for c in configs]
-    if phases and STAMPS_ON not in module.CUDA_SRC:
-        module.CUDA_SRC = STAMPS_ON + module.CUDA_SRC
-    if any_order and ANY_ORDER_ON not in module.CUDA_SRC:
-        module.CUDA_SRC = ANY_ORDER_ON + module.CUDA_SRC
+    switch_on(module, STAMPS_ON if phases else "", ANY_ORDER_ON if any_order else "")
     ext = module.build_extension(variants)
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)

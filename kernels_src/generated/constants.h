@@ -1,6 +1,6 @@
 // Written by `python -m generator build` for the sources to include: do not edit.
 #pragma once
-// Generated from the engines (kernels_src/registry.py, cuda_prelude): the constants and mode codes the
+// Generated from the engines (generator/sources.py, cuda_prelude): the constants and mode codes the
 // CUDA side shares with Python, each written once, in Python.
 #include <cstddef>
 namespace okc {
@@ -32,6 +32,8 @@ constexpr int kTmaTileRows = 64;
 constexpr int kTmaTileK = 64;
 // tma_gemv.py CONSUMERS: threads of one consumer warpgroup
 constexpr int kTmaConsumers = 128;
+// tma_gemv.py PRODUCER: threads of the producer warp
+constexpr int kTmaProducer = 32;
 // persistent_gemm.py GEMM_STAGED_BYTES: output bytes a consumer warpgroup stages at a time
 constexpr int kGemmStagedBytes = 8192;
 // persistent_gemm.py GEMM_MAX_ACCUMULATORS: fp32 accumulators a consumer thread holds
