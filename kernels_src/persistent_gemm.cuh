@@ -129,30 +129,6 @@ __device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uin
     }
 }
 
-// probe-gemm's switch (OKC_GEMM_ANY_ORDER, compiled out of the shipped build): a unit's slots taken in the order they
-// land, within the ring's window, instead of ring order.
-#ifndef OKC_GEMM_ANY_ORDER
-#define OKC_GEMM_ANY_ORDER 0
-#endif
-template <int STAGES>
-struct LandingOrder {
-    int lo = 0;         // the window's first position (from the unit's first slot) not yet taken
-    uint32_t done = 0;  // bit d: position lo + d taken
-    // The slot of the first landed, untaken position of the window (positions past n are not the unit's).
-    __device__ __forceinline__ int next(RingBarriers<STAGES>& ring, const RingCursor<STAGES>& cursor, int n) {
-        const int span = min(STAGES, n - lo);
-        for (;;)
-            for (int d = 0; d < span; ++d) {
-                const int at = cursor.slot + lo + d;
-                if (!(done >> d & 1) && ring.landed(at % STAGES, cursor.phase ^ ((at / STAGES) & 1))) {
-                    done |= 1u << d;
-                    for (; done & 1; done >>= 1) ++lo;
-                    return at % STAGES;
-                }
-            }
-    }
-};
-
 // Phase 2 (a consumer warpgroup): one unit's k-blocks into acc, one slot's wgmmas in flight while the next lands.
 template <class S, int G>
 __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, RingCursor<S::kStages>& cursor,
@@ -165,16 +141,9 @@ __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, Ri
     const uint64_t w_desc0 = sw128_desc(smem_addr(slots) + G * S::kRowsPerGroup * 128);
     const uint64_t x_desc0 = sw128_desc(smem_addr(slots) + S::kXOffset);
     int held = -1;  // the slot whose wgmmas are in flight
-    LandingOrder<S::kStages> order;
-    for (int kb = u.k_begin; kb < u.k_end; ++kb) {
-        int taken = cursor.slot;
-        if constexpr (OKC_GEMM_ANY_ORDER) {
-            taken = order.next(ring, cursor, u.k_end - u.k_begin);
-        } else {
-            ring.wait_full(cursor.slot, cursor.phase);
-            cursor.advance();
-        }
-        const uint32_t slot = taken * (S::kStage / 16);
+    for (int kb = u.k_begin; kb < u.k_end; ++kb, cursor.advance()) {
+        ring.wait_full(cursor.slot, cursor.phase);
+        const uint32_t slot = cursor.slot * (S::kStage / 16);
 #pragma unroll
         for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);
         wgmma_fence();
@@ -191,10 +160,8 @@ __device__ __forceinline__ void gemm_mainloop(RingBarriers<S::kStages>& ring, Ri
         wgmma_commit();
         wgmma_wait<1>();
         if (held >= 0 && lane == 0) ring.release(held);
-        held = taken;
+        held = cursor.slot;
     }
-    if constexpr (OKC_GEMM_ANY_ORDER)
-        for (int kb = u.k_begin; kb < u.k_end; ++kb) cursor.advance();
     wgmma_wait<0>();
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b) fence_regs(acc[b]);

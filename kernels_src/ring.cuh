@@ -69,16 +69,6 @@ struct RingBarriers {
     }
     // Consumer: wait until the slot's bytes have landed; then, once done reading it, hand it back.
     __device__ __forceinline__ void wait_full(int slot, uint32_t phase) { mbar_wait(&full[slot], phase); }
-    // Consumer: whether the slot's bytes have landed, without waiting.
-    __device__ __forceinline__ bool landed(int slot, uint32_t phase) {
-        uint32_t done;
-        asm volatile(
-            "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(smem_addr(&full[slot])), "r"(phase)
-            : "memory");
-        return done != 0;
-    }
     __device__ __forceinline__ void release(int slot) { mbar_arrive(&empty[slot]); }
 };
 

@@ -191,7 +191,7 @@ def test_planted_overflow_reaches_the_compressed_engines(submission):
     wanted += [
         ("o", m, "compressed_ring", cfg) for m in (1, 9, 16, 32) for cfg in RING
     ]  # its own per-row list
-    wanted = [launch for launch in wanted if admitted(submission, *launch)]
+    wanted = [launch for launch in wanted if admitted(*launch)]
     for case, (w, patches) in enumerate([(planted, 3), (planted, 0), (outlier, 3), (cluster, 3)]):
         state = submission.prepare({**weights, "o": w.clone()})
         state.operands["o"][submission.COMPRESSED] = submission.compress(w, "o", patches_per_group=patches)
@@ -226,7 +226,7 @@ def test_compressed_ring_with_no_overflow_at_all(submission):
     assert submission.ring_operands(w, "o", 1)["entries"].numel() == 0
     state = submission.prepare({**weights, "o": w.clone()})
     wanted = [("o", m, "compressed_ring", cfg) for m in (1, 9, 16, 32) for cfg in RING]
-    wanted = [launch for launch in wanted if admitted(submission, *launch)]
+    wanted = [launch for launch in wanted if admitted(*launch)]
     assert len(wanted) > 12
     for launch, plan in zip(wanted, make_plans(submission, state, wanted)):
         check(plan, make_x(launch[1], layer.k, gen, "cuda"), w, layer.n, False, launch)

@@ -99,13 +99,8 @@ def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
     show_default=True,
     help="Build the kernel with its phase stamps and add each config's timeline over this many cold launches.",
 )
-@click.option(
-    "--any-order", is_flag=True, help="Build the kernel taking a unit's slots in the order they land."
-)
 @output_option("--json", "json_path", help="Also write the rows.")
-def probe_gemm(
-    sizes, file: Path, configs, reps: int, phases: int, any_order: bool, json_path: Path | None
-) -> None:
+def probe_gemm(sizes, file: Path, configs, reps: int, phases: int, json_path: Path | None) -> None:
     """persistent_gemm on a plain GEMM of SIZES = M N K (bf16 in and out) against cuBLAS in the same run, cold
     and warm, each config checked against an fp32 reference first (a markdown table); with --phases, where each
     CTA's time goes (generator/probes/gemm.py)."""
@@ -127,7 +122,7 @@ def probe_gemm(
     file = every_engine_file(file)
     try:
         module = load_submission(file)
-        rows, phase_rows = gemm.run(module, *sizes, parsed, reps, phases, any_order)
+        rows, phase_rows = gemm.run(module, *sizes, parsed, reps, phases)
     except (SubmissionLoadError, gemm.ProbeError) as exc:
         fail(str(exc))
     click.echo(gemm.table(rows))

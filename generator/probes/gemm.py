@@ -23,8 +23,6 @@ STAMP_GROUPS, STAMP_SLOTS = 2, 8  # the consumer warpgroups, 8 stamps each
 PHASES = ("entry", "first slot", "mainloops", "units", "arrived", "exit")
 SPANS = ("fill", "mainloops", "write / store", "wait", "reduce")
 STAMPS_ON = "#define OKC_GEMM_STAMPS 1\n"
-# slots taken in the order they land (persistent_gemm.cuh's LandingOrder)
-ANY_ORDER_ON = "#define OKC_GEMM_ANY_ORDER 1\n"
 
 
 class GemmRow(NamedTuple):
@@ -76,26 +74,17 @@ def parse_config(text: str) -> tuple:
     return values
 
 
-def switch_on(module: ModuleType, *defines: str) -> None:
-    """The probe's build switches (#define lines) at the head of the file's CUDA_SRC, each once."""
-    for define in defines:
-        if define and define not in module.CUDA_SRC:
-            module.CUDA_SRC = define + module.CUDA_SRC
-
-
-def run(
-    module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: int = 0, any_order: bool = False
-):
+def run(module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: int = 0):
     """Every config's row, after its correctness check, cuBLAS timed in the same run; and with phases > 0 (the
-    stamped build) each config's timeline over that many cold launches: (rows, phase rows). any_order builds the
-    kernel taking its slots in landing order."""
+    stamped build) each config's timeline over that many cold launches: (rows, phase rows)."""
     import torch
 
     from generator.judge.timing import L2Flusher, settle, time_cold_us, time_warm_us
 
     layer = module.Layer("probe", n, k, "bfloat16")
     variants = [module.PERSISTENT_GEMM.variant(module.GemmConfig(*c), layer, m) for c in configs]
-    switch_on(module, STAMPS_ON if phases else "", ANY_ORDER_ON if any_order else "")
+    if phases and STAMPS_ON not in module.CUDA_SRC:
+        module.CUDA_SRC = STAMPS_ON + module.CUDA_SRC
     ext = module.build_extension(variants)
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
