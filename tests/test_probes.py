@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from generator import REPO_ROOT
+from generator import probes
 from generator.probes import gemm, intake, slot_stamps, tail
 from generator.problem import load_problem
 from kernels_src.engine import SMEM_LIMIT  # kSmemOptInLimit, which tma_intake_launch checks
@@ -43,7 +44,7 @@ def test_the_probe_kernel_compiles_as_the_probe_builds_it(tmp_path):
     generated constants) compiles for sm_90a: a constant moved out of the headers cannot break the probe."""
     source = tmp_path / "probe.cu"
     source.write_text(intake.cuda_source())
-    cmd = ["nvcc", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-I{intake.KERNELS_SRC}", "-c"]
+    cmd = ["nvcc", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-I{probes.KERNELS_SRC}", "-c"]
     done = subprocess.run(
         [*cmd, str(source), "-o", str(tmp_path / "probe.o")], capture_output=True, text=True
     )
@@ -288,7 +289,7 @@ def test_the_tail_probe_compiles(tmp_path):
         "nvcc",
         "-std=c++17",
         "-gencode=arch=compute_90a,code=compute_90a",
-        f"-I{tail.KERNELS_SRC}",
+        f"-I{probes.KERNELS_SRC}",
         "-ptx",
     ]
     done = subprocess.run(

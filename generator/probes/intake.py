@@ -13,10 +13,11 @@ import statistics
 from pathlib import Path
 from typing import NamedTuple
 
+from generator import probes
+
 import torch
 
 SOURCE = Path(__file__).with_name("tma_intake.cu")
-KERNELS_SRC = Path(__file__).resolve().parents[2] / "kernels_src"
 KB = 1024
 PER_CTA_BYTES = 3 * KB * KB // 2  # what each CTA streams: about a GEMM CTA's share at m = 128 (1-1.5 MB)
 WARM_REGION = 128 * KB  # a warm SM's own bytes, shared by its CTAs and rings (132 x 128 KB stays in L2)
@@ -125,36 +126,17 @@ def _box_cases() -> list[Case]:
 
 
 def cuda_source() -> str:
-    """The probe's CUDA: tma_intake.cu, which includes the kernels' headers and the constants they share with Python
-    (kernels_src/generated/constants.h, which `build` keeps current) from build()'s include path."""
-    return f'#line 1 "{SOURCE.name}"\n' + SOURCE.read_text()
+    return probes.cuda_source(SOURCE)
 
 
 def build():
-    """The probe's extension (pybind11 shim, no torch headers), cached by torch like the submission's."""
-    from torch.utils.cpp_extension import load_inline
-
-    binding = (
-        "#include <pybind11/pybind11.h>\n#include <string>\n"
-        "const char* tma_intake_launch(int, long long, long long, long long, long long, int, int, int, int, int,"
-        " int, int, int, int, long long, long long, long long);\n"
-        "static std::string launch(int grid, long long d, long long s, long long dr, long long sr, int db, int sb,"
-        " int cb, int slots, int n, int rings, int poll, int lanes, int box, long long hold, long long stamps,"
-        " long long stream) {\n"
-        "    return tma_intake_launch(grid, d, s, dr, sr, db, sb, cb, slots, n, rings, poll, lanes, box, hold,"
-        " stamps, stream);\n}\n"
-    )
-    return load_inline(
-        name="okc_tma_intake_probe",
-        cpp_sources=binding,
-        cuda_sources=cuda_source(),
-        functions=["launch"],
-        extra_include_paths=[str(KERNELS_SRC)],
-        extra_cflags=["-O1"],
-        extra_cuda_cflags=["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"],
-        no_implicit_headers=True,
-        with_pytorch_error_handling=False,  # plain pybind11: no torch headers to wrap errors with
-        verbose=False,
+    """The probe's extension: tma_intake.cu and its launcher's shim."""
+    return probes.build_probe(
+        "okc_tma_intake_probe",
+        SOURCE,
+        "tma_intake_launch",
+        "int grid, long long d, long long s, long long dr, long long sr, int db, int sb, int cb, int slots, int n,"
+        " int rings, int poll, int lanes, int box, long long hold, long long stamps, long long stream",
     )
 
 

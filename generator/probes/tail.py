@@ -10,8 +10,9 @@ import statistics
 from pathlib import Path
 from typing import NamedTuple
 
+from generator import probes
+
 SOURCE = Path(__file__).with_name("splitk_tail.cu")
-KERNELS_SRC = Path(__file__).resolve().parents[2] / "kernels_src"
 # splitk_tail.cu's TailDesign, in order: st.global partials gathered back by bulk copies (the kernel's); bulk-copied
 # partials gathered alike; bulk adds into one fp32 sum a tile in L2, read back in shares or by the last CTA to add;
 # a cluster a tile, shares read from every rank's shared memory; stamps only (the floor)
@@ -119,32 +120,17 @@ class Row(NamedTuple):
 
 
 def cuda_source() -> str:
-    return f'#line 1 "{SOURCE.name}"\n' + SOURCE.read_text()
+    return probes.cuda_source(SOURCE)
 
 
 def build():
-    """The probe's extension (pybind11 shim, no torch headers), cached by torch like the submission's."""
-    from torch.utils.cpp_extension import load_inline
-
-    args = "int, int, int, int, int, int" + ", long long" * 7
-    names = "d, r, t, m, n, s, out, ws, sums, stamps, sem, stream, clusters"
-    typed = ", ".join(f"{ty} {nm}" for ty, nm in zip(args.split(", "), names.split(", ")))
-    binding = (
-        "#include <pybind11/pybind11.h>\n#include <string>\n"
-        f"const char* splitk_tail_launch({args});\n"
-        f"static std::string launch({typed}) {{ return splitk_tail_launch({names}); }}\n"
-    )
-    return load_inline(
-        name="okc_splitk_tail_probe",
-        cpp_sources=binding,
-        cuda_sources=cuda_source(),
-        functions=["launch"],
-        extra_include_paths=[str(KERNELS_SRC)],
-        extra_cflags=["-O1"],
-        extra_cuda_cflags=["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"],
-        no_implicit_headers=True,
-        with_pytorch_error_handling=False,
-        verbose=False,
+    """The probe's extension: splitk_tail.cu and its launcher's shim."""
+    return probes.build_probe(
+        "okc_splitk_tail_probe",
+        SOURCE,
+        "splitk_tail_launch",
+        "int d, int r, int t, int m, int n, int s, long long out, long long ws, long long sums, long long stamps,"
+        " long long sem, long long stream, long long clusters",
     )
 
 
