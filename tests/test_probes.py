@@ -40,10 +40,10 @@ def test_the_table_has_a_row_per_case():
 
 @needs("nvcc")
 def test_the_probe_kernel_compiles_as_the_probe_builds_it(tmp_path):
-    """intake.build()'s CUDA (intake.cuda_source: tma_intake.cu, which includes the kernels' headers and the
+    """intake.build()'s CUDA (probes.cuda_source of tma_intake.cu, which includes the kernels' headers and the
     generated constants) compiles for sm_90a: a constant moved out of the headers cannot break the probe."""
     source = tmp_path / "probe.cu"
-    source.write_text(intake.cuda_source())
+    source.write_text(probes.cuda_source(intake.SOURCE))
     cmd = ["nvcc", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-I{probes.KERNELS_SRC}", "-c"]
     done = subprocess.run(
         [*cmd, str(source), "-o", str(tmp_path / "probe.o")], capture_output=True, text=True
@@ -284,7 +284,7 @@ def test_the_tail_probe_compiles(tmp_path):
     """tail.build()'s CUDA (splitk_tail.cu on persistent_gemm.cuh) compiles for sm_90a, every design at every tile
     shape (to PTX: a change to the kernel's tail functions cannot break the probe unseen)."""
     source = tmp_path / "tail.cu"
-    source.write_text(tail.cuda_source())
+    source.write_text(probes.cuda_source(tail.SOURCE))
     cmd = [
         "nvcc",
         "-std=c++17",

@@ -125,10 +125,6 @@ def _box_cases() -> list[Case]:
     return out
 
 
-def cuda_source() -> str:
-    return probes.cuda_source(SOURCE)
-
-
 def build():
     """The probe's extension: tma_intake.cu and its launcher's shim."""
     return probes.build_probe(

@@ -119,10 +119,6 @@ class Row(NamedTuple):
         return self.case.ctas * self.case.partial_bytes / self.span_us / 1e6
 
 
-def cuda_source() -> str:
-    return probes.cuda_source(SOURCE)
-
-
 def build():
     """The probe's extension: splitk_tail.cu and its launcher's shim."""
     return probes.build_probe(
