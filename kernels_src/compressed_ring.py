@@ -72,7 +72,9 @@ def ring_slots(z: dict, groups: int) -> torch.Tensor:
 def wgmma_columns(device=None) -> torch.Tensor:
     """int64 [64]: the K group's column each column of compress()'s fragment order must hold for wgmma's A
     registers (register j, half h of lane (g, t), fragment f: column 16 f + 2 t + 8 (j >> 1) + h)."""
-    where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64)  # p at (row, column)
+    where = unfragment(
+        torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64
+    )  # p at (row, column)
     p = where[0].to(torch.int64)  # row 0: register j even
     f, lane, e = p // 256, (p // 8) % 32, p % 8
     return 16 * f + 2 * (lane & 3) + 8 * (e >> 2) + (e & 1)
@@ -84,7 +86,9 @@ def ring_operands(w: torch.Tensor, name: str, groups: int, refuse: bool = True) 
     n, k = w.shape
     columns = wgmma_columns(w.device)
     z = compress(
-        w.reshape(n, k // 64, 64)[:, :, columns].reshape(n, k), name, max_bits_per_weight=None if refuse else 1e9
+        w.reshape(n, k // 64, 64)[:, :, columns].reshape(n, k),
+        name,
+        max_bits_per_weight=None if refuse else 1e9,
     )
     row_starts, rows, entries = ring_overflow(z, n, k, columns)
     per_tile = row_starts[TILE_ROWS::TILE_ROWS].to(torch.int64) - row_starts[:-1:TILE_ROWS].to(torch.int64)
@@ -143,7 +147,9 @@ class CompressedRing(DecodeGemv):
                 STAGED_ENTRIES,
                 "compressed_ring.py STAGED_ENTRIES: overflow entries a CTA stages",
             ),
-            CudaConstant("kCompressedHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"),
+            CudaConstant(
+                "kCompressedHeaderBytes", HEADER_BYTES, "compress.py HEADER_BYTES: a K group's header"
+            ),
         )
 
     summary = build_only(
@@ -184,7 +190,13 @@ class CompressedRing(DecodeGemv):
         if entries.numel() == 0:  # a valid address the kernel never reads
             entries = r["row_starts"]
         pointers = (r["slots"], r["row_starts"], r["rows"] if r["rows"].numel() else entries, entries)
-        return ctx.cuda_plan(self.variant(cfg, layer, m), layer, m, pointers, (*table_scalars(r["table_words"]), r["entries"].numel()))
+        return ctx.cuda_plan(
+            self.variant(cfg, layer, m),
+            layer,
+            m,
+            pointers,
+            (*table_scalars(r["table_words"]), r["entries"].numel()),
+        )
 
 
 COMPRESSED_RING = CompressedRing()

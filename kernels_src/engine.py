@@ -127,7 +127,9 @@ class CudaEnum:
         return "k" + "".join(part[:1].upper() + part[1:] for part in member.split("_"))
 
     def code(self, member: str) -> CudaCode:
-        return CudaCode(self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}")
+        return CudaCode(
+            self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}"
+        )
 
     @build_only
     def cpp(self) -> str:
@@ -157,11 +159,17 @@ SHARED_CUDA_CONSTANTS = build_only(
             "engine.py SEMAPHORE_GROUPS: int offset of the tickets in the semaphore array",
         ),
         CudaConstant(
-            "kTicketGroups", TICKET_GROUPS, "engine.py TICKET_GROUPS: row groups an output-atomic launch may have"
+            "kTicketGroups",
+            TICKET_GROUPS,
+            "engine.py TICKET_GROUPS: row groups an output-atomic launch may have",
         ),
         CudaConstant("kTicketSplits", TICKET_SPLITS, "engine.py TICKET_SPLITS: S = 2, 4, 8, 16, 32"),
-        CudaConstant("kSemaphoreInts", SEMAPHORES, "engine.py SEMAPHORES: the int32 counters runtime.py allocates"),
-        CudaConstant("kCallOperands", CALL_OPERANDS, "engine.py CALL_OPERANDS: operand pointers a call holds"),
+        CudaConstant(
+            "kSemaphoreInts", SEMAPHORES, "engine.py SEMAPHORES: the int32 counters runtime.py allocates"
+        ),
+        CudaConstant(
+            "kCallOperands", CALL_OPERANDS, "engine.py CALL_OPERANDS: operand pointers a call holds"
+        ),
         CudaConstant("kCallScalars", CALL_SCALARS, "engine.py CALL_SCALARS: 64-bit scalars a call holds"),
     )
 )

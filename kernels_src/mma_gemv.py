@@ -1,6 +1,5 @@
 """The mma.sync tensor-core GEMV (mma_gemv.cuh) for m <= 32. Design and figures: docs/mma-gemv.md."""
 
-
 from kernels_src.engine import (
     CLUSTER_MAX,
     CUDA_TYPES,

@@ -2,6 +2,7 @@
 
 import torch
 
+
 def pack_mma_a(w):
     """[N, K] bf16 -> flat [rb][kb][step y][g][t][z][a][e]: row 16 rb + 8a + g, k 32 kb + 8t + 4y + 2z + e."""
     n, k = w.shape

@@ -223,9 +223,7 @@ class PlanContext:
             out = torch.empty((m, n), dtype=out_dtype, device=device)
             refused = run(plan_id, pointer, out.data_ptr(), m, _raw_stream(index))
             if refused:
-                raise RuntimeError(
-                    f"{variant.engine} ({variant.describe()}) at m={m}: {refused}"
-                )
+                raise RuntimeError(f"{variant.engine} ({variant.describe()}) at m={m}: {refused}")
             return out
 
         call.holds = held
@@ -253,7 +251,9 @@ def launch_table(kernels) -> str:
         "    switch (kernel) {",
     ]
     for number, v in enumerate(kernels):
-        lines.append(f"        case {number}: return {BY_NAME[v.engine].launcher}<okc::launch::Case{number}>(call);")
+        lines.append(
+            f"        case {number}: return {BY_NAME[v.engine].launcher}<okc::launch::Case{number}>(call);"
+        )
     lines += ["    }", '    return "no such kernel in this build";', "}", ""]
     return "\n".join(lines)
 

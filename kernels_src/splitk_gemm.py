@@ -251,7 +251,9 @@ def _splitk_gemm_kernel(
     last = (pid_s + 1) * steps // splits
     rn = tl.arange(0, BLOCK_N)  # weight rows of the tile = output columns
     rm = tl.arange(0, BLOCK_M)  # tokens of the tile = output rows
-    acc = _splitk_k_loop(x, w, w2, off_n, off_m, first, last, M, K, BLOCK_N, BLOCK_M, BLOCK_K, TMA, DUAL, UPCAST)
+    acc = _splitk_k_loop(
+        x, w, w2, off_n, off_m, first, last, M, K, BLOCK_N, BLOCK_M, BLOCK_K, TMA, DUAL, UPCAST
+    )
 
     tokens = off_m + rm
     live = (tokens < M)[None, :]  # [1, BLOCK_M]: output rows that exist
@@ -442,7 +444,14 @@ class SplitKGemm(Engine):
     def build_operand(self, operand, parts, layer):
         block_n, block_k = operand.shape
         cfg = SplitKGemmConfig(  # only the block shape matters
-            block_n=block_n, block_m=64, block_k=block_k, splits=1, warps=4, stages=3, loads="tma", reduce="none"
+            block_n=block_n,
+            block_m=64,
+            block_k=block_k,
+            splits=1,
+            warps=4,
+            stages=3,
+            loads="tma",
+            reduce="none",
         )
         return weight_descriptors(parts, cfg)
 

@@ -121,7 +121,9 @@ class TmaGemm(Engine):
     def rule(self, cfg, layer, m):
         n, k, dual, wg = layer.n_for(m), layer.k, layer.dual, cfg.warpgroups
         nb = gemm_column_blocks(m)
-        if not 1 <= cfg.splits <= k // TILE_K:  # the range before the pairing with reduce: splits=-1 is out of it
+        if (
+            not 1 <= cfg.splits <= k // TILE_K
+        ):  # the range before the pairing with reduce: splits=-1 is out of it
             return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
         if split_rule(cfg):
             return split_rule(cfg)

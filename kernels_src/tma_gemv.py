@@ -25,7 +25,9 @@ CONSUMERS = 128  # threads of the consumer warpgroup
 PRODUCER = 32  # threads of the producer warp
 TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths the engines admit
 TMA_TILES = ("full", "half")
-TILES = Operand("tiles")  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
+TILES = Operand(
+    "tiles"
+)  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
 HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 TMA_GEMV_FIELDS = (
@@ -66,11 +68,11 @@ TmaGemvConfig = config_type("TmaGemvConfig", TMA_GEMV_FIELDS)
 # What tma_gemv.cuh reads from here (both engines on it: tma_gemv and tma_gemm).
 TMA_CUDA_CONSTANTS = build_only(
     (
-    CudaConstant("kTmaTileRows", TILE_ROWS, "tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M"),
-    CudaConstant(
-        "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
-    ),
-    CudaConstant("kTmaConsumers", CONSUMERS, "tma_gemv.py CONSUMERS: threads of one consumer warpgroup"),
+        CudaConstant("kTmaTileRows", TILE_ROWS, "tma_gemv.py TILE_ROWS: weight rows per CTA, the wgmma M"),
+        CudaConstant(
+            "kTmaTileK", TILE_K, "tma_gemv.py TILE_K: K per ring slot, one 128-byte swizzle row of bf16"
+        ),
+        CudaConstant("kTmaConsumers", CONSUMERS, "tma_gemv.py CONSUMERS: threads of one consumer warpgroup"),
         CudaConstant("kTmaProducer", PRODUCER, "tma_gemv.py PRODUCER: threads of the producer warp"),
     )
 )
@@ -78,7 +80,10 @@ TMA_CUDA_CONSTANTS = build_only(
 
 def ring_bytes(stages: int, nb: int, dual: bool, x_boxes: int = 1, warpgroups: int = 1) -> int:
     """A CTA's ring: per slot each warpgroup's 8 KB weight block (two for dual) and x's boxes, plus 1 KB to align."""
-    return stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2) + 1024
+    return (
+        stages * (TILE_ROWS * TILE_K * 2 * (2 if dual else 1) * warpgroups + x_boxes * nb * 8 * TILE_K * 2)
+        + 1024
+    )
 
 
 def smem_bytes(cfg: TmaGemvConfig, nb: int, dual: bool) -> int:
@@ -119,7 +124,9 @@ class TmaGemv(DecodeGemv):
     @build_only
     def rule(self, cfg, layer, m):
         n, k, dual = layer.n_for(m), layer.k, layer.dual
-        if not 1 <= cfg.splits <= k // TILE_K:  # the range before the pairing with reduce: splits=-1 is out of it
+        if (
+            not 1 <= cfg.splits <= k // TILE_K
+        ):  # the range before the pairing with reduce: splits=-1 is out of it
             return f"splits={cfg.splits} must be 1..{k // TILE_K} (the {TILE_K}-wide K tiles of K={k})"
         if split_rule(cfg):
             return split_rule(cfg)
@@ -151,7 +158,9 @@ class TmaGemv(DecodeGemv):
 
     def variant(self, cfg, layer, m):
         nb = column_blocks(m)
-        return tma_variant(self.name, cfg, layer, nb, cfg.tile == "half", 1, False, smem_bytes(cfg, nb, layer.dual))
+        return tma_variant(
+            self.name, cfg, layer, nb, cfg.tile == "half", 1, False, smem_bytes(cfg, nb, layer.dual)
+        )
 
     def plan(self, cfg, layer, m, ctx):
         tiles = ctx.operands[self.operands(cfg, layer)[0]]
