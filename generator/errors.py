@@ -8,18 +8,20 @@ from pathlib import Path
 
 
 class BuildError(Exception):
-    """Bad input to the build: printed as one line `file:line: what is wrong`, exit code 2."""
+    """Bad input to the build: printed as one line `file:line: what is wrong`, exit code 2 (1: what is checked is
+    wrong, and no rewrite fixes it)."""
 
-    def __init__(self, path: str | Path | None, line: int | None, message: str):
+    def __init__(self, path: str | Path | None, line: int | None, message: str, exit_code: int = 2):
         self.path = str(path) if path is not None else None
         self.line = line
         self.message = message
+        self.exit_code = exit_code
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = self.path or "<input>"
-        if self.line is not None:
-            where += f":{self.line}"
+        if self.path is None:  # the message names its place itself (a compiler's `file:line: what`)
+            return self.message
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
 
 

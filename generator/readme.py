@@ -12,8 +12,9 @@ from pathlib import Path
 from generator.candidates import candidates
 from generator.contract import TAG_LINE
 from generator.judge.precompile import PRECOMPILERS
+from generator.engines import BY_NAME, ENGINES
 from generator.judge.sweep import sweep_m
-from kernels_src import registry
+from kernels_src.registry import plan_max_m, variants
 
 ENGINE_HEADER = "| engine | serves | kernel | what it is |"
 ENGINE_ROW = re.compile(r"^\| `(\w+)` \| (.*?) \| (.*?) \| (.*) \|$")
@@ -22,7 +23,7 @@ COMMAND_ROW = re.compile(r"^\| `([\w-]+)[ `]")
 
 def serves(engine, problem) -> str:
     """The m's an engine takes (and `bf16 layers` where no config of it serves an fp32 one), as the table says."""
-    if engine.name not in {e.name for e in registry.ENGINES}:
+    if engine.name not in {e.name for e in ENGINES}:
         return "anything else"
     low, high = engine.m_min, engine.m_max
     text = "any m" if low == 1 and high is None else f"m <= {high}" if low == 1 else f"m > {low - 1}"
@@ -50,12 +51,12 @@ def kernel(engine, cuda_files: dict) -> str:
 
 def facts(problem, tables: dict) -> list[tuple[re.Pattern, tuple]]:
     """(a pattern of the README's, the values its groups must read): each figure the source decides."""
-    kernels = registry.variants(problem.layers.values(), tables)
+    kernels = variants(problem.layers.values(), tables)
     return [
         (re.compile(r"`(# okc: problem=[^`]*)`"), (TAG_LINE,)),
         (re.compile(r"every layer x m in \{([\d,]+)\}"), (",".join(map(str, problem.verify_m)),)),
         (re.compile(r"the (\d+) benchmark shapes"), (str(len(problem.layers) * len(problem.bench_m)),)),
-        (re.compile(r"routes every m = 1 \.\. (\d+)"), (str(registry.plan_max_m(tables)),)),
+        (re.compile(r"routes every m = 1 \.\. (\d+)"), (str(plan_max_m(tables)),)),
         (
             re.compile(r"(\d+) cases, (\d+) distinct kernels"),
             (str(len(kernels)), str(len({(v.engine, v.kernel) for v in kernels}))),
@@ -92,7 +93,7 @@ def _with_engine_table(text: str, problem, root: Path) -> tuple[str, list[tuple[
     start = lines.index(ENGINE_HEADER) + 2
     end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
     rows = {match.group(1): match for match in map(ENGINE_ROW.match, lines[start:end]) if match}
-    engines = registry.ENGINES + (registry.BY_NAME["cublas"],)
+    engines = ENGINES + (BY_NAME["cublas"],)
     missing = [engine.name for engine in engines if engine.name not in rows]
     if missing:
         return text, [

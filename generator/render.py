@@ -5,39 +5,69 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+import sys
 import textwrap
-import traceback
 from pathlib import Path
-
-import jinja2
 
 from generator import REPO_ROOT
 from generator.contract import check_contract, contract_violations, undefined_names
+from generator.cxx import identifiers, without_unreached
+from generator.engines import BY_NAME, ENGINES
 from generator.errors import BuildError, display_path, read_text
+from generator.launch_table import extension_name, launch_table
 from generator.problem import Problem, load_problem
 from generator.sources import Sources, check_launchers, load_sources
-from generator.tables import load_tables
-from kernels_src import registry
+from generator.tables import load_tables, with_field_header
+from generator.templating import render_template
+from kernels_src.cublas import CUBLAS
+from kernels_src.registry import route, routes, variants
 
 TEMPLATE = "submission.py.j2"
+TEMPLATES = (TEMPLATE, "launch_table.cu.j2")
 BLACK_LINE_LENGTH = 110
 BLACK_VERSION = "26.10.1"  # pyproject.toml pins the same (tests/test_build.py checks): CI formats with it
 
 
-def tables_literal(tables: dict, layer_order: list[str]) -> str:
-    """The TABLES dict literal: per engine (precedence order) its fields (a comment) and entries, keys in problem
-    order then m, and its defaults; deterministic, and black formats it."""
-    parts = []
-    for name, table in tables.items():
-        literal = table.literal()
-        entries = literal["entries"]
-        keys = sorted(entries, key=lambda key: (layer_order.index(key[0]), key[1]))
-        body = ["'entries': {" + ", ".join(f"{key!r}: {entries[key]!r}" for key in keys) + "}"]
-        if "defaults" in literal:
-            body.append(f"'defaults': {literal['defaults']!r}")
-        fields = ", ".join(table.engine.fields)
-        parts.append(f"{name!r}: {{  # ({fields})\n" + ", ".join(body) + "}")
-    return "{\n" + ",\n".join(parts) + "}"
+def config_source(cfg) -> str:
+    """A config as the file writes it: its class called with each field by name (those at their default left
+    out), or None."""
+    if cfg is None:
+        return "None"
+    defaults = getattr(cfg, "_field_defaults", {})
+    named = [
+        f'{k}="{v}"' if isinstance(v, str) else f"{k}={v}"
+        for k, v in cfg._asdict().items()
+        if k not in defaults or v != defaults[k]
+    ]
+    return f"{type(cfg).__name__}({', '.join(named)})"
+
+
+def engine_constant(engine) -> str:
+    """The module-level name its module binds the engine object to (TMA_GEMV): the file's name for it."""
+    module = sys.modules[type(engine).__module__]
+    return next(name for name, value in vars(module).items() if value is engine and name.isupper())
+
+
+def tables_source(tables, layer_order: list[str]) -> str:
+    """The TABLES tuple as black would lay it out but one entry a line (the template keeps black off it): each
+    engine's Table in routing order, its entries' keys in problem order then m, each config by its fields' names.
+    """
+    lines = ["("]
+    for table in tables:
+        keys = sorted(table.entries, key=lambda key: (layer_order.index(key[0]), key[1]))
+        lines.append(f"    Table({engine_constant(table.engine)}, {{")
+        lines += [f"        {_quoted(key)}: {config_source(table.entries[key])}," for key in keys]
+        if table.engine.has_defaults:
+            defaults = ", ".join(f'"{kind}": {config_source(cfg)}' for kind, cfg in table.defaults.items())
+            lines.append(f"    }}, {{{defaults}}}),")
+        else:
+            lines.append("    }),")
+    return "\n".join(lines + [")"])
+
+
+def _quoted(key: tuple) -> str:
+    """A (layer, m) key as black writes it (double quotes)."""
+    return f'("{key[0]}", {key[1]})'
 
 
 def layers_literal(problem: Problem) -> str:
@@ -50,14 +80,12 @@ def layers_literal(problem: Problem) -> str:
     return "{" + ", ".join(items) + "}"
 
 
-def engine_summaries(routed, width: int = BLACK_LINE_LENGTH) -> list[str]:
-    """The summary paragraph of each engine the tables route to (kernels_src/registry.py order, cuBLAS last),
-    wrapped for the docstring."""
-    engines = [engine for engine in registry.ENGINES if engine in routed] + [registry.BY_NAME["cublas"]]
-    return [textwrap.fill(engine.summary, width) for engine in engines]
+def engine_summaries(tables, width: int = BLACK_LINE_LENGTH) -> list[str]:
+    """The summary paragraph of each engine of the tables (their order, cuBLAS last), wrapped for the docstring."""
+    return [textwrap.fill(engine.summary, width) for engine in [table.engine for table in tables] + [CUBLAS]]
 
 
-def shape_lines(layers, tables: dict, ms, route=registry.route) -> list:
+def shape_lines(layers, tables, ms, route=route) -> list:
     """One line per (layer, m in ms): the output width and the engine and config that serve it (`route`: the
     routing of a built file, for `dispatch`; the configs described by this checkout's engines of those names).
     """
@@ -65,18 +93,11 @@ def shape_lines(layers, tables: dict, ms, route=registry.route) -> list:
     for layer in layers:
         for m in ms:
             engine, cfg = route(layer, m, tables)
-            described = registry.BY_NAME[engine.name].describe(cfg)
+            described = BY_NAME[engine.name].describe(cfg)
             lines.append(
                 f"{layer.name:<9} {m:>4} {layer.n_for(m):>5}  {engine.name:<15} {described}".rstrip()
             )
     return lines
-
-
-def kernel_lines(kernels) -> list[str]:
-    """One line per case of the launch table: its engine and its launcher's arguments, by name."""
-    return [
-        f"{number:>2} {variant.engine:<15} {variant.describe()}" for number, variant in enumerate(kernels)
-    ]
 
 
 def width_rule(problem: Problem) -> str:
@@ -89,38 +110,41 @@ def width_rule(problem: Problem) -> str:
 
 
 def input_digest(root: Path, sources: Sources) -> str:
-    """sha256 over every input file of the file (path and bytes), in a fixed order: the tables, the template and
-    the sources it inlines."""
-    files = sorted(
-        set(sources.input_files) | set((root / "tables").glob("*.yaml")) | {root / "templates" / TEMPLATE}
-    )
+    """sha256 over every input of the file (path and bytes), in a fixed order: the tables (each with its field
+    lines as its engine declares them: build writes them so), the templates and the sources it inlines."""
+    tables = {path: path.read_bytes() for path in (root / "tables").glob("*.yaml")}
+    for engine in ENGINES:
+        path = root / "tables" / engine.table_file
+        tables[path] = with_field_header(engine, tables[path].decode()).encode()
+    files = {
+        path: path.read_bytes()
+        for path in set(sources.input_files) | {root / "templates" / t for t in TEMPLATES}
+    }
+    files.update(tables)
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(display_path(path, root).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(files):
+        digest.update(display_path(path, root).encode() + b"\0" + files[path] + b"\0")
     return digest.hexdigest()[:16]
 
 
-def _environment(root: Path) -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(root / "templates")),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+# The header's digest of the file itself (render_submission seals it; unsealed() reads it back)
+UNSEALED = "-" * 16
+_OWN_DIGEST = re.compile(r"this file sha256:([0-9a-f]{16})")
 
 
-def _template_error(exc: Exception, root: Path) -> BuildError:
-    """Name the template line of a Jinja error (syntax errors carry it; runtime errors sit in the traceback)."""
-    shown = display_path(root / "templates" / TEMPLATE, root)
-    if isinstance(exc, jinja2.TemplateSyntaxError):
-        return BuildError(shown, exc.lineno, f"template syntax: {exc.message}")
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename.endswith(TEMPLATE):
-            line = frame.lineno
-    return BuildError(shown, line, f"template: {exc}")
+def sealed(text: str) -> str:
+    """The file with its own digest in its header (where the template left UNSEALED)."""
+    return text.replace(f"this file sha256:{UNSEALED}", f"this file sha256:{_sha(text)}", 1)
+
+
+def edited_since_built(text: str) -> bool:
+    """Whether a built file differs from the text its build sealed (a hand edit); a file without the seal is."""
+    match = _OWN_DIGEST.search(text)
+    return match is None or _sha(text[: match.start(1)] + UNSEALED + text[match.end(1) :]) != match.group(1)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _source_of_rendered_line(raw: str, line: int, sources: Sources, root: Path) -> tuple[str, int | None]:
@@ -192,7 +216,7 @@ def formatted_by(text: str) -> str | None:
 
 
 def imported_kernels_dir() -> Path:
-    return Path(registry.__file__).resolve().parent
+    return Path(sys.modules["kernels_src.registry"].__file__).resolve().parent
 
 
 def foreign_engines(root: Path) -> BuildError | None:
@@ -232,7 +256,7 @@ def _first_difference(own: Path, imported: Path, root: Path) -> BuildError | Non
 
 
 def render_submission(root: Path = REPO_ROOT) -> str:
-    """The complete, black-formatted dist/submission.py for the inputs under `root`."""
+    """The complete, black-formatted dist/submission.py for the inputs under `root`, sealed with its own digest."""
     black = build_tool("black")  # build-time only: not on the H200
     check_black_version(black)
     build_tool("pyflakes")
@@ -245,7 +269,7 @@ def render_submission(root: Path = REPO_ROOT) -> str:
     except black.parsing.InvalidInput as exc:
         raise BuildError(display_path(template, root), None, f"renders invalid Python: {exc}") from None
     check_contract(text, "dist/submission.py (rendered)")
-    return text
+    return sealed(text)
 
 
 def render_every_engine(root: Path = REPO_ROOT) -> str:
@@ -256,7 +280,8 @@ def render_every_engine(root: Path = REPO_ROOT) -> str:
 
 def render_raw(root: Path, black_version: str, shipped: bool) -> tuple[str, Sources, Path]:
     """(the rendered text before black, the sources it holds, the template): the shipped file (the engines the
-    tables route, without what build_only marks; checked for undefined names) or every engine."""
+    tables route, without what build_only marks, its C++ what the launch table reaches; checked for undefined
+    names, also in what it leaves out) or every engine."""
     template = root / "templates" / TEMPLATE
     try:  # its bytes first: a link loop, a byte that is not UTF-8 or a NUL is the template's own line
         read_text(template, display_path(template, root))
@@ -273,62 +298,91 @@ def render_raw(root: Path, black_version: str, shipped: bool) -> tuple[str, Sour
             raise foreign from None
         raise
     context = template_context(problem, tables, sources, root, black_version, shipped)
-    raw = _render_template(root, context)
+    raw = render_template(root, TEMPLATE, context)
     check_rendered(raw, context["sources"], root, shipped)
+    if shipped:
+        check_undefined_names(sources, root, raw)
     if foreign:
         raise foreign
     return raw, context["sources"], template
 
 
+def check_undefined_names(sources: Sources, root: Path, raw: str) -> None:
+    """pyflakes on each module as written, beside the names the template defines (raw: the rendered file): a name
+    undefined in what the file leaves out (a rule, build_only) fails the build too."""
+    template_names = {
+        target.id
+        for node in ast.parse(raw).body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    for module in sources.python:
+        for line, message in undefined_names((root / module.path).read_text(), template_names)[:1]:
+            raise BuildError(module.path, line, message)
+
+
 def template_context(
-    problem: Problem, tables: dict, sources: Sources, root: Path, black_version: str, shipped: bool = True
+    problem: Problem, tables: tuple, sources: Sources, root: Path, black_version: str, shipped: bool = True
 ) -> dict:
-    """What templates/submission.py.j2 reads, every routed engine's launcher checked in CUDA_SRC first: the
-    shipped file holds the engines the tables route (Sources.shipped), the other one every engine."""
-    as_registry = {name: table.as_registry() for name, table in tables.items()}
-    routed = dict.fromkeys(engine for *_, engine, _ in registry.routes(problem.layers.values(), as_registry))
+    """What templates/submission.py.j2 reads, every engine's launcher checked in CUDA_SRC first: the shipped file
+    holds the engines the tables route (Sources.shipped) and of their C++ what the launch table reaches, the
+    other one every engine."""
+    check_launchers(sources, ENGINES, root)
+    routed = dict.fromkeys(engine for *_, engine, _ in routes(problem.layers.values(), tables))
     if shipped:
         sources = sources.shipped(routed)
-        tables = {name: table for name, table in tables.items() if table.engine in routed}
-    check_launchers(sources, routed, root)
+        tables = tuple(table for table in tables if table.engine in routed)
+    layers = list(problem.layers.values())
+    kernels = variants(layers, tables)
+    head, cuda_rest, table_cpp = cuda_for(sources, kernels, root, prune=shipped)
+    head_files = sources.shared_head()[1]
     imports: list[str] = []
     for module in sources.python:
         imports.extend(statement for statement in module.imports if statement not in imports)
-    layers = list(problem.layers.values())
     warmup = tuple(sorted(set(problem.verify_m) | set(problem.bench_m)))
-    head, head_files = sources.shared_head()
     return {
         "problem": problem,
         "black_version": black_version,
-        "engine_summaries": engine_summaries(routed if shipped else registry.BY_NAME.values()),
-        "shape_lines": shape_lines(layers, as_registry, warmup),
-        "kernels": kernel_lines(registry.variants(layers, as_registry)),
+        "engine_summaries": engine_summaries(tables),
+        "shape_lines": shape_lines(layers, tables, warmup),
+        "kernels": kernels,
+        "kernels_literal": "(" + "".join(f"{variant.case!r}, " for variant in kernels) + ")",
+        "distinct_kernels": len({(variant.engine, variant.kernel) for variant in kernels}),
+        "extension": extension_name("\n" + head + cuda_rest, table_cpp),  # CUDA_SRC opens with a newline
         "cuda_files": sources.cuda_files,
         "binding_files": sources.binding_files,
         "head_files": head_files,
         "cuda_head": head,
         "digest": input_digest(root, sources),
+        "own_digest": UNSEALED,
         "imports": imports,
         "width_rule": width_rule(problem),
-        "cuda_rest": sources.cuda[len(head) :],
-        "binding_rest": sources.binding[len(head) :],
+        "cuda_rest": cuda_rest,
+        "binding_rest": sources.binding[len(sources.shared_head()[0]) :],
+        "launch_table": table_cpp,
         "layers_literal": layers_literal(problem),
         "warmup_m": repr(warmup),
-        "tables_literal": tables_literal(tables, list(problem.layers)),
+        "tables_source": tables_source(tables, list(problem.layers)),
         "modules": sources.python,
         "sources": sources,
     }
 
 
-def _render_template(root: Path, context: dict) -> str:
-    try:
-        return _environment(root).get_template(TEMPLATE).render(**context)
-    except jinja2.TemplateNotFound:
-        raise BuildError(
-            display_path(root / "templates" / TEMPLATE, root), None, "template not found"
-        ) from None
-    except jinja2.TemplateError as exc:
-        raise _template_error(exc, root) from None
+def cuda_for(sources: Sources, kernels, root: Path, prune: bool = True) -> tuple[str, str, str]:
+    """(CUDA_HEAD, CUDA_SRC past it, LAUNCH_TABLE) that build these kernels from `sources` (those of their
+    engines: Sources.shipped): with `prune`, of the C++ only what the launch table and the binding reach
+    (generator/cxx.py), as the file ships it and `compile` compiles it."""
+    table = launch_table(kernels, root)
+    head = sources.shared_head()[0]
+    rest = sources.cuda[len(head) :]
+    if not prune:
+        return head, rest, table
+    roots = identifiers(table) | identifiers(sources.binding[len(head) :])
+    marker = rest.split("\n", 1)[0] if rest else None  # the rest's first #line directive
+    pruned = without_unreached(head + rest, roots)
+    at = pruned.index(marker + "\n") if marker else len(pruned)
+    return pruned[:at], pruned[at:], table
 
 
 def check_rendered(raw: str, sources: Sources, root: Path, names: bool = True) -> None:
@@ -345,3 +399,23 @@ def check_rendered(raw: str, sources: Sources, root: Path, names: bool = True) -
         raise _rendered_error(raw, line, f"{message} in the rendered submission", sources, root)
     for line, message in contract_violations(raw)[:1]:
         raise _rendered_error(raw, line, message, sources, root)
+
+
+CPP_NAMES = ("CUDA_HEAD", "CUDA_SRC", "BINDING_SRC", "LAUNCH_TABLE")
+
+
+def cpp_sources(text: str) -> dict[str, str]:
+    """A built file's C++ strings as it defines them (CPP_NAMES: literals and sums of them and of those before):
+    what prepare() compiles, read without running the file."""
+    values: dict[str, str] = {}
+
+    def value(node):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return value(node.left) + value(node.right)
+        return values[node.id] if isinstance(node, ast.Name) else ast.literal_eval(node)
+
+    for node in ast.parse(text).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id in CPP_NAMES:
+            values[target.id] = value(node.value)
+    return values

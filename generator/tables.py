@@ -1,5 +1,5 @@
-"""Tuning tables (tables/<engine>.yaml, one per engine of kernels_src/registry.py): load, check every entry against
-its engine's fields and rule, and return them with the line each entry sits on.
+"""Tuning tables (tables/<engine>.yaml, one per engine: generator/engines.py): load, check every entry against its
+engine's fields and rule, and return them as the registry's Tables (and the line each entry sits on).
 
 A table file holds `entries: {layer: {m: {field: value, ...} or null}}` and, for an engine with defaults (the
 mma.sync GEMV), `defaults: {plain: {...}, dual: {...}}`: the config for an m that no entry of its class covers.
@@ -8,41 +8,18 @@ null means "not this engine here": the next engine in precedence order decides."
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from generator import REPO_ROOT
 from generator.candidates import candidates
+from generator.engines import ENGINES
 from generator.errors import BuildError, display_path
 from generator.problem import PLAN_MAX_M_IS, Problem
 from generator.yamlio import Located, load_located, plain, require_keys
-from kernels_src import registry
 from kernels_src.engine import PLAN_MAX_M, REQUIRED
+from kernels_src.registry import Table, routes
 
 KINDS = ("plain", "dual")  # the weight kinds a default is given for: bf16 weights, fp32 (hi + lo) weights
-
-
-@dataclass
-class Table:
-    engine: object  # the kernels_src engine this table configures
-    entries: dict  # (layer, m) -> Config or None
-    defaults: dict = field(default_factory=dict)  # kind -> Config or None
-    lines: dict = field(default_factory=dict)  # (layer, m) -> the line its entry sits on
-
-    @property
-    def file(self) -> str:
-        return "tables/" + self.engine.table_file
-
-    def as_registry(self) -> registry.Table:
-        return registry.Table(self.entries, self.defaults)
-
-    def literal(self) -> dict:
-        """The table as the submission's TABLES holds it: each config a tuple of its values in field order."""
-        values = lambda cfg: None if cfg is None else tuple(cfg)  # noqa: E731
-        out = {"entries": {key: values(cfg) for key, cfg in self.entries.items()}}
-        if self.engine.has_defaults:
-            out["defaults"] = {kind: values(cfg) for kind, cfg in self.defaults.items()}
-        return out
 
 
 def field_header_lines(engine, width: int = 118) -> list:
@@ -133,10 +110,11 @@ def _config(engine, value: Located, what: str):
         raise value.fail(f"{what}: {exc}") from None
 
 
-def parse_table(engine, doc: Located, problem: Problem) -> Table:
+def parse_table(engine, doc: Located, problem: Problem) -> tuple[Table, dict]:
+    """(engine's Table, (layer, m) -> the line its entry sits on), every entry checked."""
     shown = "tables/" + engine.table_file
     top = require_keys(doc, shown, {"entries"}, {"defaults"} if engine.has_defaults else set())
-    table = Table(engine, {})
+    table, lines = Table(engine, {}, {}), {}
     if engine.has_defaults:
         if "defaults" not in top:
             raise doc.fail(f"{shown} lacks defaults: {{plain: {{...}}, dual: {{...}}}}")
@@ -183,43 +161,44 @@ def parse_table(engine, doc: Located, problem: Problem) -> Table:
                 if error:
                     raise shape_error(engine, layer, m, problem, error) or value.fail(f"{what}: {error}")
             table.entries[(layer_name, m)] = cfg
-            table.lines[(layer_name, m)] = value.line
-    return table
+            lines[(layer_name, m)] = value.line
+    return table, lines
 
 
-def load_table(engine, problem: Problem, root: Path = REPO_ROOT) -> Table:
+def load_table(engine, problem: Problem, root: Path = REPO_ROOT) -> tuple[Table, dict]:
     path = Path(root) / "tables" / engine.table_file
     return parse_table(engine, load_located(path, display_path(path, Path(root))), problem)
 
 
-def load_tables(problem: Problem, root: Path = REPO_ROOT) -> dict[str, Table]:
-    """Every engine's table, checked; then every route the tables make for m = 1 .. plan_max_m on every layer
-    (also past a compressed engine prepare() may find the weights unfit for) checked at the m it serves: a config
-    borrowed from another m or a default must fit there too."""
+def load_tables(problem: Problem, root: Path = REPO_ROOT) -> tuple[Table, ...]:
+    """Every engine's table, checked, in routing order; then every route the tables make for m = 1 ..
+    plan_max_m on every layer (also past a compressed engine prepare() may find the weights unfit for) checked at
+    the m it serves: a config borrowed from another m or a default must fit there too."""
     root = Path(root)
     check_table_files(root)
     docs = {}
-    for engine in registry.ENGINES:
+    for engine in ENGINES:
         path = root / "tables" / engine.table_file
         docs[engine] = load_located(path, display_path(path, root))
     check_layer_names(problem, docs.values())
-    tables = {engine.name: parse_table(engine, doc, problem) for engine, doc in docs.items()}
-    check_routes(problem, tables)
+    parsed = [parse_table(engine, doc, problem) for engine, doc in docs.items()]
+    tables = tuple(table for table, _ in parsed)
+    check_routes(problem, tables, {table.engine.name: lines for table, lines in parsed})
     return tables
 
 
 def check_table_files(root: Path) -> None:
     """tables/ holds problem.yaml and one table per engine: any other YAML file there would be read by nothing
-    (yet it would enter the inputs digest), most likely a table whose engine is not in kernels_src/registry.py.
+    (yet it would enter the inputs digest), most likely a table whose engine no listed module defines.
     """
-    known = {"problem.yaml"} | {engine.table_file for engine in registry.ENGINES}
+    known = {"problem.yaml"} | {engine.table_file for engine in ENGINES}
     for path in sorted((root / "tables").glob("*.yaml")):
         if path.name not in known:
             raise BuildError(
                 display_path(path, root),
                 None,
-                f"no engine reads this table (kernels_src/registry.py's engines: "
-                f"{', '.join(engine.name for engine in registry.ENGINES)}): register its engine or remove the file",
+                f"no engine reads this table (the engines kernels_src/sources.yaml's modules define: "
+                f"{', '.join(engine.name for engine in ENGINES)}): list its engine's module there or remove the file",
             )
 
 
@@ -246,23 +225,23 @@ def check_layer_names(problem: Problem, docs) -> None:
         )
 
 
-def check_routes(problem: Problem, tables: dict[str, Table]) -> None:
-    as_registry = {name: table.as_registry() for name, table in tables.items()}
-    for layer, m, _, engine, cfg in registry.routes(problem.layers.values(), as_registry):
+def check_routes(problem: Problem, tables: tuple, lines: dict) -> None:
+    """Every route of the tables passes its engine's rule at its m (lines: engine -> (layer, m) -> line)."""
+    for layer, m, _, engine, cfg in routes(problem.layers.values(), tables):
         if engine.name == "cublas":
             continue
         error = engine.config_error(cfg, layer, m)
         if error:
-            table = tables.get(engine.name)
-            listed = table.as_registry().listed(layer.name) if table else []
+            table = next(table for table in tables if table.engine is engine)
+            listed = table.listed(layer.name)
             row = m if m in listed else engine.borrowed_m(m, listed)
-            line = table.lines.get((layer.name, row)) if table and row is not None else None
+            line = lines[engine.name].get((layer.name, row)) if row is not None else None
             origin = "the default" if row is None else "its entry" if row == m else f"the entry of m={row}"
             blamed = shape_error(engine, layer, m, problem, error)
             if blamed:
                 raise blamed
             raise BuildError(
-                table.file if table else "tables/",
+                "tables/" + engine.table_file,
                 line,
                 f"{layer.name} m={m} routes to {engine.name} ({origin}: {engine.describe(cfg)}), which cannot"
                 f" serve it: {error}",

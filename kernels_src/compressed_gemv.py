@@ -51,6 +51,8 @@ CompressedGemvConfig = config_type("CompressedGemvConfig", COMPRESSED_GEMV_FIELD
 
 class CompressedGemv(DecodeGemv):
     name = "compressed_gemv"
+    precedence = build_only(10)  # the compressed GEMVs first: their 12-bit weights are 25 % fewer bytes
+    may_refuse = build_only(True)
     FIELDS = COMPRESSED_GEMV_FIELDS
     Config = CompressedGemvConfig
     launcher = "okc::launch_compressed_gemv"

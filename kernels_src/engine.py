@@ -79,6 +79,11 @@ class Variant(NamedTuple):
     def describe(self) -> str:
         return " ".join(f"{name}={value}" for name, value in self.args)
 
+    @property
+    def case(self) -> str:
+        """How the file's KERNELS names its launch table case: the engine, then its arguments."""
+        return f"{self.engine} {self.describe()}"
+
 
 class CudaType(str):
     """A C++ type as a launch argument."""
@@ -127,9 +132,8 @@ class CudaEnum:
         return "k" + "".join(part[:1].upper() + part[1:] for part in member.split("_"))
 
     def code(self, member: str) -> CudaCode:
-        return CudaCode(
-            self.members.index(member), f"okc::{self.name}::{self.enumerator(member)}", f"okc::{self.name}"
-        )
+        """Its code, with the enumerator and type as the launch table (in namespace okc) names them."""
+        return CudaCode(self.members.index(member), f"{self.name}::{self.enumerator(member)}", self.name)
 
     @build_only
     def cpp(self) -> str:
@@ -176,7 +180,6 @@ SHARED_CUDA_CONSTANTS = build_only(
 
 
 REQUIRED = None  # a Field's default when a table entry must give it
-ENGINES_MADE: list = []  # registry.ENGINES orders them
 
 
 class Field(NamedTuple):
@@ -219,17 +222,18 @@ class Engine:
     """An engine: a subclass sets the attributes and implements operands, build_operand, plan and variant."""
 
     name = ""
+    # Its place in the routing order (lower first; generator/engines.py finds the engines): a (layer, m) runs on
+    # the first engine whose table gives it a config. None: cuBLAS, the fallback after them all.
+    precedence: int | None = build_only(None)
     FIELDS: tuple = ()
     Config: type = tuple  # config_type(..., FIELDS)
     m_min, m_max = 1, None  # the m's it serves (None: no upper bound)
     has_defaults = False  # a config per weight kind (plain, dual) for m's its table does not list
+    may_refuse = build_only(False)  # compress() may refuse a layer's weights: prepare() then passes it over
     sweep_m: tuple = build_only(())  # its table's rows
     launcher = ""  # launcher<L>(call), L a launch table case
     cuda_constants: tuple = build_only(())
     summary = build_only("")
-
-    def __init__(self):
-        ENGINES_MADE.append(self)
 
     @build_only
     @property

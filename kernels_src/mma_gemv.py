@@ -141,6 +141,7 @@ def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, ro
 
 class MmaGemv(DecodeGemv):
     name = "mma_gemv"
+    precedence = build_only(40)  # the last GEMV: its defaults take every m <= 32 the tables before it leave
     FIELDS = MMA_GEMV_FIELDS
     Config = MmaGemvConfig
     has_defaults = True

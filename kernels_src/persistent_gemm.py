@@ -93,6 +93,7 @@ def persistent_workspace_floats(cfg) -> int:
 
 class PersistentGemm(Engine):
     name = "persistent_gemm"
+    precedence = build_only(50)  # the GEMMs (m > 32) after the GEMVs: persistent_gemm, tma_gemm, splitk_gemm
     FIELDS = GEMM_FIELDS
     Config = GemmConfig
     m_min, m_max = 33, 256

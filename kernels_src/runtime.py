@@ -4,28 +4,27 @@ import torch
 from torch.utils.cpp_extension import load_inline
 
 from kernels_src.compress import CompressionError
-from kernels_src.cublas import HI_LO, fallback_plan
+from kernels_src.cublas import CUBLAS, HI_LO, fallback_plan
 from kernels_src.engine import (
     ACCUMULATOR_FLOATS,
     CALL_OPERANDS,
     CALL_SCALARS,
     SEMAPHORES,
     WORKSPACE_FLOATS,
-    CudaType,
     Layer,
 )
 from kernels_src.packing import split_hi_lo
-from kernels_src.registry import BY_NAME, make_tables, plan_max_m, route, variants
+from kernels_src.registry import plan_max_m, route
 from kernels_src.splitk_gemm import COUNTERS
 
-# The template defines LAYERS, TABLES and WARMUP_M ahead of this code, CUDA_SRC and BINDING_SRC at the file's end.
+# The template defines LAYERS and WARMUP_M ahead of this code; TABLES, KERNELS, EXTENSION, CUDA_SRC, BINDING_SRC
+# and LAUNCH_TABLE after the modules.
 KERNEL_DEVICE = "cuda"  # where prepare() routes to the kernels; elsewhere every shape goes to torch
 
 
 def problem():
     """(layers, tables) of this file."""
-    layers = [Layer(name, **spec) for name, spec in LAYERS.items()]
-    return layers, make_tables(TABLES)
+    return [Layer(name, **spec) for name, spec in LAYERS.items()], TABLES
 
 
 class Prepared:
@@ -38,8 +37,9 @@ class Prepared:
         self.refused = {}
         self.routes = {}  # [(engine, cfg) for m = 0 .. top_m]
         self.buffers = {}
-        self.kernels = []  # the extension's Variants, in launch-table order
-        self.extension = None
+        self.kernels = (
+            {}
+        )  # a launch table case (Variant.case) -> (the extension that holds it, its number there)
         self.plans = {}  # [(n, call) for m = 0 .. top_m]
 
 
@@ -58,7 +58,7 @@ def prepare(weights):
         state.operands[layer.name] = {}
     cuda = device.type == KERNEL_DEVICE
     if not cuda:
-        tables = make_tables({})
+        tables = ()
     for layer in layers:
         state.routes[layer.name] = layer_routes(state, layer, tables)
     state.buffers = {
@@ -67,9 +67,11 @@ def prepare(weights):
         "counters": torch.zeros(COUNTERS, dtype=torch.int32, device=device),
         "accumulator": torch.zeros(ACCUMULATOR_FLOATS, dtype=torch.float32, device=device),
     }
-    # every kernel the tables can reach, a refused layer's routes too: one build serves any weights
-    state.kernels = variants(layers, tables) if cuda else []
-    state.extension = build_extension(state.kernels) if state.kernels else None
+    if (
+        cuda and KERNELS
+    ):  # every kernel the tables can reach, a refused layer's routes too: one build, any weights
+        extension = build_extension(EXTENSION, LAUNCH_TABLE)
+        state.kernels = {case: (extension, number) for number, case in enumerate(KERNELS)}
     made = make_plans(state, layers)
     warm_up(state, layers, weights, made, device)
     return state
@@ -189,17 +191,16 @@ class PlanContext:
 
     def fallback(self, n):
         """x -> out by cuBLAS, n outputs."""
-        add_operands(self.state, BY_NAME["cublas"], None, self.layer)
+        add_operands(self.state, CUBLAS, None, self.layer)
         return fallback_plan(self.layer, n, self.parts, self.operands.get(HI_LO))
 
     def cuda_plan(self, variant, layer, m, pointers, scalars=()):
         """x -> out by the extension's kernel `variant`; an x it does not take goes to cuBLAS."""
-        kernels = self.state.kernels
-        if variant not in kernels:
+        if variant.case not in self.state.kernels:
             raise RuntimeError(
-                f"the extension has no kernel {variant}: the build's kernel list missed a route"
+                f"no extension holds the kernel {variant.case}: the build's KERNELS missed a route"
             )
-        n, ext = layer.n_for(m), self.state.extension
+        n, (ext, number) = layer.n_for(m), self.state.kernels[variant.case]
         # what its raw pointers point at, so that the plan outlives the state
         held = (tuple(pointers), self.buffers)
         if len(pointers) > CALL_OPERANDS or len(scalars) > CALL_SCALARS:
@@ -208,7 +209,7 @@ class PlanContext:
             )
         addresses = tuple(p.data_ptr() for p in pointers)
         ws, sem = self.buffers["workspace"].data_ptr(), self.buffers["semaphores"].data_ptr()
-        plan_id = ext.plan(kernels.index(variant), n, layer.k, addresses, tuple(scalars), ws, sem)
+        plan_id = ext.plan(number, n, layer.k, addresses, tuple(scalars), ws, sem)
         if plan_id < 0:
             raise RuntimeError(f"{variant.engine}: the extension's call layout does not hold these operands")
         run, out_dtype, fallback = ext.run, getattr(torch, layer.out_dtype), self.fallback(n)
@@ -239,76 +240,27 @@ CUDA_FLAGS = [
     "-Xcompiler",
     "-fvisibility=hidden",
 ]
-EXTENSION_NAME = "okc_muse_proj"
 _EXTENSIONS = {}
 
 
-def launch_table(kernels) -> str:
-    """The C++ that maps a kernel number to its launcher: launcher<Case<number>>(call)."""
-    lines = [
-        launch_cases(kernels),
-        "const char* okc_launch(int kernel, const okc::Call& call) {",
-        "    switch (kernel) {",
-    ]
-    for number, v in enumerate(kernels):
-        lines.append(
-            f"        case {number}: return {BY_NAME[v.engine].launcher}<okc::launch::Case{number}>(call);"
-        )
-    lines += ["    }", '    return "no such kernel in this build";', "}", ""]
-    return "\n".join(lines)
-
-
-def launch_cases(kernels) -> str:
-    """A struct of each kernel's arguments by name."""
-    lines = [
-        "// The kernels this build compiles (kernels_src/runtime.py, launch_table): one case each, its launcher's",
-        "// arguments by name.",
-        "namespace okc::launch {",
-    ]
-    for number, v in enumerate(kernels):
-        lines.append(f"struct Case{number} {{  // {v.engine}")
-        lines += [f"    {_member(name, value)}" for name, value in v.args]
-        lines.append("};")
-    lines.append("}  // namespace okc::launch")
-    return "\n".join(lines)
-
-
-def _member(name: str, value) -> str:
-    """One launch argument as a member: a type, a flag, a mode's enumerator or a number."""
-    if isinstance(value, CudaType):
-        return f"using {name} = {value};"
-    if isinstance(value, bool):
-        return f"static constexpr bool {name} = {'true' if value else 'false'};"
-    if hasattr(value, "cpp"):
-        return f"static constexpr {value.ctype} {name} = {value.cpp};"
-    return f"static constexpr int {name} = {value};"
-
-
-def cuda_source(cuda_src: str, kernels) -> str:
-    """What nvcc compiles for these kernels: CUDA_SRC and their launch table."""
-    return cuda_src + launch_table(kernels)
-
-
-def build_extension(kernels):
-    """The CUDA extension of exactly these kernels (torch caches it on disk)."""
-    key = tuple(kernels)
-    if key not in _EXTENSIONS:
-        digest = 0
-        for ch in repr(key):  # a name per kernel set: two sets do not rebuild each other
-            digest = (digest * 131 + ord(ch)) % (1 << 61)
-        own_names = f"#define okc okc_{digest:x}\n#define okc_launch okc_launch_{digest:x}\n"
+def build_extension(name: str, launch_table: str):
+    """The CUDA extension `name`: CUDA_SRC, the kernels `launch_table` instantiates, and BINDING_SRC (torch caches
+    it on disk). Its names are its own (okc and okc_launch, by -D): another extension of the process, built for
+    other kernels (the tools build one), binds nothing of it."""
+    if name not in _EXTENSIONS:
+        own_names = [f"-Dokc={name}", f"-Dokc_launch={name}_launch"]
         options = dict(
-            name=f"{EXTENSION_NAME}_{digest:x}",
-            cpp_sources=own_names + BINDING_SRC,
-            cuda_sources=own_names + cuda_source(CUDA_SRC, kernels),
+            name=name,
+            cpp_sources=BINDING_SRC,
+            cuda_sources=CUDA_SRC + launch_table,
             functions=["plan", "run"],
-            extra_cflags=["-O1", "-fvisibility=hidden"],
-            extra_cuda_cflags=CUDA_FLAGS,
+            extra_cflags=["-O1", "-fvisibility=hidden", *own_names],
+            extra_cuda_cflags=CUDA_FLAGS + own_names,
             with_pytorch_error_handling=False,
             verbose=False,
         )
         try:
-            _EXTENSIONS[key] = load_inline(**options, no_implicit_headers=True)
+            _EXTENSIONS[name] = load_inline(**options, no_implicit_headers=True)
         except TypeError:  # a torch without no_implicit_headers: it adds torch/extension.h, which also works
-            _EXTENSIONS[key] = load_inline(**options)
-    return _EXTENSIONS[key]
+            _EXTENSIONS[name] = load_inline(**options)
+    return _EXTENSIONS[name]

@@ -99,6 +99,7 @@ def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
 
 class TmaGemm(Engine):
     name = "tma_gemm"
+    precedence = build_only(60)  # the GEMMs (m > 32) after the GEMVs: persistent_gemm, tma_gemm, splitk_gemm
     FIELDS = TMA_GEMM_FIELDS
     Config = TmaGemmConfig
     m_min, m_max = 33, 256

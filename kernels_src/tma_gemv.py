@@ -111,6 +111,9 @@ def tma_variant(engine, cfg, layer, nb, half, warpgroups, staged, smem) -> Varia
 
 class TmaGemv(DecodeGemv):
     name = "tma_gemv"
+    precedence = build_only(
+        30
+    )  # ahead of mma_gemv, whose defaults take every m <= 32 no table before it lists
     FIELDS = TMA_GEMV_FIELDS
     Config = TmaGemvConfig
     launcher = "okc::launch_tma"

@@ -64,12 +64,12 @@ def routed_engines(root: Path = REPO_ROOT) -> list:
     """The engines the tables under root route to, in precedence order: those dist/submission.py holds."""
     from generator.problem import load_problem
     from generator.tables import load_tables
-    from kernels_src import registry
+    from kernels_src.registry import routes
 
     problem = load_problem(root)
-    tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
-    routed = {engine for *_, engine, _ in registry.routes(problem.layers.values(), tables)}
-    return [engine for engine in registry.ENGINES if engine in routed]
+    tables = load_tables(problem, root)
+    routed = {engine for *_, engine, _ in routes(problem.layers.values(), tables)}
+    return [table.engine for table in tables if table.engine in routed]
 
 
 @pytest.fixture

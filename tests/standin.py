@@ -1,5 +1,5 @@
 """A submission stand-in on the CPU for the harness tests (ab, profile): what generator.judge.launches.make_plans
-uses of a built file (problem, BY_NAME, prepare, add_operands, PlanContext), with every engine
+uses of a built file (problem, TABLES and CUBLAS, prepare, add_operands, PlanContext), with every engine
 computing x . W^T in float32 and returning bf16 (fp32 for the router), as the real kernels do. `flaw`: how it goes
 wrong."""
 
@@ -7,8 +7,9 @@ import os
 
 import torch
 
-from kernels_src import registry
+from generator.engines import BY_NAME, ENGINES
 from kernels_src.engine import Layer
+from kernels_src.registry import Table
 
 
 class StandInEngine:
@@ -48,14 +49,16 @@ class StandInModule:
     def __init__(self, problem, flaw=None):
         self.problem_ = problem
         self.flaw = flaw
-        self.BY_NAME = {name: StandInEngine(engine, self) for name, engine in registry.BY_NAME.items()}
+        self.BY_NAME = {name: StandInEngine(engine, self) for name, engine in BY_NAME.items()}
+        self.TABLES = tuple(Table(self.BY_NAME[engine.name], {}, {}) for engine in ENGINES)
+        self.CUBLAS = self.BY_NAME["cublas"]
 
     def problem(self):
         layers = [
             Layer(l.name, l.n, l.k, l.dtype, l.narrow_n, l.narrow_max_m)
             for l in self.problem_.layers.values()
         ]
-        return layers, {}
+        return layers, self.TABLES
 
     def prepare(self, weights):
         return {"parts": {name: (w,) for name, w in weights.items()}}

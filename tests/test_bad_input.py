@@ -18,9 +18,10 @@ from generator.candidates import candidates
 from generator.cli import main
 from generator.compile import python_headers
 from generator.render import BLACK_VERSION, formatted_by
-from generator.sources import LAUNCH_TABLE_FILE, load_sources
+from generator.engines import BY_NAME, ENGINES
+from generator.launch_table import launch_table
+from generator.sources import load_sources
 from generator.tables import field_header_lines
-from kernels_src import registry
 
 NVCC = shutil.which("nvcc")
 CXX = shutil.which("c++")
@@ -70,9 +71,14 @@ def test_verify_on_the_cpu_says_no_kernel_ran():
 
 
 @pytest.mark.parametrize(
-    "dropped, engine", [("compressed_ring.cuh", "compressed_ring"), ("mma_gemv.cuh", "mma_gemv")]
+    "dropped, engine",
+    [
+        ("compressed_ring.cuh", "compressed_ring"),
+        ("mma_gemv.cuh", "mma_gemv"),
+        ("persistent_gemm.cuh", "persistent_gemm"),  # no table routes it: the tools build its kernels
+    ],
 )
-def test_a_kernel_source_a_routed_engine_needs_cannot_be_dropped(repo_copy, dropped, engine):
+def test_a_kernel_source_an_engine_needs_cannot_be_dropped(repo_copy, dropped, engine):
     manifest = repo_copy / "kernels_src" / "sources.yaml"
     listed = yaml.safe_load(manifest.read_text())["cuda"]
     _edit(manifest, f"cuda: [{', '.join(listed)}]", f"cuda: [{', '.join(f for f in listed if f != dropped)}]")
@@ -80,9 +86,9 @@ def test_a_kernel_source_a_routed_engine_needs_cannot_be_dropped(repo_copy, drop
     for args in ((), ("--check",)):
         message = _build(repo_copy, *args)
         assert message.startswith(
-            f"error: kernels_src/sources.yaml:{line}: the tables route to {engine}"
+            f"error: kernels_src/sources.yaml:{line}: the {engine} engine's launcher"
         ), message
-        assert f"({dropped} defines it)" in message
+        assert f"({dropped} does: list it)" in message
 
 
 @pytest.mark.parametrize("dropped", ["compressed_gemv.cuh", "tma_gemv.cuh"])
@@ -100,22 +106,23 @@ def test_a_kernel_source_another_includes_cannot_be_dropped(repo_copy, dropped):
 
 @pytest.fixture
 def render_skipped(built, monkeypatch):
-    """build's render answering with the checkout's build: the C++ syntax check runs on the sources after it, not
-    on its text, so the tests of that check pay for no render (the one test that needs a real render makes it).
-    """
+    """build's render answering with the checkout's build: the tests of what the summary line says pay for no
+    render."""
     from generator import render
 
     monkeypatch.setattr(render, "render_submission", lambda root: built)
 
 
+BROKEN = 'static_assert(broken, "an error only the compiler finds");'  # a namespace's assertion always ships
+
+
 @needs_nvcc
-def test_a_cuda_syntax_error_fails_the_build_at_its_line(repo_copy, render_skipped, monkeypatch):
+def test_a_cuda_error_fails_the_build_at_its_line(repo_copy, one_render):
     cuh = repo_copy / "kernels_src" / "mma_gemv.cuh"
-    _edit(cuh, "namespace okc {", "namespace okc {\nint broken = ;")
-    line = cuh.read_text().splitlines().index("int broken = ;") + 1
+    _edit(cuh, "namespace okc {", f"namespace okc {{\n{BROKEN}")
+    line = cuh.read_text().splitlines().index(BROKEN) + 1
     for args in ((), ("--check",)):
         assert _build(repo_copy, *args).startswith(f"error: kernels_src/mma_gemv.cuh:{line}: ")
-    monkeypatch.undo()  # the render itself takes the broken source:
     out = repo_copy / "dist" / "submission.py"
     assert CliRunner().invoke(main, ["build", "--root", str(repo_copy), "--no-compilers"]).exit_code == 0
     assert out.read_text() != PREVIOUS  # the check, not the render, refused it
@@ -152,24 +159,25 @@ def test_a_build_without_nvcc_says_its_summary_skipped_the_check(
 
 
 @needs_cxx
-def test_a_binding_syntax_error_fails_the_build_at_its_line(repo_copy, render_skipped):
+def test_a_binding_syntax_error_fails_the_build_at_its_line(repo_copy, one_render):
     cpp = repo_copy / "kernels_src" / "binding.cpp"
     cpp.write_text(cpp.read_text() + "int broken = ;\n")
     line = len(cpp.read_text().splitlines())
     assert _build(repo_copy).startswith(f"error: kernels_src/binding.cpp:{line}: ")
 
 
-def test_the_launch_table_has_a_line_directive_of_its_own():
-    cuda = load_sources().cuda
-    assert cuda.rstrip("\n").splitlines()[-1] == f'#line 1 "{LAUNCH_TABLE_FILE}"'
-
-
 @needs_nvcc
 def test_an_error_in_the_launch_table_points_at_it_not_past_the_last_cuh():
+    """The launch table opens with a #line directive of its own: nvcc names its lines, not the last .cuh's."""
     from generator.compile import syntax_check
 
-    error = syntax_check(load_sources().cuda + "// the table's first line\nint broken(;\n", "", NVCC, None)
-    assert error is not None and error.startswith(f"{LAUNCH_TABLE_FILE}:2: "), error
+    table = launch_table([])
+    marker = table.split("\n", 1)[0]
+    assert marker.startswith("#line 1 ") and "launch table" in marker
+    line = len(table.splitlines())
+    error = syntax_check(load_sources().cuda + table + "int broken(;\n", "", NVCC, None)
+    shown = marker.split('"')[1]
+    assert error is not None and error.startswith(f"{shown}:{line}: "), error
 
 
 @needs_nvcc
@@ -612,11 +620,11 @@ def test_every_cpp_source_closes_what_it_opens_and_a_deleted_brace_is_found_in_i
     assert deleted > 200 and exact >= 0.9 * deleted, (deleted, exact)
 
 
-@pytest.mark.parametrize("engine", [engine.name for engine in registry.ENGINES])
+@pytest.mark.parametrize("engine", [engine.name for engine in ENGINES])
 def test_a_deleted_field_block_is_named_by_headers_check_and_restored_by_headers(repo_copy, engine):
     path = repo_copy / "tables" / f"{engine}.yaml"
     original = path.read_text()
-    block = "\n".join(field_header_lines(registry.BY_NAME[engine])) + "\n"
+    block = "\n".join(field_header_lines(BY_NAME[engine])) + "\n"
     assert block in original
     path.write_text(original.replace(block, "", 1))
     line = original[: original.index(block)].count("\n") + 1
@@ -707,7 +715,7 @@ def test_splits_out_of_range_is_named_as_such_whatever_the_reduce(splits, reduce
     from generator.problem import load_problem
 
     problem = load_problem()
-    engines = [engine for engine in registry.ENGINES if {"splits", "reduce"} <= set(engine.fields)]
+    engines = [engine for engine in ENGINES if {"splits", "reduce"} <= set(engine.fields)]
     assert len(engines) >= 5
     for engine in engines:
         layer = next(layer for layer in problem.layers.values() if candidates(engine, layer, engine.m_min))

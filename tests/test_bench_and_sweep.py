@@ -30,7 +30,7 @@ from generator.judge.sweep import (
 from generator.problem import load_problem
 from generator.tables import load_table, parse_table
 from generator.yamlio import load_located
-from kernels_src import registry
+from generator.engines import BY_NAME, ENGINES
 from kernels_src.mma_gemv import MMA_GEMV, MmaGemvConfig
 from kernels_src.tma_gemv import TMA_GEMV, TmaGemvConfig
 
@@ -108,8 +108,8 @@ def test_every_engines_candidates_are_admissible_and_cover_its_modes():
     from generator.candidates import CANDIDATES
 
     problem = load_problem()
-    assert set(CANDIDATES) == {engine.name for engine in registry.ENGINES}  # none missing, none stale
-    for engine in registry.ENGINES:
+    assert set(CANDIDATES) == {engine.name for engine in ENGINES}  # none missing, none stale
+    for engine in ENGINES:
         for layer in problem.layers.values():
             for m in sweep_m(engine, problem):
                 configs = candidates(engine, layer, m)
@@ -117,7 +117,7 @@ def test_every_engines_candidates_are_admissible_and_cover_its_modes():
                     engine.name,
                     layer.name,
                 )
-                if engine.name in registry.SKIPPABLE and layer.dual:
+                if engine.may_refuse and layer.dual:
                     assert configs == []  # the router is never compressed
                     continue
                 assert configs, (engine.name, layer.name, m)
@@ -128,7 +128,7 @@ def test_every_engines_candidates_are_admissible_and_cover_its_modes():
     assert TmaGemvConfig(splits=4, stages=12, tile="full", reduce="semaphore") not in candidates(
         TMA_GEMV, router, 32
     )  # 12 x 20 KB
-    assert sweep_m(registry.BY_NAME["splitk_gemm"], problem) == (64, 128, 256)
+    assert sweep_m(BY_NAME["splitk_gemm"], problem) == (64, 128, 256)
 
 
 def test_a_sweep_times_the_chosen_values_and_always_the_current_entry():
@@ -196,7 +196,7 @@ def test_wrong_sweep_calls_are_refused_in_one_line_on_any_machine():
         ),
         (
             ["--engine", "gemv"],
-            "--engine gemv: one of " + ", ".join(engine.name for engine in registry.ENGINES),
+            "--engine gemv: one of " + ", ".join(engine.name for engine in ENGINES),
         ),
         (["--engine", "splitk_gemm", "--m", "8"], "the splitk_gemm engine does not serve m=8"),
     ]:
@@ -322,7 +322,7 @@ def test_sweep_writes_a_table_the_build_accepts(tmp_path):
     text = table_yaml(header, pick_defaults(MMA_GEMV, choices, problem), points, problem, kept)
     path = tmp_path / "mma_gemv.yaml"
     path.write_text(text)
-    table = parse_table(MMA_GEMV, load_located(path, "mma_gemv.yaml"), problem)
+    table, _ = parse_table(MMA_GEMV, load_located(path, "mma_gemv.yaml"), problem)
     assert table.entries == {
         ("o", 1): o1,
         ("o", 8): None,
@@ -353,7 +353,7 @@ def test_sweep_writes_a_table_the_build_accepts(tmp_path):
 def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
     problem = load_problem()
     text = (REPO_ROOT / "tables" / "mma_gemv.yaml").read_text()
-    current = load_table(MMA_GEMV, problem)
+    current, lines = load_table(MMA_GEMV, problem)
     cfg = MmaGemvConfig(warps=16, splits=8, unroll=1, pipeline="double", row_blocks=1, reduce="cluster")
     point = SweepPoint(
         layer="router",
@@ -366,13 +366,13 @@ def test_a_partial_sweep_keeps_the_other_entries(tmp_path):
         engine="mma_gemv",
     )
     path = tmp_path / "mma_gemv.yaml"
-    path.write_text(updated_table(text, current, [point], [("router", 8)], problem))
+    path.write_text(updated_table(text, current, lines, [point], [("router", 8)], problem))
     written = path.read_text()
     assert (
         "8: {warps: 16, splits: 8, unroll: 1, pipeline: double, row_blocks: 1, reduce: cluster}  # mma_gemv 8.00"
         in written
     )
-    updated = parse_table(MMA_GEMV, load_located(path, "mma_gemv.yaml"), problem)
+    updated, _ = parse_table(MMA_GEMV, load_located(path, "mma_gemv.yaml"), problem)
     assert updated.entries == current.entries | {("router", 8): cfg}
 
 
@@ -396,10 +396,11 @@ def test_a_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
     )  # fmt: skip  (< 2 %)
     assert beats.choice == beats.best and loses.choice is None and near.choice is None
     assert beats.note == "tma_gemv 16.80 us vs mma_gemv 17.60 us"
-    current = load_table(TMA_GEMV, problem)
+    current, lines = load_table(TMA_GEMV, problem)
     text = updated_table(
         (REPO_ROOT / "tables" / "tma_gemv.yaml").read_text(),
         current,
+        lines,
         [beats, loses, near],
         [("qkv_gate", 32), ("qkv_gate", 1), ("pooler", 32)],
         problem,
@@ -407,7 +408,7 @@ def test_a_sweep_keeps_an_entry_only_where_it_beats_the_incumbent(tmp_path):
     assert "defaults" not in text  # tma_gemv has none: a shape without an entry is the next engine's
     path = tmp_path / "tma_gemv.yaml"
     path.write_text(text)
-    table = parse_table(TMA_GEMV, load_located(path, "tma_gemv.yaml"), problem)
+    table, _ = parse_table(TMA_GEMV, load_located(path, "tma_gemv.yaml"), problem)
     assert table.entries[("qkv_gate", 32)] == beats.best
     assert table.entries[("qkv_gate", 1)] is None and table.entries[("pooler", 32)] is None
     js = beats.to_json()
@@ -423,7 +424,7 @@ def test_run_sweep_times_each_shape_in_its_phases_on_a_stand_in(monkeypatch):
 
     from generator.judge import bench, sweep, timing
     from generator.problem import load_problem
-    from kernels_src import registry
+    from kernels_src.registry import Table
 
     problem = load_problem().shrunk(4)  # the weights' size is not the point: a quarter of each n and k
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
@@ -436,7 +437,7 @@ def test_run_sweep_times_each_shape_in_its_phases_on_a_stand_in(monkeypatch):
     class Module(StandInModule):
         def problem(self):
             layers, _ = super().problem()
-            return layers, {e.name: registry.Table({("router", 8): current}, {}) for e in registry.ENGINES}
+            return layers, tuple(Table(table.engine, {("router", 8): current}, {}) for table in self.TABLES)
 
         def route(self, layer, m, tables, skip=()):
             return self.BY_NAME["mma_gemv"], MmaGemvConfig(

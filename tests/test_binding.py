@@ -13,7 +13,7 @@ from tools import on_ci
 from generator import REPO_ROOT
 from generator.judge.loader import load_submission
 
-# The launch table runtime.py generates, stubbed: it reports what each kernel was handed.
+# The launch table (the file's LAUNCH_TABLE), stubbed: it reports what each kernel was handed.
 STUB_TABLE = r"""
 #include <cstdio>
 const char* okc_launch(int kernel, const okc::Call& c) {
@@ -72,14 +72,14 @@ def test_a_refusal_is_raised_as_one_line(built, monkeypatch):
     module, binding, _ = built
     monkeypatch.setattr(module, "_raw_stream", lambda index: 77)  # no CUDA stream on this machine
     state = module.Prepared(1)
-    state.kernels = [module.Variant.of("mma_gemv", dict(NB=1), warps=4)]
-    state.extension = binding
+    variant = module.Variant.of("mma_gemv", dict(NB=1), warps=4)
+    state.kernels = {variant.case: (binding, 0)}
     state.parts, state.operands = {"o": ()}, {"o": {}}
     state.buffers = {name: _Tensor() for name in ("workspace", "semaphores", "counters", "accumulator")}
     layer = module.Layer("o", 8192, 1024, "bfloat16")
     ctx = module.PlanContext(state, layer)
     ctx.fallback = lambda m: None
-    call = ctx.cuda_plan(state.kernels[0], layer, 1, (_Tensor(),))
+    call = ctx.cuda_plan(variant, layer, 1, (_Tensor(),))
     with pytest.raises(
         RuntimeError,
         match=r"^mma_gemv \(NB=1 warps=4\) at m=1: kernel 0: M=1 N=8192 K=1024 op0=4096 s2=0 stream=77$",
@@ -115,13 +115,13 @@ def test_a_plan_holds_what_its_pointers_point_at(built):
     operand = _Tensor()
     buffers = {name: _Tensor() for name in ("workspace", "semaphores", "counters", "accumulator")}
     state = module.Prepared(1)
-    state.kernels = [module.Variant.of("mma_gemv", dict(NB=1), warps=4)]
-    state.extension = binding
+    variant = module.Variant.of("mma_gemv", dict(NB=1), warps=4)
+    state.kernels = {variant.case: (binding, 0)}
     state.parts, state.operands, state.buffers = {"o": ()}, {"o": {}}, buffers
     layer = module.Layer("o", 8192, 1024, "bfloat16")
     ctx = module.PlanContext(state, layer)
     ctx.fallback = lambda m: None
-    call = ctx.cuda_plan(state.kernels[0], layer, 1, (operand,))
+    call = ctx.cuda_plan(variant, layer, 1, (operand,))
     watched = [weakref.ref(operand)] + [weakref.ref(b) for b in buffers.values()]
     del operand, buffers, state, ctx
     gc.collect()

@@ -11,29 +11,25 @@ from click.testing import CliRunner
 from generator import REPO_ROOT
 from generator.cli import main
 from generator.contract import TAG_LINE, contract_violations
+from generator.engines import ENGINES
 from generator.judge.loader import load_submission
 from generator.problem import load_problem
+from generator.render import cpp_sources
 from generator.tables import load_tables
-from kernels_src import registry
+from kernels_src.registry import variants
 from conftest import routed_engines
 
 DIST = REPO_ROOT / "dist" / "submission.py"
 
 
-def _literal(text: str, name: str):
-    """The value of a top-level assignment: a literal, or a sum of literals and names assigned before it."""
+def _module(text: str, tmp_path, name: str):
+    (tmp_path / f"{name}.py").write_text(text)
+    return load_submission(tmp_path / f"{name}.py", module_name=name)
 
-    def value(node):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return value(node.left) + value(node.right)
-        return _literal(text, node.id) if isinstance(node, ast.Name) else ast.literal_eval(node)
 
-    for node in ast.parse(text).body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-            if isinstance(target, ast.Name) and target.id == name:
-                return value(node.value)
-    raise AssertionError(f"{name} not found")
+def _tables(tables) -> list:
+    """Tables as engine names and their configs (a file's and the checkout's: the same values, other classes)."""
+    return [(table.engine.name, table.entries, table.defaults) for table in tables]
 
 
 def test_committed_file_is_what_the_sources_make(built):
@@ -73,38 +69,45 @@ def test_contract_catches_forbidden_things():
     assert contract_violations("# okc: problem=other\n")[0][0] == 1
 
 
-def test_tables_round_trip(built):
+def test_tables_round_trip(built, tmp_path):
+    """The file's tables are the routed engines' tables/<engine>.yaml, in routing order, each config by its
+    fields' names (stages=16, not a position)."""
     problem = load_problem()
-    tables = load_tables(problem)
-    literal = _literal(built, "TABLES")
-    assert list(literal) == [engine.name for engine in routed_engines()]
-    for name in literal:
-        assert literal[name] == tables[name].literal()
-    layers = _literal(built, "LAYERS")
-    assert {name: (spec["n"], spec["k"], spec["dtype"]) for name, spec in layers.items()} == {
+    module = _module(built, tmp_path, "round_trip")
+    routed = routed_engines()
+    assert _tables(module.TABLES) == _tables(
+        table for table in load_tables(problem) if table.engine in routed
+    )
+    assert re.search(r'TmaGemvConfig\(splits=\d+, stages=\d+, tile="\w+", reduce="\w+"\)', built)
+    assert {name: (spec["n"], spec["k"], spec["dtype"]) for name, spec in module.LAYERS.items()} == {
         name: (layer.n, layer.k, layer.dtype) for name, layer in problem.layers.items()
     }
 
 
-def test_cuda_src_has_line_markers_for_every_source(built):
-    cuda = _literal(built, "CUDA_SRC")
+def test_every_line_of_cuda_src_sits_where_its_line_directives_say(built):
+    """Each routed engine's source is there behind its #line 1, and every line of CUDA_SRC is the line of its
+    source that the #line directives before it name, also past what the build left out (generator/cxx.py)."""
+    cuda = cpp_sources(built)["CUDA_SRC"]
     manifest = yaml.safe_load((REPO_ROOT / "kernels_src" / "sources.yaml").read_text())
     markers = re.findall(r'^#line 1 "(kernels_src/[^"]+)"$', cuda, flags=re.M)
-    unrouted = [
-        e.launcher.split("::")[1] for e in registry.ENGINES if e not in routed_engines() and e.launcher
-    ]
+    unrouted = [e.launcher.split("::")[1] for e in ENGINES if e not in routed_engines() and e.launcher]
     kept = [
         name
         for name in manifest["cuda"]
         if not any(f"{launcher}(" in (REPO_ROOT / "kernels_src" / name).read_text() for launcher in unrouted)
     ]
     assert markers == [f"kernels_src/{name}" for name in kept]
-    # a line of a source sits at the line its marker promises
-    source = (REPO_ROOT / "kernels_src" / "mma_gemv.cuh").read_text().splitlines()
-    lines = cuda.splitlines()
-    start = lines.index('#line 1 "kernels_src/mma_gemv.cuh"')
-    target = next(i for i, line in enumerate(source) if "__global__" in line)
-    assert lines[start + 1 + target] == source[target]
+    place, checked, gaps = None, 0, 0
+    for line in cuda.splitlines():
+        directive = re.match(r'^#line (\d+) "(kernels_src/[^"]+)"$', line)
+        if directive:
+            gaps += directive.group(1) != "1"
+            place = (int(directive.group(1)), (REPO_ROOT / directive.group(2)).read_text().splitlines())
+        elif place is not None:
+            number, source = place
+            assert line == source[number - 1] or line.endswith("(inlined above)"), (number, line)
+            place, checked = (number + 1, source), checked + 1
+    assert checked > 1500 and gaps > 0
 
 
 def test_the_file_reads_top_down(built):
@@ -112,7 +115,16 @@ def test_the_file_reads_top_down(built):
     tree = ast.parse(built)
     order = {}
     for index, node in enumerate(tree.body):
-        for name in ("LAYERS", "TABLES", "prepare", "kernel_fn", "ENGINES", "CUDA_SRC", "BINDING_SRC"):
+        for name in (
+            "LAYERS",
+            "prepare",
+            "kernel_fn",
+            "route",
+            "TABLES",
+            "KERNELS",
+            "CUDA_SRC",
+            "LAUNCH_TABLE",
+        ):
             target = getattr(node, "name", None) or next(
                 (
                     t.id
@@ -125,30 +137,39 @@ def test_the_file_reads_top_down(built):
                 order[name] = index
     assert sorted(order, key=order.get) == [
         "LAYERS",
-        "TABLES",
         "prepare",
         "kernel_fn",
-        "ENGINES",
+        "route",
+        "TABLES",
+        "KERNELS",
         "CUDA_SRC",
-        "BINDING_SRC",
+        "LAUNCH_TABLE",
     ]
     assert ast.get_docstring(tree).startswith("Dense projections of Muse Spark Open")
 
 
-def test_the_docstring_lists_the_kernels_the_file_compiles(built):
-    doc = ast.get_docstring(ast.parse(built))
+def test_the_file_names_the_kernels_it_compiles_once_each(built, tmp_path):
+    """KERNELS names the launch table's cases in order, the build's kernel list (computed once, at build time):
+    LAUNCH_TABLE has a case for each, and the docstring says how many."""
     problem = load_problem()
-    tables = {name: table.as_registry() for name, table in load_tables(problem).items()}
-    kernels = registry.variants(problem.layers.values(), tables)
-    assert f"CUDA kernels this file compiles ({len(kernels)}" in doc
+    kernels = variants(problem.layers.values(), load_tables(problem))
+    module = _module(built, tmp_path, "kernels_named")
+    assert list(module.KERNELS) == [variant.case for variant in kernels]
     assert len(kernels) < 60  # the tables' routes, not every combination of template arguments
+    cases = re.findall(r"^struct Case(\d+) \{", module.LAUNCH_TABLE, flags=re.M)
+    assert cases == [str(number) for number in range(len(kernels))]
+    distinct = len({(v.engine, v.kernel) for v in kernels})
+    assert (
+        f"KERNELS, the {len(kernels)} cases of LAUNCH_TABLE ({distinct} distinct kernels)" in module.__doc__
+    )
+    assert "def launch_table" not in built and "def _member" not in built  # no C++ written at run time
 
 
 def test_the_built_file_imports_on_a_machine_without_a_gpu():
     module = load_submission(DIST)
     layers, tables = module.problem()
     assert [layer.name for layer in layers] == list(load_problem().layers)
-    assert module.route(layers[0], 1, tables)[0].name in module.BY_NAME
+    assert module.route(layers[0], 1, tables)[0].name in {table.engine.name for table in tables} | {"cublas"}
 
 
 def _build(root, *args):
@@ -310,9 +331,15 @@ BREAKAGES = {
     ),
     "python name the template lacks": (
         "kernels_src/runtime.py",
-        "    layers = [Layer(name, **spec) for name, spec in LAYERS.items()]",
-        "    layers = [Layer(name, **spec) for name, spec in NO_SUCH_LAYERS.items()]",
+        "    return [Layer(name, **spec) for name, spec in LAYERS.items()], TABLES",
+        "    return [Layer(name, **spec) for name, spec in NO_SUCH_LAYERS.items()], TABLES",
         r"kernels_src/runtime\.py:\d+: undefined name 'NO_SUCH_LAYERS'",
+    ),
+    "undefined name in what only the build runs": (
+        "kernels_src/tma_gemv.py",
+        "        if n % TILE_ROWS or k % TILE_K:",
+        "        if n % TILE_ROWS or k % NO_SUCH_TILE_K:",
+        r"kernels_src/tma_gemv\.py:\d+: undefined name 'NO_SUCH_TILE_K'",
     ),
     "import outside the whitelist": (
         "kernels_src/runtime.py",
@@ -415,10 +442,11 @@ def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
         text=True,
     )
     assert run.returncode == 0 and out.exists(), run.stderr
-    tables = load_tables(load_problem(repo_copy), repo_copy)
-    routed = [engine.name for engine in routed_engines(repo_copy)]
-    assert _literal(out.read_text(), "TABLES") == {name: tables[name].literal() for name in routed}
-    assert _literal(out.read_text(), "TABLES") != _literal(DIST.read_text(), "TABLES")
+    routed = routed_engines(repo_copy)
+    tables = [table for table in load_tables(load_problem(repo_copy), repo_copy) if table.engine in routed]
+    built_tables = load_submission(out, module_name="built_in_its_copy").TABLES
+    assert _tables(built_tables) == _tables(tables)
+    assert _tables(built_tables) != _tables(load_submission(DIST, module_name="the_checkouts").TABLES)
     # ... and every file it derives is current: README.md's launch-table figure is the tables' again
     assert "999 cases" not in (repo_copy / "README.md").read_text() and "README.md" in run.stdout
     result = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
@@ -448,15 +476,15 @@ def test_dispatch_on_a_file_without_the_tables_is_one_line(tmp_path):
 
 
 def test_the_file_holds_the_routed_engines_and_the_tools_file_every_one(built, every_engine_file, tmp_path):
-    """dist/submission.py's ENGINES are engines `dispatch` routes to, without what only the tools read (an engine's
-    rule); build/every_engine.py, which sweep, ab, profile and probe-gemm load, has every engine and its rule.
-    """
+    """dist/submission.py's engines (those its TABLES name) are engines `dispatch` routes to, without what only the
+    tools read (an engine's rule); build/every_engine.py, which sweep, ab, profile and probe-gemm load, has every
+    engine and its rule."""
     (tmp_path / "submission.py").write_text(built)
-    shipped = load_submission(tmp_path / "submission.py", module_name="engines_shipped")
+    shipped = [table.engine for table in _module(built, tmp_path, "engines_shipped").TABLES]
     result = CliRunner().invoke(main, ["dispatch", str(tmp_path / "submission.py")])
     routed = {line.split()[3] for line in result.output.splitlines()[1:]}
-    assert result.exit_code == 0 and {engine.name for engine in shipped.ENGINES} <= routed
-    assert not any(hasattr(engine, "rule") for engine in shipped.ENGINES)
-    tools = load_submission(every_engine_file, module_name="engines_every")
-    assert [engine.name for engine in tools.ENGINES] == [engine.name for engine in registry.ENGINES]
-    assert all(engine.rule is not None for engine in tools.ENGINES)
+    assert result.exit_code == 0 and {engine.name for engine in shipped} <= routed
+    assert not any(hasattr(engine, "rule") for engine in shipped)
+    tools = [table.engine for table in load_submission(every_engine_file, module_name="engines_every").TABLES]
+    assert [engine.name for engine in tools] == [engine.name for engine in ENGINES]
+    assert all(engine.rule is not None for engine in tools)

@@ -186,14 +186,15 @@ def test_a_tile_past_the_staging_is_refused_and_the_layer_keeps_its_other_engine
     prepare()'s routing (runtime.layer_routes) sends the layer's m's elsewhere and says why; with normal weights
     the same layer stays on the ring."""
     from kernels_src import runtime
-    from kernels_src.registry import make_tables
+    from kernels_src.compressed_gemv import CompressedGemvConfig
     from generator.problem import load_problem
     from generator.tables import load_tables
 
-    raw = {name: t.literal() for name, t in load_tables(load_problem()).items()}
-    zgemv = {"warps": 8, "splits": 1, "groups": 1, "pipeline": "batch", "row_blocks": 1, "reduce": "none"}
-    raw["compressed_gemv"]["entries"][("unpooler", 8)] = zgemv  # the register GEMV at m <= 8 beside the ring
-    tables = make_tables(raw)
+    zgemv = CompressedGemvConfig(warps=8, splits=1, groups=1, pipeline="batch", row_blocks=1, reduce="none")
+    tables = tuple(  # the register GEMV at m <= 8 beside the ring
+        t._replace(entries=t.entries | {("unpooler", 8): zgemv}) if t.engine.name == "compressed_gemv" else t
+        for t in load_tables(load_problem())
+    )
     layer = Layer("unpooler", 256, 1024, "bfloat16")
     gen = torch.Generator().manual_seed(34)
     w = (torch.randn(256, 1024, generator=gen) / 32).to(torch.bfloat16)

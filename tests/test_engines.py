@@ -1,5 +1,5 @@
-"""The engine registry: routing, each engine's rule (and the CUDA layouts fit the shared memory it gives them),
-and the kernels a build compiles (exactly those its routes reach)."""
+"""The engines: routing, each engine's rule (and the CUDA layouts fit the shared memory it gives them), and the
+kernels a build compiles (exactly those its routes reach)."""
 
 import itertools
 import re
@@ -13,14 +13,14 @@ from tools import needs, on_ci
 
 from generator import REPO_ROOT
 from generator.cli import main
+from generator.engines import BY_NAME, ENGINES
 from generator.problem import load_problem
 from generator.tables import load_tables
-from kernels_src import registry
 from kernels_src.compressed_gemv import COMPRESSED_GEMV, CompressedGemvConfig
 from kernels_src.compressed_ring import COMPRESSED_RING, CompressedRingConfig
 from kernels_src.engine import TICKET_SPLITS, Engine, Layer, column_blocks
 from kernels_src.mma_gemv import MMA_GEMV, MmaGemvConfig, tiles_smem_error
-from kernels_src.registry import Table, route
+from kernels_src.registry import Table, in_routing_order, plan_max_m, route, routes, skip_sets, variants
 from kernels_src.tma_gemv import TMA_GEMV, TmaGemvConfig, smem_bytes
 
 PROBLEM = load_problem()
@@ -42,15 +42,18 @@ def tables(
     ring=None,
     persistent=None,
 ):
-    return {
-        "persistent_gemm": Table(persistent or {}, {}),
-        "compressed_gemv": Table(compressed or {}, {}),
-        "compressed_ring": Table(ring or {}, {}),
-        "tma_gemv": Table(tma or {}, {}),
-        "mma_gemv": Table(mma_entries or {}, mma_defaults or {}),
-        "tma_gemm": Table(gemm or {}, {}),
-        "splitk_gemm": Table(splitk or {}, {}),
+    given = {
+        "persistent_gemm": persistent,
+        "compressed_gemv": compressed,
+        "compressed_ring": ring,
+        "tma_gemv": tma,
+        "mma_gemv": mma_entries,
+        "tma_gemm": gemm,
+        "splitk_gemm": splitk,
     }
+    made = [Table(BY_NAME[name], entries or {}, {}) for name, entries in given.items()]
+    made = [t._replace(defaults=mma_defaults or {}) if t.engine is MMA_GEMV else t for t in made]
+    return in_routing_order(made)
 
 
 O1 = mma(warps=8, splits=1, unroll=2, pipeline="double", row_blocks=2, reduce="none")
@@ -96,34 +99,35 @@ def test_an_earlier_engine_takes_precedence_and_none_passes_on():
                compressed={("pooler", 8): zcfg})  # fmt: skip
     assert route(O, 20, t) == (COMPRESSED_RING, ring)
     assert route(POOLER, 8, t) == (COMPRESSED_GEMV, zcfg)
-    assert route(O, 20, t, registry.SKIPPABLE) == (TMA_GEMV, half)
+    assert route(O, 20, t, ("compressed_gemv", "compressed_ring")) == (TMA_GEMV, half)
+    assert skip_sets(O, t)[-1] == ("compressed_gemv", "compressed_ring")  # those compress() may refuse
 
 
 def test_splitk_borrows_the_next_listed_m_and_stops_past_the_last():
-    cfg = registry.BY_NAME["splitk_gemm"].Config(
+    cfg = BY_NAME["splitk_gemm"].Config(
         block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=3, loads="tma", reduce="atomic"
     )
     t = tables(splitk={("router", 64): cfg, ("router", 256): cfg})
-    assert route(ROUTER, 33, t) == (registry.BY_NAME["splitk_gemm"], cfg)
+    assert route(ROUTER, 33, t) == (BY_NAME["splitk_gemm"], cfg)
     assert route(ROUTER, 100, t)[1] == cfg  # no row at 128: 256's
     assert route(ROUTER, 257, t)[0].name == "cublas"
 
 
-def test_the_registry_is_the_only_list_of_engines():
-    """ENGINES are the engines made in PRECEDENCE's order, each with its table; the compressed GEMVs come first
+def test_the_engines_route_in_the_order_each_states():
+    """ENGINES are in the order of their own precedence, each with its table; the compressed GEMVs come first
     (they stream the fewest bytes) and mma_gemv, whose defaults take every other m <= 32, after the TMA GEMV.
     """
-    names = [engine.name for engine in registry.ENGINES]
-    assert names == list(registry.PRECEDENCE) and len(set(names)) == len(names)
+    names = [engine.name for engine in ENGINES]
+    assert [engine.precedence for engine in ENGINES] == sorted({engine.precedence for engine in ENGINES})
     assert names[:2] == ["compressed_gemv", "compressed_ring"] and names.index("tma_gemv") < names.index(
         "mma_gemv"
     )
-    assert set(registry.BY_NAME) == set(names) | {"cublas"}
-    for engine in registry.ENGINES:
+    assert set(BY_NAME) == set(names) | {"cublas"} and BY_NAME["cublas"].precedence is None
+    for engine in ENGINES:
         assert (REPO_ROOT / "tables" / engine.table_file).is_file(), engine.table_file
         assert engine.summary.startswith(engine.name)
     tables_on_disk = {path.name for path in (REPO_ROOT / "tables").glob("*.yaml")} - {"problem.yaml"}
-    assert tables_on_disk == {engine.table_file for engine in registry.ENGINES}  # no table without an engine
+    assert tables_on_disk == {engine.table_file for engine in ENGINES}  # no table without an engine
 
 
 def test_a_table_naming_an_unknown_field_or_mode_fails(tmp_path):
@@ -303,17 +307,15 @@ def test_launch_values_parse_positionally_or_by_name():
 def test_every_route_of_the_built_tables_has_its_kernel_and_fits_its_m():
     """For m = 1 .. plan_max_m on every layer, with and without the compressed engine: the route's config passes
     its rule at that m, and a CUDA route's kernel is in the list the build compiles."""
-    t = {name: table.as_registry() for name, table in load_tables(PROBLEM).items()}
-    kernels = set(registry.variants(PROBLEM.layers.values(), t))
+    t = load_tables(PROBLEM)
+    kernels = set(variants(PROBLEM.layers.values(), t))
     seen = 0
-    for layer, m, _, engine, cfg in registry.routes(PROBLEM.layers.values(), t):
+    for layer, m, _, engine, cfg in routes(PROBLEM.layers.values(), t):
         assert engine.config_error(cfg, layer, m) is None, (layer.name, m, engine.name, cfg)
         variant = engine.variant(cfg, layer, m)
         assert variant is None or variant in kernels
         seen += 1
-    assert seen == sum(
-        len(registry.skip_sets(layer)) for layer in PROBLEM.layers.values()
-    ) * registry.plan_max_m(t)
+    assert seen == sum(len(skip_sets(layer, t)) for layer in PROBLEM.layers.values()) * plan_max_m(t)
 
 
 def _host_program_output(tmp_path, name, source, gencode=()):
@@ -357,7 +359,7 @@ def admitted_variants():
     """The launch-table case of every config each CUDA engine's rule admits on the problem's layers, at the largest
     m of each of its classes (splits, which the fields leave to the rule, in 1 .. 32), one per layout."""
     found = {}
-    for engine in registry.ENGINES:
+    for engine in ENGINES:
         if engine.name not in LAYOUT_FITS:
             continue
         fields = [f.allowed if f.allowed is not None else (1, 2, 3, 4, 8, 16, 32) for f in engine.FIELDS]
@@ -377,8 +379,8 @@ def test_every_admitted_configs_shared_memory_holds_its_kernels_layout(tmp_path)
     launcher static_asserts that its kernel's layout fits in it (ring, cluster inbox, warps' tiles, staged overflow).
     Here that check runs on every config the rules admit, and on a case one byte short, which it must refuse.
     """
+    from generator.launch_table import launch_table
     from kernels_src.engine import Variant
-    from kernels_src.runtime import launch_cases
 
     cases = admitted_variants()
     tight = next(v for v in cases if v.engine == "tma_gemv" and dict(v.args)["splits"] == 1)
@@ -391,7 +393,7 @@ def test_every_admitted_configs_shared_memory_holds_its_kernels_layout(tmp_path)
         tmp_path,
         "layout_fits",
         f'#include "{SRC}/mma_gemv.cuh"\n#include "{SRC}/compressed_ring.cuh"\n#include <cstdio>\n'
-        + launch_cases(cases)
+        + launch_table(cases, launchers=False)
         + f'\nconstexpr bool kFits[] = {{{fits}}};\nint main() {{ for (bool f : kFits) printf("%d\\n", f); }}\n',
     ).split()
     assert {v.engine for v in cases} == set(LAYOUT_FITS) and len(cases) > 1000
@@ -503,15 +505,13 @@ def test_a_missing_nvcc_is_one_line(tmp_path):
 
 
 def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path, built):
-    """`compile` gives nvcc what prepare() builds: CUDA_SRC and the launch table of exactly the build's kernel list
-    (one case each), for sm_90a, with ptxas's report; a stand-in nvcc keeps what it was given and reports one
-    kernel per distinct instantiation. (The real compile, registers and 0 spills: `python -m generator compile`,
-    CI's next step.)"""
-    from generator.judge.loader import load_submission
-    from kernels_src.runtime import cuda_source
+    """`compile` gives nvcc what prepare() builds: the file's CUDA_SRC and LAUNCH_TABLE, the launch table of
+    exactly the build's kernel list (one case each), for sm_90a, with ptxas's report; a stand-in nvcc keeps what it
+    was given and reports one kernel per distinct instantiation. (The real compile, registers and 0 spills:
+    `python -m generator compile`, CI's next step.)"""
+    from generator.render import cpp_sources
 
-    t = {name: table.as_registry() for name, table in load_tables(PROBLEM).items()}
-    wanted = registry.variants(PROBLEM.layers.values(), t)
+    wanted = variants(PROBLEM.layers.values(), load_tables(PROBLEM))
     templates = {(v.engine, v.kernel) for v in wanted}  # cases differing in their launch arguments share one
     report = "".join(
         f"ptxas info    : Compiling entry function '_Z{i}k' for 'sm_90a'\n"
@@ -530,9 +530,8 @@ def test_compile_hands_nvcc_exactly_the_kernels_the_tables_reach(tmp_path, built
     nvcc.chmod(0o755)
     result = CliRunner().invoke(main, ["compile", "--nvcc", str(nvcc)])
     assert result.exit_code == 0, result.output
-    (tmp_path / "submission.py").write_text(built)
-    shipped = load_submission(tmp_path / "submission.py", module_name="compile_test_submission").CUDA_SRC
-    assert (tmp_path / "given.cu").read_text() == cuda_source(shipped.lstrip("\n"), wanted)  # r"""\n..."""
+    cpp = cpp_sources(built)
+    assert (tmp_path / "given.cu").read_text() == cpp["CUDA_SRC"] + cpp["LAUNCH_TABLE"]
     args = (tmp_path / "args").read_text()
     assert "arch=compute_90a,code=sm_90a" in args and "-Xptxas -v" in args
     summary = (
@@ -551,7 +550,7 @@ def test_every_table_header_is_its_engines_field_declarations():
     rendered from them (generator/tables.py, field_header_lines) and must say the same."""
     from generator.tables import field_header_lines, with_field_header
 
-    for engine in registry.ENGINES:
+    for engine in ENGINES:
         text = (REPO_ROOT / "tables" / engine.table_file).read_text()
         assert (
             "\n".join(field_header_lines(engine)) + "\n" in text
@@ -584,14 +583,14 @@ def test_a_field_with_a_default_may_be_left_out_of_a_table_entry():
     assert probe.Config._field_defaults == {"hint": "off"}
 
 
-def test_every_engine_list_comes_from_the_registry():
-    """The help texts name every engine registry.ENGINES lists (tma_gemm was once missing from sweep's), and
+def test_every_engine_list_comes_from_the_engines():
+    """The help texts name every engine ENGINES lists (tma_gemm was once missing from sweep's), and
     runtime.py names none by hand."""
     text = " ".join(CliRunner().invoke(main, ["sweep", "--help"], terminal_width=1000).output.split())
-    for engine in registry.ENGINES:
+    for engine in ENGINES:
         assert engine.name in text, engine.name
     runtime = (REPO_ROOT / "kernels_src" / "runtime.py").read_text()
-    assert not [e.name for e in registry.ENGINES if f'"{e.name}"' in runtime]
+    assert not [e.name for e in ENGINES if f'"{e.name}"' in runtime]
 
 
 def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
@@ -602,7 +601,7 @@ def test_headers_renders_a_stale_field_block_and_check_names_it(repo_copy):
     stale = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
     assert stale.exit_code == 1 and "tables/tma_gemm.yaml" in stale.output
     assert CliRunner().invoke(main, ["headers", "--root", str(repo_copy)]).exit_code == 0
-    assert "\n".join(field_header_lines(registry.BY_NAME["tma_gemm"])) in path.read_text()
+    assert "\n".join(field_header_lines(BY_NAME["tma_gemm"])) in path.read_text()
     assert CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)]).exit_code == 0
 
 
@@ -629,8 +628,9 @@ def test_the_output_atomic_reduction_keeps_tickets_for_every_split_count():
     assert TICKET_SPLITS == len([s for s in MMA_GEMV.values["splits"] if s >= 2])
 
 
-def test_every_engine_of_kernels_src_has_its_place_in_the_precedence():
-    """registry.ENGINES orders the engines made by registry.PRECEDENCE: one it does not name would never route."""
+def test_every_engine_of_kernels_src_is_found_and_states_its_place():
+    """generator/engines.py finds every engine a kernels_src module defines (through kernels_src/sources.yaml),
+    each with a place in the routing order of its own; none registers itself by being imported."""
     import importlib
     import pkgutil
 
@@ -639,4 +639,6 @@ def test_every_engine_of_kernels_src_has_its_place_in_the_precedence():
     names = [info.name for info in pkgutil.iter_modules(kernels_src.__path__)]
     modules = [importlib.import_module(f"kernels_src.{name}") for name in names]
     made = {value.name for module in modules for value in vars(module).values() if isinstance(value, Engine)}
-    assert made == set(registry.PRECEDENCE) | {"cublas"}
+    assert made == set(BY_NAME)
+    assert len({engine.precedence for engine in ENGINES}) == len(ENGINES)
+    assert "ENGINES" not in vars(importlib.import_module("kernels_src.engine"))

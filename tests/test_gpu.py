@@ -15,7 +15,9 @@ from generator.judge.verify import poisoned_allocations, verify_distribution
 from generator.judge.weights import make_weights, make_x
 from generator.judge.bench import served_by
 from generator.problem import load_problem
-from kernels_src import registry
+from generator.engines import BY_NAME
+from generator.tables import load_tables
+from kernels_src.registry import skip_sets
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 PROBLEM = load_problem()
@@ -59,7 +61,7 @@ GEMM_EDGES = (33, 64, 65, 100, 128, 129, 200, 256)
 
 
 def admitted(layer_name, m, engine, config):
-    engine_ = registry.BY_NAME[engine]
+    engine_ = BY_NAME[engine]
     return engine_.config_error(engine_.Config(*config), PROBLEM.layers[layer_name], m) is None
 
 
@@ -85,7 +87,7 @@ def table_routes(module):
     out = set()
     for layer in layers:
         for m in sorted(set(EDGES) | set(PROBLEM.verify_m) | {33, 100, 129, 255}):
-            for skip in module.skip_sets(layer):
+            for skip in skip_sets(layer, load_tables(PROBLEM)):  # the checkout's tables: the file's
                 engine, cfg = module.route(layer, m, tables, skip)
                 if engine.name != "cublas":
                     out.add((layer.name, m, engine.name, tuple(cfg)))

@@ -14,8 +14,10 @@ import torch
 
 from generator.judge.loader import load_submission
 from generator.judge.weights import make_weights
+from generator.engines import BY_NAME
 from generator.problem import load_problem
-from kernels_src import registry
+from generator.tables import load_tables
+from kernels_src.registry import variants
 
 SHRINK = 4
 # What the stubs keep from running, each for its reason (the test checks each is still in the file):
@@ -95,6 +97,8 @@ def _run_the_judges_path(module) -> tuple:
     for name, layer in problem.layers.items():
         module.LAYERS[name].update(n=layer.n, k=layer.k, narrow_n=layer.narrow_n)
         module.LAYERS[name] = {key: value for key, value in module.LAYERS[name].items() if value is not None}
+    # the launch table's cases of the shrunk layers (an overflow buffer's size is the layer's): what build lists
+    module.KERNELS = tuple(v.case for v in variants(problem.layers.values(), load_tables(load_problem())))
     state = module.prepare(make_weights(problem, "normal", 0, "cpu"))
     gen = torch.Generator().manual_seed(1)
     for layer in problem.layers.values():
@@ -165,4 +169,4 @@ def test_the_docstring_names_the_routes_prepare_took(built, judges_run):
     assert len(documented) == len(module.LAYERS) * len(module.WARMUP_M)
     for (layer, m), words in documented.items():
         engine, cfg = state.routes[layer][m]
-        assert words == [engine.name] + ([registry.BY_NAME[engine.name].describe(cfg)] if tuple(cfg) else [])
+        assert words == [engine.name] + ([BY_NAME[engine.name].describe(cfg)] if tuple(cfg) else [])

@@ -33,8 +33,8 @@ def _one_line(result, code=2) -> str:
     [
         (
             "kernels_src/tma_gemv.py",
-            "if not 1 <= cfg.splits <= k // TILE_K:",
-            "if not 1 <= cfg.spilts <= k // TILE_K:",
+            "not 1 <= cfg.splits <= k // TILE_K",
+            "not 1 <= cfg.spilts <= k // TILE_K",
             r"^error: kernels_src/tma_gemv\.py:(\d+): AttributeError: .*'spilts'$",
         ),
         (

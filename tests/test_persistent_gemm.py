@@ -9,7 +9,7 @@ import torch
 from generator import REPO_ROOT
 from generator.candidates import candidates
 from generator.judge.launches import make_plans
-from generator.judge.loader import load_submission
+from generator.judge.loader import engines_of, load_submission
 from generator.judge.reference import compare, reference
 from generator.judge.verify import poisoned_allocations
 from generator.judge.weights import make_weights, make_x
@@ -144,7 +144,7 @@ def _check(plan, x, w, layer, what):
 
 def _admitted(module, launches):
     layers = {layer.name: layer for layer in module.problem()[0]}
-    engine = module.BY_NAME["persistent_gemm"]
+    engine = engines_of(module)["persistent_gemm"]
     return [l for l in launches if engine.config_error(engine.Config(*l[3]), layers[l[0]], l[1]) is None]
 
 

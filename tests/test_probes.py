@@ -124,9 +124,9 @@ def test_the_stamped_kernel_compiles_without_spills(tmp_path):
     """The patched tma_gemv.cuh, in a scratch copy of the inputs, compiled as `compile` does for the probe's
     default launches: ptxas takes each stamped kernel with no spill."""
     from generator.compile import compile_cuda
+    from generator.engines import BY_NAME
+    from generator.launch_table import launch_table
     from generator.sources import load_sources
-    from kernels_src import registry
-    from kernels_src.runtime import cuda_source
 
     for folder in ("templates", "kernels_src", "tables"):
         shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -135,10 +135,10 @@ def test_the_stamped_kernel_compiles_without_spills(tmp_path):
     layers = load_problem().layers
     kernels = []
     for launch in slot_stamps.parse_launches(slot_stamps.DEFAULT_LAUNCHES):
-        engine = registry.BY_NAME[launch.engine]
+        engine = BY_NAME[launch.engine]
         kernels.append(engine.variant(engine.Config(*launch.config), layers[launch.layer], launch.m))
     code, messages, found, _ = compile_cuda(
-        cuda_source(load_sources(tmp_path).cuda, list(dict.fromkeys(kernels)))
+        load_sources(tmp_path).cuda + launch_table(list(dict.fromkeys(kernels)))
     )
     assert code == 0, messages[-2000:]
     assert found and [k.name for k in found if k.spills] == [], messages[-2000:]
@@ -216,14 +216,14 @@ def test_the_gemm_stamps_compile_in_only_for_the_probe():
     from generator.sources import load_sources
     from kernels_src.engine import Layer
     from kernels_src.persistent_gemm import PERSISTENT_GEMM, GemmConfig
+    from generator.launch_table import launch_table
     from generator.sass import find_cuobjdump
-    from kernels_src.runtime import cuda_source
 
     cuobjdump = find_cuobjdump()
     assert cuobjdump, "no cuobjdump beside nvcc or in triton"
     layer = Layer("probe", 2304, 8192, "bfloat16")
     kernels = [PERSISTENT_GEMM.variant(GemmConfig(128, 128, 5, 108), layer, 128)]
-    source = cuda_source(load_sources(REPO_ROOT).cuda, kernels)
+    source = load_sources(REPO_ROOT).cuda + launch_table(kernels)
     for stamped in (True, False):
         code, messages, found, sass = compile_cuda(
             (gemm.STAMPS_ON if stamped else "") + source, cuobjdump=cuobjdump

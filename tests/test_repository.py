@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from generator import REPO_ROOT
-from kernels_src import registry
+from generator.engines import ENGINES
 
 WORK_PERIOD = re.compile(r"session ?[0-9]|/session[0-9]|call ?[0-9]+\)|call[0-9]+\.sh", re.IGNORECASE)
 
@@ -50,7 +50,7 @@ def test_the_readme_links_what_exists():
     readme = (REPO_ROOT / "README.md").read_text()
     for target in re.findall(r"\]\(([^)]+)\)", readme):
         assert (REPO_ROOT / target).exists(), target
-    for engine in registry.ENGINES:
+    for engine in ENGINES:
         assert (REPO_ROOT / "docs" / f"{engine.name.replace('_', '-')}.md").is_file(), engine.name
 
 

@@ -11,7 +11,7 @@ from tools import needs
 from generator import REPO_ROOT
 from generator.candidates import candidates
 from generator.problem import load_problem
-from kernels_src import registry
+from generator.engines import ENGINES
 from kernels_src.engine import ACCUMULATOR_FLOATS, REDUCTION, SMEM_LIMIT, Layer
 from kernels_src.registry import Table, route
 from kernels_src.splitk_gemm import SPLITK_GEMM
@@ -172,9 +172,11 @@ def test_it_routes_between_the_gemvs_and_splitk():
     split = SPLITK_GEMM.Config(
         block_n=64, block_m=64, block_k=128, splits=16, warps=4, stages=3, loads="tma", reduce="atomic"
     )
-    tables = {engine.name: Table({}, {}) for engine in registry.ENGINES}
-    tables["tma_gemm"] = Table({("qkv_gate", 64): gemm, ("qkv_gate", 128): None}, {})
-    tables["splitk_gemm"] = Table({("qkv_gate", 128): split}, {})
+    given = {
+        "tma_gemm": {("qkv_gate", 64): gemm, ("qkv_gate", 128): None},
+        "splitk_gemm": {("qkv_gate", 128): split},
+    }
+    tables = tuple(Table(engine, given.get(engine.name, {}), {}) for engine in ENGINES)
     assert route(QKV, 33, tables) == (TMA_GEMM, gemm)  # borrows m = 64
     assert route(QKV, 64, tables) == (TMA_GEMM, gemm)
     assert route(QKV, 65, tables) == (SPLITK_GEMM, split)  # None at 128: the next engine
@@ -184,7 +186,7 @@ def test_it_routes_between_the_gemvs_and_splitk():
 
 def test_the_reduce_codes_are_named_in_the_launch_table():
     """tma_gemm's and tma_gemv's variants pass their reduction as the generated enum's enumerator, by name."""
-    from kernels_src.runtime import launch_table
+    from generator.launch_table import launch_table
 
     kernels = [
         TMA_GEMM.variant(TmaGemmConfig(warpgroups=1, splits=3, stages=8, reduce="atomic"), QKV, 64),
@@ -192,9 +194,9 @@ def test_the_reduce_codes_are_named_in_the_launch_table():
         TMA_GEMV.variant(TmaGemvConfig(splits=1, stages=8, tile="full", reduce="none"), QKV, 32),
     ]
     table = launch_table(kernels)
-    assert "static constexpr okc::Reduce reduce = okc::Reduce::kAtomic;" in table
-    assert "static constexpr okc::Reduce reduce = okc::Reduce::kClusterScatter;" in table
-    assert "static constexpr okc::Reduce reduce = okc::Reduce::kNone;" in table  # splits = 1 reduces nothing
+    assert "static constexpr Reduce reduce = Reduce::kAtomic;" in table
+    assert "static constexpr Reduce reduce = Reduce::kClusterScatter;" in table
+    assert "static constexpr Reduce reduce = Reduce::kNone;" in table  # splits = 1 reduces nothing
 
 
 @pytest.mark.parametrize("m", TMA_GEMM.sweep_m)
@@ -251,7 +253,7 @@ def test_the_register_budget_divides_by_the_kernels_threads(tmp_path):
 def test_the_staged_epilogue_is_an_argument_of_the_same_launcher():
     """epilogue=staged sets the launcher's `staged` (the kernel's Staged template argument); direct configs pass
     false, so their kernels are the ones the tables reached before."""
-    from kernels_src.runtime import launch_table
+    from generator.launch_table import launch_table
 
     staged = TmaGemmConfig(warpgroups=1, splits=1, stages=6, reduce="none", epilogue="staged")
     direct = TmaGemmConfig(warpgroups=1, splits=1, stages=6, reduce="none")
@@ -259,7 +261,7 @@ def test_the_staged_epilogue_is_an_argument_of_the_same_launcher():
     assert dict(TMA_GEMM.variant(staged, QKV, 128).args)["staged"] is True
     assert dict(TMA_GEMM.variant(direct, QKV, 128).args)["staged"] is False
     table = launch_table([TMA_GEMM.variant(staged, QKV, 128)])
-    assert "static constexpr bool staged = true;" in table
+    assert re.search(r"static constexpr bool [^;]*\bstaged = true[,;]", table)
     assert "case 0: return okc::launch_tma<okc::launch::Case0>(call);" in table
     src = (REPO_ROOT / "kernels_src" / "tma_gemv.cuh").read_text()
     assert "typename L::out, L::staged>" in src  # the kernel's Staged

@@ -146,7 +146,7 @@ def test_tolerances_separate_hi_lo_from_bf16():
 def test_a_leftover_jit_build_lock_is_reported(tmp_path, monkeypatch):
     """A build lock left by a killed process would make every later load wait forever: the CLI says so first."""
     from generator.judge.loader import stale_build_lock
-    from kernels_src.runtime import EXTENSION_NAME
+    from generator.launch_table import EXTENSION_NAME
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
     assert stale_build_lock() is None

@@ -107,7 +107,7 @@ def main(ctx) -> None:
 def import_kernels() -> None:
     """Import kernels_src's engines (every command reads them), or say in one line which file is broken."""
     try:
-        import kernels_src.registry  # noqa: F401
+        import generator.engines  # noqa: F401
     except Exception as exc:  # a syntax error, or an error while a kernels_src module runs its top level
         fail(f"{edited_line(exc) or 'kernels_src'}: {_what(exc)}")
 
@@ -155,7 +155,7 @@ def load_file(file: Path):
 
 def require_engines(module, file: Path) -> None:
     """A file this generator built has its engines and tables; anything else is refused in one line."""
-    missing = [name for name in ("problem", "BY_NAME", "route") if not hasattr(module, name)]
+    missing = [name for name in ("problem", "TABLES", "route") if not hasattr(module, name)]
     if missing:
         fail(f"{file}: has no {missing[0]} (not a file `python -m generator build` made?)")
 

@@ -61,36 +61,24 @@ ROOT_OPTION = click.option(
 def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: bool) -> None:
     """Render the template with the kernel sources and tables into one submission file, and keep the files it
     derives current (the constants header, the tables' field lines, README.md's figures); where nvcc or c++ is on
-    PATH, check that CUDA_SRC or BINDING_SRC parses first (`compile` also instantiates every kernel the tables
-    reach)."""
-    from generator.build import diff_summary, stale_line, write_atomic
-    from generator.compile import python_headers, syntax_check
-    from generator.render import BLACK_VERSION, build_tool, formatted_by, render_submission
+    PATH, check first that CUDA_SRC with its launch table (every kernel instantiated) and BINDING_SRC compile.
+    """
+    from generator.build import check_writable, derived_files, diff_summary, stale_line, write_all
 
     out = out or root / "dist" / "submission.py"
-    old = out.read_text(errors="replace") if check and out.is_file() else ""
     try:
-        black = build_tool("black")
-        if check and black.__version__ != BLACK_VERSION:
-            fail(
-                f"{out}: formatted by black {formatted_by(old) or '(not named in the file)'}, this machine has"
-                f" black {black.__version__}: it formats the file differently, so no rebuild here would pass CI;"
-                f" pip install 'black=={BLACK_VERSION}' (pyproject.toml's pin) and check again"
-            )
-        text = render_submission(root)
+        _same_black(check, out)
+        derived = derived_files(
+            root, main.commands
+        )  # 1. what the sources make of the files build keeps current
+        text = _checked_render(root, no_compilers)  # 2. the file, once
+        check_writable([item.path for item in derived] + [out], root)
     except BuildError as exc:
-        fail(str(exc))
-    compilers = (shutil.which("nvcc"), shutil.which("c++") if python_headers() else None)
-    if not no_compilers and any(compilers):
-        from generator.sources import load_sources
-
-        sources = load_sources(root)
-        error = syntax_check(sources.cuda, sources.binding, *compilers)
-        if error:
-            fail(f"{error} (the syntax check of CUDA_SRC and BINDING_SRC; --no-compilers skips it)")
-    checked = syntax_checked(compilers, no_compilers)
+        fail(str(exc), exc.exit_code)
+    checked = syntax_checked(_compilers(), no_compilers)
     if check:
-        stale = ([stale_line(old, text, str(out))] if old != text else []) + derived_files(root, write=False)
+        old = out.read_text(errors="replace") if out.is_file() else ""
+        stale = ([stale_line(old, text, str(out))] if old != text else []) + [item.stale for item in derived]
         if stale:
             click.echo("error: " + stale[0] + _and_more(stale), err=True)
             if diff and old != text:
@@ -98,32 +86,53 @@ def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: b
             sys.exit(1)
         click.echo(f"{out} and the files it derives are up to date; {checked}")
         return
-    rewrote = [problem.split(":", 1)[0] for problem in derived_files(root, write=True)]
-    if any(
-        name.startswith("tables/") for name in rewrote
-    ):  # a table's field lines: the file's digest reads them
-        text = render_submission(root)
-    try:
-        write_atomic(out, text)
-    except OSError as exc:
-        fail(f"{out}: cannot write: {exc.strerror or exc}")
+    try:  # 3. everything written, dist/submission.py last
+        write_all([(item.path, item.fresh) for item in derived] + [(out, text)], root)
+    except BuildError as exc:
+        fail(str(exc))
+    rewrote = [item.stale.split(":", 1)[0] for item in derived]
     also = f" and {', '.join(rewrote)}" if rewrote else ""
     click.echo(f"wrote {out} ({len(text.splitlines())} lines){also}; {checked}")
 
 
-def constants_header(root: Path) -> tuple[Path, str, str, str]:
-    """(kernels_src/generated/constants.h under root, as shown, what it holds, what the engines make of it now):
-    the sources include it, `build` keeps it current, `build --check` and `headers --check` name it stale."""
-    from generator.errors import display_path
-    from generator.sources import CONSTANTS_HEADER
-    from generator.sources import constants_header as rendered
+def _same_black(check: bool, out: Path) -> None:
+    """build --check with another black than the pinned one: no rebuild here could pass CI, so say so."""
+    from generator.render import BLACK_VERSION, build_tool, formatted_by
 
-    path = root / "kernels_src" / CONSTANTS_HEADER
-    try:
-        held = path.read_text(errors="replace")
-    except OSError:  # missing, or not a file: a rebuild writes it
-        held = ""
-    return path, display_path(path, root), held, rendered()
+    black = build_tool("black")
+    if check and black.__version__ != BLACK_VERSION:
+        old = out.read_text(errors="replace") if out.is_file() else ""
+        raise BuildError(
+            str(out),
+            None,
+            f"formatted by black {formatted_by(old) or '(not named in the file)'}, this machine has black"
+            f" {black.__version__}: it formats the file differently, so no rebuild here would pass CI; pip install"
+            f" 'black=={BLACK_VERSION}' (pyproject.toml's pin) and check again",
+        )
+
+
+def _compilers() -> tuple:
+    from generator.compile import python_headers
+
+    return shutil.which("nvcc"), shutil.which("c++") if python_headers() else None
+
+
+def _checked_render(root: Path, no_compilers: bool) -> str:
+    """The file the sources make, its C++ through the compilers on PATH (unless no_compilers): CUDA_SRC with
+    LAUNCH_TABLE, and BINDING_SRC, as the file holds them."""
+    from generator.compile import syntax_check
+    from generator.render import cpp_sources, render_submission
+
+    text = render_submission(root)
+    compilers = _compilers()
+    if not no_compilers and any(compilers):
+        cpp = cpp_sources(text)
+        error = syntax_check(cpp["CUDA_SRC"] + cpp["LAUNCH_TABLE"], cpp["BINDING_SRC"], *compilers)
+        if error:
+            raise BuildError(
+                None, None, f"{error} (the check of CUDA_SRC and BINDING_SRC; --no-compilers skips it)"
+            )
+    return text
 
 
 def syntax_checked(compilers: tuple, no_compilers: bool) -> str:
@@ -174,80 +183,23 @@ def headers(root: Path, check: bool) -> None:
     constants the CUDA sources include (kernels_src/generated/constants.h, as `build` does), and README.md's figures
     the source decides (generator/readme.py): the engine table's serves and kernel cells, the launch table's size,
     the judge's m lists, the tag line."""
-    stale = derived_files(Path(root), write=not check)
-    if check and stale:
-        fail(stale[0] + _and_more(stale), 1)
-    names = [problem.split(":", 1)[0] for problem in stale]
+    from generator.build import derived_files, write_all
+
+    try:
+        stale = derived_files(Path(root), main.commands)
+        if check and stale:
+            fail(stale[0].stale + _and_more(stale), 1)
+        if not check:
+            write_all([(item.path, item.fresh) for item in stale], Path(root))
+    except BuildError as exc:
+        fail(str(exc), exc.exit_code)
+    names = [item.stale.split(":", 1)[0] for item in stale]
     click.echo(f"{'stale' if check else 'rewrote'}: {', '.join(names) or 'none'}")
 
 
 def _and_more(stale: list) -> str:
     more = len(stale) - 1
     return f" (and {more} more file{'s' if more > 1 else ''})" if more else ""
-
-
-def derived_files(root: Path, write: bool) -> list[str]:
-    """The files build derives besides dist/submission.py, each a `file:line: stale ...` line where it is stale
-    (rewritten when `write`): each table's field lines (tables/<engine>.yaml, from its engine's Fields), the
-    constants the CUDA sources include (kernels_src/generated/constants.h) and README.md's figures the source
-    decides (generator/readme.py)."""
-    from generator.build import stale_line, write_atomic
-    from generator.errors import display_path, read_text
-    from generator.tables import stale_field_header, with_field_header
-    from kernels_src import registry
-
-    stale = []
-    for engine in registry.ENGINES:
-        path = root / "tables" / engine.table_file
-        shown = display_path(path, root)
-        try:
-            text = read_text(path, shown)
-        except FileNotFoundError:
-            fail(f"{shown}: file not found (the {engine.name} engine's table)")
-        except BuildError as exc:
-            fail(str(exc))
-        problem = stale_field_header(engine, text, shown)
-        if problem:
-            stale.append(problem)
-            if write:
-                path.write_text(with_field_header(engine, text))
-    header, shown, held, fresh = constants_header(root)
-    if held != fresh:
-        stale.append(stale_line(held, fresh, shown))
-        if write:
-            write_atomic(header, fresh)
-    if (root / "README.md").is_file():  # a scratch copy of the build's inputs may have none
-        stale += _stale_readme(root, not write)
-    return stale
-
-
-def _stale_readme(root: Path, check: bool) -> list:
-    """[`README.md:LINE: stale ...`] where README.md's derived figures are stale (rewritten unless `check`); a line
-    no rewrite can fix (an engine without its row) ends the command."""
-    from generator.problem import load_problem
-    from generator.readme import fresh_readme
-    from generator.tables import load_tables
-
-    try:
-        problem = load_problem(root)
-        tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
-    except BuildError as exc:
-        fail(str(exc))
-    path = root / "README.md"
-    text = path.read_text()
-    fresh, problems = fresh_readme(text, problem, tables, root, main.commands)
-    for line, what in problems[:1]:
-        fail(f"README.md{'' if line is None else f':{line}'}: {what}", 1)
-    if fresh == text:
-        return []
-    if not check:
-        path.write_text(fresh)
-    old, new = text.split("\n"), fresh.split("\n")
-    line = next(i for i, (a, b) in enumerate(zip(old, new), 1) if a != b)
-    return [
-        f"README.md:{line}: stale (it would read {new[line - 1].strip()[:60]!r}, from the source):"
-        " `python -m generator build` rewrites it"
-    ]
 
 
 @main.command("compile")
@@ -284,25 +236,15 @@ def _stale_readme(root: Path, check: bool) -> list:
 )
 def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_path) -> None:
     """Compile the CUDA kernels the tables reach (plus --launch ones) with the local nvcc for sm_90a, exactly as
-    prepare() builds them; report registers, spills and smem; fail on any spill or any kernel whose wgmma
-    instructions ptxas had to serialise."""
-    import shutil
-
-    from generator.build import stale_line
-    from generator.compile import compile_cuda, first_compile_error
+    prepare() builds them (the file's CUDA_SRC and LAUNCH_TABLE), after every engine's source through nvcc's front
+    end (those no table routes too); report registers, spills and smem; fail on any spill or any kernel whose
+    wgmma instructions ptxas had to serialise."""
+    from generator.compile import compile_cuda, first_compile_error, sources_check
     from generator.sass import find_cuobjdump
-    from kernels_src.runtime import cuda_source
 
-    from kernels_src.registry import BY_NAME
-
-    sources, problem, tables = _sources_and_tables(root)
-    header, shown, held, fresh = constants_header(root)
-    if held != fresh:  # nvcc reads the constants from the engines; an editor, and clangd, read this header
-        fail(f"{stale_line(held, fresh, shown)} (it holds the engines' constants for the editor)")
     if shutil.which(nvcc) is None and not Path(nvcc).is_file():
         fail(f"{nvcc}: no such compiler (pass --nvcc PATH)")
-    kernels = _kernels_to_compile(problem, tables, launches)
-    sources = sources.shipped({BY_NAME[kernel.engine] for kernel in kernels})  # what prepare() compiles
+    every, cuda, kernels = _cuda_to_compile(root, launches)
     cuobjdump = None
     if loops_of is not None or waits_of is not None:
         cuobjdump = cuobjdump_path or find_cuobjdump(nvcc)
@@ -312,9 +254,10 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
         click.echo(f"compiling the launch table's {len(kernels)} cases with {nvcc} for sm_90a ...", err=True)
     start = time.perf_counter()
     try:
-        code, messages, found, sass = compile_cuda(
-            cuda_source(sources.cuda, kernels), nvcc=nvcc, cuobjdump=cuobjdump
-        )
+        error = sources_check(every, nvcc)
+        if error:
+            fail(f"{error} (every engine's source through nvcc, those no table routes too)")
+        code, messages, found, sass = compile_cuda(cuda, nvcc=nvcc, cuobjdump=cuobjdump)
     except OSError as exc:
         fail(f"{nvcc}: {exc.strerror or exc}")
     seconds = time.perf_counter() - start
@@ -328,32 +271,48 @@ def compile_cmd(root: Path, nvcc: str, launches, loops_of, waits_of, cuobjdump_p
     _fail_on_spills_or_serialised(found, messages)
 
 
-def _sources_and_tables(root: Path) -> tuple:
-    """(sources, problem, the tables as registry Tables), every routed engine's launcher checked in its source."""
+def _cuda_to_compile(root: Path, launches) -> tuple[str, str, list]:
+    """(every engine's CUDA_SRC without a launch table; CUDA_SRC and LAUNCH_TABLE as the file holds them, for the
+    tables' kernels and the --launch ones; those kernels), or one line: bad input, or a stale constants header.
+    """
+    from generator.build import stale_line
+    from generator.engines import BY_NAME, ENGINES
+    from generator.errors import display_path
     from generator.problem import load_problem
-    from generator.sources import check_launchers, load_sources
+    from generator.render import cuda_for
+    from generator.sources import CONSTANTS_HEADER, check_launchers, constants_header, load_sources
     from generator.tables import load_tables
-    from kernels_src import registry
+    from kernels_src.registry import routes
 
     try:
         sources = load_sources(root)
         problem = load_problem(root)
-        tables = {name: table.as_registry() for name, table in load_tables(problem, root).items()}
-        routed = dict.fromkeys(engine for *_, engine, _ in registry.routes(problem.layers.values(), tables))
-        check_launchers(sources, routed, root)
+        tables = load_tables(problem, root)
+        check_launchers(sources, ENGINES, root)
     except BuildError as exc:
-        fail(str(exc))
-    return sources, problem, tables
+        fail(str(exc), exc.exit_code)
+    header = root / "kernels_src" / CONSTANTS_HEADER
+    held, fresh = header.read_text(errors="replace") if header.is_file() else "", constants_header()
+    if held != fresh:  # nvcc reads the constants from the engines; an editor, and clangd, read this header
+        fail(
+            f"{stale_line(held, fresh, display_path(header, root))} (it holds the engines' constants for the editor)"
+        )
+    kernels = _kernels_to_compile(problem, tables, launches)
+    routed = {engine for *_, engine, _ in routes(problem.layers.values(), tables)}
+    shipped = sources.shipped(routed | {BY_NAME[kernel.engine] for kernel in kernels})
+    head, rest, table = cuda_for(shipped, kernels, root)
+    return sources.cuda, "\n" + head + rest + table, kernels  # CUDA_SRC opens with a newline
 
 
 def _kernels_to_compile(problem, tables, launches) -> list:
     """The Variants prepare() would compile from the tables, then the --launch ones."""
     from generator.cli.app import parse_launches
-    from kernels_src import registry
+    from generator.engines import BY_NAME
+    from kernels_src.registry import variants
 
-    kernels = registry.variants(problem.layers.values(), tables)
+    kernels = variants(problem.layers.values(), tables)
     for launch in parse_launches(launches, problem):
-        engine = registry.BY_NAME[launch.engine]
+        engine = BY_NAME[launch.engine]
         variant = engine.variant(engine.Config(*launch.config), problem.layers[launch.layer], launch.m)
         if variant is not None and variant not in kernels:
             kernels.append(variant)

@@ -24,8 +24,8 @@ from generator.errors import BuildError
 
 
 class EngineOption(click.Option):
-    """--engine, whose help names the registry's engines when it is shown (kernels_src/registry.py, ENGINES): a
-    kernels_src module that does not import leaves the help with the words alone."""
+    """--engine, whose help names the engines when it is shown (generator/engines.py, ENGINES): a kernels_src
+    module that does not import leaves the help with the words alone."""
 
     help_template = (
         "Whose table to tune: {engines} (tables/<engine>.yaml); an entry is kept only where the engine beats what"
@@ -34,11 +34,11 @@ class EngineOption(click.Option):
 
     def get_help_record(self, ctx):
         try:
-            from kernels_src.registry import ENGINES
+            from generator.engines import ENGINES
 
             names = ", ".join(engine.name for engine in ENGINES)
         except Exception:  # a broken module: every command's help still works
-            names = "an engine of kernels_src/registry.py"
+            names = "an engine of kernels_src/"
         self.help = self.help_template.format(engines=names)
         return super().get_help_record(ctx)
 
@@ -109,11 +109,11 @@ def sweep(
     from generator.judge.sweep import format_best_by_field, sweep_m, updated_table
     from generator.tables import load_table
 
-    from kernels_src import registry
+    from generator.engines import BY_NAME, ENGINES
 
-    chosen = registry.BY_NAME.get(engine)
-    if chosen is None or chosen not in registry.ENGINES:
-        fail(f"--engine {engine}: one of {', '.join(e.name for e in registry.ENGINES)}")
+    chosen = BY_NAME.get(engine)
+    if chosen is None or chosen not in ENGINES:
+        fail(f"--engine {engine}: one of {', '.join(e.name for e in ENGINES)}")
     where = parse_where(where_texts, chosen)  # wrong calls say so on any machine, before the GPU is asked for
     if best_by is not None and best_by not in chosen.fields:
         fail(f"--best-by {best_by}: the {engine} engine's fields are {', '.join(chosen.fields)}")
@@ -124,7 +124,7 @@ def sweep(
         fail(f"the {engine} engine does not serve m={outside[0][1]}")
     table_path = REPO_ROOT / "tables" / chosen.table_file
     try:
-        current = load_table(chosen, problem)
+        current, lines = load_table(chosen, problem)
     except BuildError as exc:
         fail(str(exc))
     require_gpu("sweep")
@@ -142,7 +142,7 @@ def sweep(
     if json_path:
         json_path.write_text(json.dumps([p.to_json() for p in points], indent=1))
     out = write_path or table_path
-    write_atomic(out, updated_table(table_path.read_text(), current, points, shapes, problem))
+    write_atomic(out, updated_table(table_path.read_text(), current, lines, points, shapes, problem))
     click.echo(f"wrote {out}; rebuild with `python -m generator build`")
     if any(p.wrong for p in points):
         wrong = "; ".join(f"{p.layer} m={p.m} {chosen.describe(c)}" for p in points for c in p.wrong_configs)

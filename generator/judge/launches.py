@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
+from generator.engines import BY_NAME
+from generator.judge.loader import engines_of
 from generator.problem import Problem
-from kernels_src import registry
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Launch:
         """The launch as the command line writes it, every field named (but those at their default)."""
         if not self.config:
             return f"{self.layer}:{self.m}:{self.engine}"
-        named = registry.BY_NAME[self.engine].named_values(self.config)
+        named = BY_NAME[self.engine].named_values(self.config)
         values = ",".join(f"{name}={value}" for name, value in named)
         return f"{self.layer}:{self.m}:{self.engine}:{values}"
 
@@ -61,9 +62,9 @@ def parse_launch(text: str, problem: Problem) -> Launch:
     layer_name, m_text, engine_name, values = parts
     if layer_name not in problem.layers:
         raise ValueError(f"{text!r}: unknown layer {layer_name!r} (one of {', '.join(problem.layers)})")
-    engine = registry.BY_NAME.get(engine_name)
+    engine = BY_NAME.get(engine_name)
     if engine is None:
-        raise ValueError(f"{text!r}: unknown engine {engine_name!r} (one of {', '.join(registry.BY_NAME)})")
+        raise ValueError(f"{text!r}: unknown engine {engine_name!r} (one of {', '.join(BY_NAME)})")
     try:
         m = int(m_text)
     except ValueError:
@@ -80,7 +81,7 @@ def parse_launch(text: str, problem: Problem) -> Launch:
 
 def module_config(module: ModuleType, engine: str, config: tuple):
     """The submission's own engine and a Config of its own class (the file defines its engines anew)."""
-    engine = module.BY_NAME[engine]
+    engine = engines_of(module)[engine]
     return engine, engine.Config(*config)
 
 
@@ -110,12 +111,15 @@ def launch_calls(
 
 
 def use_kernels(module: ModuleType, state, extra) -> None:
-    """Make `extra` kernels launchable on a prepared state too (configs no table names): one extension with the
-    state's kernels and these. Launches made before keep theirs."""
-    missing = [variant for variant in dict.fromkeys(extra) if variant not in state.kernels]
+    """Make `extra` kernels launchable on a prepared state too (configs no table names): an extension of their own
+    beside the file's (its launch table rendered here: the file holds none for them)."""
+    from generator.launch_table import extension_name, launch_table
+
+    missing = [variant for variant in dict.fromkeys(extra) if variant.case not in state.kernels]
     if missing:
-        state.kernels = state.kernels + missing
-        state.extension = module.build_extension(state.kernels)
+        table = launch_table(missing)
+        extension = module.build_extension(extension_name(module.CUDA_SRC, table), table)
+        state.kernels.update({variant.case: (extension, number) for number, variant in enumerate(missing)})
 
 
 def make_plans(module: ModuleType, state: dict, wanted) -> list:

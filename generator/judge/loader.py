@@ -19,8 +19,8 @@ class SubmissionLoadError(Exception):
 
 
 def stale_build_lock() -> Path | None:
-    """torch's JIT build lock of one of the submission's extensions (kernels_src/runtime.py names them
-    EXTENSION_NAME + a digest of their kernel list), if one exists now. Every load_inline takes it, even to load a
+    """torch's JIT build lock of one of the submission's extensions (generator/launch_table.py names them
+    EXTENSION_NAME + a digest of their C++), if one exists now. Every load_inline takes it, even to load a
     cached build, and a process killed by SIGTERM or SIGKILL while holding it (Python runs no `finally` then)
     leaves the file behind: every later load waits on it forever, silently (docs/method.md: bound device commands
     with `timeout -s INT`)."""
@@ -28,7 +28,7 @@ def stale_build_lock() -> Path | None:
         from torch.utils.cpp_extension import _get_build_directory
     except ImportError:  # a torch without it: nothing to check
         return None
-    from kernels_src.runtime import EXTENSION_NAME
+    from generator.launch_table import EXTENSION_NAME
 
     probe = Path(_get_build_directory(EXTENSION_NAME, verbose=False))  # torch creates the folder if missing
     locks = sorted(probe.parent.glob(f"{EXTENSION_NAME}*/lock"))
@@ -59,3 +59,8 @@ def load_submission(path: str | Path, module_name: str = "okc_submission_under_t
     if missing:
         raise SubmissionLoadError(f"{path}: lacks {missing}")
     return module
+
+
+def engines_of(module: ModuleType) -> dict:
+    """A loaded file's own engines by name (its classes, not this checkout's): those its tables name, and cuBLAS."""
+    return {table.engine.name: table.engine for table in module.TABLES} | {module.CUBLAS.name: module.CUBLAS}

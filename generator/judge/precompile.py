@@ -35,10 +35,10 @@ PRECOMPILERS = {"splitk_gemm": compile_splitk_gemm}
 
 def _compile_chunk(job) -> int:
     file, engine_name, items = job
-    from generator.judge.loader import load_submission
+    from generator.judge.loader import engines_of, load_submission
 
     module = load_submission(Path(file), module_name=f"okc_precompile_{os.getpid()}")
-    engine = module.BY_NAME[engine_name]
+    engine = engines_of(module)[engine_name]
     layers = {layer.name: layer for layer in module.problem()[0]}
     for config, layer_name in items:
         PRECOMPILERS[engine_name](module, engine.Config(*config), layers[layer_name])

@@ -184,12 +184,12 @@ def table_yaml(
     return "\n".join(lines) + "\n"
 
 
-def updated_table(text: str, current, points: list, shapes, problem: Problem) -> str:
+def updated_table(text: str, current, lines: dict, points: list, shapes, problem: Problem) -> str:
     """The table's new YAML: swept shapes get their new entries, the others keep their current lines, and a table
-    with defaults has them re-picked from the whole table. `current` is the parsed `text` (generator.tables.Table).
-    """
-    lines = text.splitlines()
-    kept = {key: lines[line - 1] for key, line in current.lines.items() if key not in set(shapes)}
+    with defaults has them re-picked from the whole table. `current` is the parsed `text` (a registry Table),
+    `lines` where each entry sits (generator.tables.parse_table)."""
+    text_lines = text.splitlines()
+    kept = {key: text_lines[line - 1] for key, line in lines.items() if key not in set(shapes)}
     defaults = None
     if current.engine.has_defaults:
         choices = {key: current.entries[key] for key in kept} | {(p.layer, p.m): p.choice for p in points}
@@ -223,7 +223,7 @@ class SweepRun:
     log: object
     device: str
     layers: dict = field(default_factory=dict)  # name -> the file's Layer
-    tables: dict = field(default_factory=dict)  # the file's tables
+    tables: tuple = ()  # the file's tables
     plans: dict = field(default_factory=dict)  # (layer, m, engine, config) -> launch
     failed: list = field(default_factory=list)  # (layer, m, config, message) of launches that raised
     flush: object = None  # the L2 flusher the cold timings share
@@ -248,13 +248,14 @@ def run_sweep(
     the CPU for the stand-in tests.)"""
     import torch
 
+    from generator.judge.loader import engines_of
     from generator.judge.precompile import PRECOMPILERS
     from generator.judge.timing import L2Flusher, settle
     from generator.judge.weights import make_weights
 
     weights = make_weights(problem, "normal", seed, device)
     state = module.prepare({name: w.clone() for name, w in weights.items()})
-    run = SweepRun(module, problem, module.BY_NAME[engine_name], weights, state, reps, log, device)
+    run = SweepRun(module, problem, engines_of(module)[engine_name], weights, state, reps, log, device)
     layers, run.tables = module.problem()
     run.layers = {layer.name: layer for layer in layers}
     todo = shapes_to_time(run, shapes, where)
@@ -282,7 +283,7 @@ def shapes_to_time(run: SweepRun, shapes, where) -> dict:
     """(layer, m) -> (configs to time, current entry, incumbent (engine, cfg)), the operands built; a layer whose
     weights the engine refuses (compress()) is skipped with one line."""
     engine, module = run.engine, run.module
-    table = run.tables[engine.name]
+    table = next(table for table in run.tables if table.engine.name == engine.name)
     todo = {}
     for layer_name, m in shapes:
         layer = run.layers[layer_name]

@@ -141,7 +141,7 @@ def parse_launches(specs) -> list:
     (one line) at the first that cannot be stamped."""
     from generator.judge.launches import parse_launch
     from generator.problem import load_problem
-    from kernels_src import registry
+    from generator.engines import BY_NAME
 
     problem = load_problem()
     launches = []
@@ -154,7 +154,7 @@ def parse_launches(specs) -> list:
             raise ProbeError(
                 f"{spec!r}: the probe stamps tma_kernel (tma_gemv, tma_gemm), not {launch.engine}"
             )
-        fields = dict(zip(registry.BY_NAME[launch.engine].fields, launch.config))
+        fields = dict(zip(BY_NAME[launch.engine].fields, launch.config))
         if fields["reduce"] == "semaphore":
             raise ProbeError(f"{spec!r}: reduce=semaphore keeps its partials in the workspace the stamps use")
         layer = problem.layers[launch.layer]
