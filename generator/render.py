@@ -308,15 +308,16 @@ def render_raw(root: Path, black_version: str, shipped: bool) -> tuple[str, Sour
 
 
 def check_undefined_names(sources: Sources, root: Path, raw: str) -> None:
-    """pyflakes on each module as written, beside the names the template defines (raw: the rendered file): a name
-    undefined in what the file leaves out (a rule, build_only) fails the build too."""
-    template_names = {
-        target.id
-        for node in ast.parse(raw).body
-        if isinstance(node, (ast.Assign, ast.AnnAssign))
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Name)
-    }
+    """pyflakes on each module as written, beside the names the template itself defines (raw: the rendered file):
+    a name undefined in what the file leaves out (a rule, build_only) fails the build too."""
+    template_names = set()
+    for node in ast.parse(raw).body:
+        if isinstance(node, ast.ClassDef):
+            template_names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            template_names |= {target.id for target in targets if isinstance(target, ast.Name)}
+    template_names -= {name for module in sources.python for name, _ in module.defines}
     for module in sources.python:
         for line, message in undefined_names((root / module.path).read_text(), template_names)[:1]:
             raise BuildError(module.path, line, message)

@@ -165,21 +165,27 @@ def cuda_prelude() -> str:
     """The C++ ahead of the kernels in every build: each constant and mode code the CUDA side shares with Python,
     rendered from the engines' declarations (engine.SHARED_CUDA_CONSTANTS, Engine.cuda_constants), so that the
     CUDA sources never type one of their own."""
-    from generator.engines import ENGINES
-    from kernels_src.engine import SHARED_CUDA_CONSTANTS
-
-    declared = dict.fromkeys(SHARED_CUDA_CONSTANTS)
-    for engine in ENGINES:
-        declared.update(dict.fromkeys(engine.cuda_constants))
     lines = [
         "// Generated from the engines (generator/sources.py, cuda_prelude): the constants and mode codes the",
         "// CUDA side shares with Python, each written once, in Python.",
         "#include <cstddef>",
         "namespace okc {",
     ]
-    lines += [item.cpp() for item in declared]
+    lines += [item.cpp() for item in declared_constants()]
     lines += ["}  // namespace okc", ""]
     return "\n".join(lines)
+
+
+def declared_constants() -> list:
+    """Every constant and mode the CUDA side shares with Python, as the engines declare them (engine.CudaConstant,
+    engine.CudaEnum): engine.SHARED_CUDA_CONSTANTS, then each engine's cuda_constants."""
+    from generator.engines import ENGINES
+    from kernels_src.engine import SHARED_CUDA_CONSTANTS
+
+    declared = dict.fromkeys(SHARED_CUDA_CONSTANTS)
+    for engine in ENGINES:
+        declared.update(dict.fromkeys(engine.cuda_constants))
+    return list(declared)
 
 
 def constants_header() -> str:

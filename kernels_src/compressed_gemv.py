@@ -53,9 +53,9 @@ class CompressedGemv(DecodeGemv):
     name = "compressed_gemv"
     precedence = build_only(10)  # the compressed GEMVs first: their 12-bit weights are 25 % fewer bytes
     may_refuse = build_only(True)
-    FIELDS = COMPRESSED_GEMV_FIELDS
+    FIELDS = build_only(COMPRESSED_GEMV_FIELDS)
     Config = CompressedGemvConfig
-    launcher = "okc::launch_compressed_gemv"
+    launcher = build_only("okc::launch_compressed_gemv")
     cuda_constants = build_only((MMA_PIPELINE,))
     summary = build_only(
         "compressed_gemv (m <= 32, bf16 layers): mma_gemv's skeleton on 12-bit lossless weights (each weight's"

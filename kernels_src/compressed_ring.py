@@ -136,9 +136,9 @@ class CompressedRing(DecodeGemv):
     name = "compressed_ring"
     precedence = build_only(20)  # the compressed GEMVs first: their 12-bit weights are 25 % fewer bytes
     may_refuse = build_only(True)
-    FIELDS = COMPRESSED_RING_FIELDS
+    FIELDS = build_only(COMPRESSED_RING_FIELDS)
     Config = CompressedRingConfig
-    launcher = "okc::launch_compressed_ring"
+    launcher = build_only("okc::launch_compressed_ring")
 
     @build_only
     @property

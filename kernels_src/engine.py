@@ -9,9 +9,9 @@ def build_only(thing):
 
 
 # A block's shared memory on the H200; the CUDA kernels' dynamic budget leaves STATIC_SMEM for their static part
-SMEM_PER_BLOCK = 227 * 1024
-STATIC_SMEM = 1024
-SMEM_LIMIT = SMEM_PER_BLOCK - STATIC_SMEM
+SMEM_PER_BLOCK = build_only(227 * 1024)
+STATIC_SMEM = build_only(1024)
+SMEM_LIMIT = build_only(SMEM_PER_BLOCK - STATIC_SMEM)
 WORKSPACE_FLOATS = 9 * 1024 * 1024  # split-K partials, shared by every engine
 ACCUMULATOR_FLOATS = 256 * 8192  # the zeroed fp32 accumulator of the atomic reductions
 # int32 counters: a semaphore per row group, then mma_gemv's tickets and flags per row group and split count
@@ -21,7 +21,7 @@ TICKET_SPLITS = 5
 SEMAPHORES = SEMAPHORE_GROUPS + 2 * TICKET_SPLITS * TICKET_GROUPS
 CALL_OPERANDS = 4  # a launch's pointers (call.h)
 CALL_SCALARS = 3
-CLUSTER_MAX = 16  # Hopper's largest thread-block cluster
+CLUSTER_MAX = build_only(16)  # Hopper's largest thread-block cluster
 PLAN_MAX_M = 256  # prepare() plans every m up to this; past it, cuBLAS
 DTYPE_BYTES = build_only({"bfloat16": 2, "float32": 4})
 
@@ -110,34 +110,30 @@ class CudaConstant(NamedTuple):
 
 
 class CudaCode(int):
-    """A mode's code, with its C++ enumerator."""
-
-    cpp: str
-    ctype: str
-
-    def __new__(cls, value: int, cpp: str, ctype: str):
-        code = int.__new__(cls, value)
-        code.cpp, code.ctype = cpp, ctype
-        return code
+    """A mode's code: one of its enum's (CudaEnum.codes, where the launch table finds its enumerator)."""
 
 
 class CudaEnum:
     """A mode as a C++ `enum class`."""
 
     def __init__(self, name: str, members: tuple, meaning: str):
-        self.name, self.members, self.meaning = name, tuple(members), meaning
+        self.members = tuple(members)
+        self.codes = tuple(CudaCode(code) for code in range(len(self.members)))
+        self.name = build_only(name)
+        self.meaning = build_only(meaning)
 
-    @staticmethod
-    def enumerator(member: str) -> str:
-        return "k" + "".join(part[:1].upper() + part[1:] for part in member.split("_"))
+    @build_only
+    def enumerator(self, code: int) -> str:
+        """The C++ enumerator of a code, in namespace okc: Reduce::kClusterGather."""
+        words = self.members[code].split("_")
+        return f"{self.name}::k" + "".join(word[:1].upper() + word[1:] for word in words)
 
     def code(self, member: str) -> CudaCode:
-        """Its code, with the enumerator and type as the launch table (in namespace okc) names them."""
-        return CudaCode(self.members.index(member), f"{self.name}::{self.enumerator(member)}", self.name)
+        return self.codes[self.members.index(member)]
 
     @build_only
     def cpp(self) -> str:
-        codes = ", ".join(f"{self.enumerator(m)} = {i}" for i, m in enumerate(self.members))
+        codes = ", ".join(f"{self.enumerator(i).split('::')[1]} = {i}" for i in range(len(self.members)))
         return f"// {self.meaning}\nenum class {self.name} : int {{ {codes} }};"
 
 
@@ -225,13 +221,13 @@ class Engine:
     # Its place in the routing order (lower first; generator/engines.py finds the engines): a (layer, m) runs on
     # the first engine whose table gives it a config. None: cuBLAS, the fallback after them all.
     precedence: int | None = build_only(None)
-    FIELDS: tuple = ()
+    FIELDS: tuple = build_only(())
     Config: type = tuple  # config_type(..., FIELDS)
     m_min, m_max = 1, None  # the m's it serves (None: no upper bound)
     has_defaults = False  # a config per weight kind (plain, dual) for m's its table does not list
     may_refuse = build_only(False)  # compress() may refuse a layer's weights: prepare() then passes it over
     sweep_m: tuple = build_only(())  # its table's rows
-    launcher = ""  # launcher<L>(call), L a launch table case
+    launcher = build_only("")  # launcher<L>(call), L a launch table case (generator/launch_table.py)
     cuda_constants: tuple = build_only(())
     summary = build_only("")
 

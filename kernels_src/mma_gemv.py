@@ -142,10 +142,10 @@ def split_error(splits: int, reduce: str, units: int, unit_name: str, n: int, ro
 class MmaGemv(DecodeGemv):
     name = "mma_gemv"
     precedence = build_only(40)  # the last GEMV: its defaults take every m <= 32 the tables before it leave
-    FIELDS = MMA_GEMV_FIELDS
+    FIELDS = build_only(MMA_GEMV_FIELDS)
     Config = MmaGemvConfig
     has_defaults = True
-    launcher = "okc::launch_mma_gemv"
+    launcher = build_only("okc::launch_mma_gemv")
     cuda_constants = build_only((MMA_PIPELINE,))
     summary = build_only(
         "mma_gemv (m <= 32): mma.sync with the weights repacked in fragment order (one 16-byte load a lane a"

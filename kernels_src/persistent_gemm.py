@@ -94,11 +94,11 @@ def persistent_workspace_floats(cfg) -> int:
 class PersistentGemm(Engine):
     name = "persistent_gemm"
     precedence = build_only(50)  # the GEMMs (m > 32) after the GEMVs: persistent_gemm, tma_gemm, splitk_gemm
-    FIELDS = GEMM_FIELDS
+    FIELDS = build_only(GEMM_FIELDS)
     Config = GemmConfig
     m_min, m_max = 33, 256
     sweep_m = build_only((64, 128, 256))
-    launcher = "okc::launch_persistent_gemm"
+    launcher = build_only("okc::launch_persistent_gemm")
     cuda_constants = GEMM_CUDA_CONSTANTS
     summary = build_only(
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"

@@ -43,7 +43,7 @@ class Prepared:
         self.plans = {}  # [(n, call) for m = 0 .. top_m]
 
 
-def prepare(weights):
+def prepare(weights: "Weights") -> Prepared:
     """Everything slow, once: weight layouts, compilation, one launch per (layer, m), warm-up."""
     layers, tables = problem()
     device = next(iter(weights.values())).device
@@ -137,7 +137,7 @@ def add_operands(state, engine, cfg, layer) -> None:
             have[operand] = engine.build_operand(operand, state.parts[layer.name], layer)
 
 
-def kernel_fn(data, state):
+def kernel_fn(data: "Inputs", state: Prepared):
     """The timed call: out = x . W[:n]^T by prepare()'s launch; a wrong x fails in cuBLAS, then x_error says why."""
     x = data["x"]
     config = data["config"]

@@ -426,7 +426,7 @@ class BoundSplitKLaunch:
 class SplitKGemm(Engine):
     name = "splitk_gemm"
     precedence = build_only(70)  # the GEMMs (m > 32) after the GEMVs: persistent_gemm, tma_gemm, splitk_gemm
-    FIELDS = SPLITK_GEMM_FIELDS
+    FIELDS = build_only(SPLITK_GEMM_FIELDS)
     Config = SplitKGemmConfig
     m_min, m_max = 33, None
     sweep_m = build_only((64, 128, 256))

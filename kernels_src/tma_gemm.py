@@ -100,11 +100,11 @@ def gemm_smem_bytes(cfg: TmaGemmConfig, nb: int, dual: bool) -> int:
 class TmaGemm(Engine):
     name = "tma_gemm"
     precedence = build_only(60)  # the GEMMs (m > 32) after the GEMVs: persistent_gemm, tma_gemm, splitk_gemm
-    FIELDS = TMA_GEMM_FIELDS
+    FIELDS = build_only(TMA_GEMM_FIELDS)
     Config = TmaGemmConfig
     m_min, m_max = 33, 256
     sweep_m = build_only((64, 128, 256))  # one row per column-block class
-    launcher = "okc::launch_tma"
+    launcher = build_only("okc::launch_tma")
     cuda_constants = build_only(TMA_CUDA_CONSTANTS)
     summary = build_only(
         "tma_gemm (33 <= m <= 256): tma_gemv's kernel with 1-4 consumer warpgroups against one x box of up to"

@@ -20,9 +20,9 @@ from kernels_src.packing import pack_tma_bulk, pack_tma_half_bulk
 
 TILE_ROWS = 64  # weight rows of a full tile: the wgmma M
 TILE_K = 64  # K per ring slot of a full tile (one 128-byte swizzle row of bf16)
-HALF_K = 128  # K per ring slot of a half tile: two 64-wide halves stacked
+HALF_K = build_only(128)  # K per ring slot of a half tile: two 64-wide halves stacked
 CONSUMERS = 128  # threads of the consumer warpgroup
-PRODUCER = 32  # threads of the producer warp
+PRODUCER = build_only(32)  # threads of the producer warp
 TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths the engines admit
 TMA_TILES = ("full", "half")
 TILES = Operand(
@@ -114,9 +114,9 @@ class TmaGemv(DecodeGemv):
     precedence = build_only(
         30
     )  # ahead of mma_gemv, whose defaults take every m <= 32 no table before it lists
-    FIELDS = TMA_GEMV_FIELDS
+    FIELDS = build_only(TMA_GEMV_FIELDS)
     Config = TmaGemvConfig
-    launcher = "okc::launch_tma"
+    launcher = build_only("okc::launch_tma")
     cuda_constants = build_only(TMA_CUDA_CONSTANTS)
     summary = build_only(
         "tma_gemv (m <= 32): pre-swizzled 64 x 64 weight tiles by plain bulk copies into a shared-memory ring"

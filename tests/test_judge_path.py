@@ -14,8 +14,10 @@ import torch
 
 from generator.judge.loader import load_submission
 from generator.judge.weights import make_weights
+from generator.cxx import identifiers, unreached
 from generator.engines import BY_NAME
 from generator.problem import load_problem
+from generator.render import cpp_sources
 from generator.tables import load_tables
 from kernels_src.registry import variants
 
@@ -170,3 +172,123 @@ def test_the_docstring_names_the_routes_prepare_took(built, judges_run):
     for (layer, m), words in documented.items():
         engine, cfg = state.routes[layer][m]
         assert words == [engine.name] + ([BY_NAME[engine.name].describe(cfg)] if tuple(cfg) else [])
+
+
+# ---- what the file defines and never reads: its classes and constants, Triton kernels, the C++ of CUDA_SRC
+
+ENTRY_POINTS = ("prepare", "kernel_fn")  # the judge calls them
+
+
+def _read(tree: ast.Module) -> tuple[set, set]:
+    """(the names the file reads, the attributes it reads), the names of its string annotations too."""
+    names, attributes, annotations = set(), set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            attributes.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            annotations += [node.returns] + [arg.annotation for arg in node.args.args + node.args.kwonlyargs]
+    for annotation in annotations:
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            names |= {
+                n.id for n in ast.walk(ast.parse(annotation.value, mode="eval")) if isinstance(n, ast.Name)
+            }
+    return names, attributes
+
+
+def _bound(tree: ast.Module) -> dict:
+    """'NAME' or 'Class.NAME' -> its line: the classes and constants of the file's top level, and what its class
+    bodies assign (but a record's fields, NamedTuple or TypedDict, which its calls fill by position or its reader
+    by key, and dunders)."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            found[node.name] = node.lineno
+            record = any(ast.unparse(base) in ("NamedTuple", "TypedDict") for base in node.bases)
+            for item in node.body:
+                if isinstance(item, ast.Assign) or isinstance(item, ast.AnnAssign) and not record:
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    for target in (n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+                        if not target.id.startswith("__"):
+                            found[f"{node.name}.{target.id}"] = item.lineno
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {n.id: node.lineno for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return found
+
+
+def unread_python(text: str) -> list[str]:
+    """`line NAME` for each class, constant or class attribute of the file that nothing in it reads."""
+    tree = ast.parse(text)
+    names, attributes = _read(tree)
+    return [
+        f"line {line} {name}"
+        for name, line in _bound(tree).items()
+        if (name.split(".")[1] not in attributes if "." in name else name not in names | set(ENTRY_POINTS))
+    ]
+
+
+def unreached_cpp(cpp: dict) -> list[str]:
+    """`file:line kind name` for each definition of CUDA_SRC (the head shared with BINDING_SRC included) that no
+    kernel of the launch table and nothing of the binding reaches (generator/cxx.py)."""
+    binding = cpp["BINDING_SRC"][len(cpp["CUDA_HEAD"]) :]
+    roots = identifiers(cpp["LAUNCH_TABLE"]) | identifiers(binding)
+    lines = cpp["CUDA_SRC"].split("\n")
+    shown = []
+    for definition in unreached(cpp["CUDA_SRC"], roots):
+        directives = [
+            (i, line) for i, line in enumerate(lines[: definition.first]) if line.startswith("#line ")
+        ]
+        at, directive = directives[-1] if directives else (-1, '#line 1 "the constants"')
+        number, file = directive.split(" ", 2)[1:]
+        place = f"{file.strip(chr(34))}:{int(number) + definition.first - at - 1}"
+        shown.append(f"{place} {definition.kind} {definition.name}")
+    return shown
+
+
+def test_every_class_and_constant_of_the_file_is_read(built):
+    """What the file binds at its top level and in its class bodies is read somewhere in it (functions: the test
+    above): what only the tools read is marked build_only, and stays out."""
+    unread = unread_python(built)
+    assert not unread, f"defined in dist/submission.py, never read (mark it build_only, or drop it): {unread}"
+
+
+def test_every_triton_kernel_is_launched_or_called_by_one(built, judges_run):
+    """Each @triton.jit function is a kernel prepare()'s plans launched (the stub counts its launches) or one such
+    a kernel calls, directly or not."""
+    module, _, _, triton = judges_run
+    jit = {
+        node.name: node
+        for node in ast.parse(built).body
+        if isinstance(node, ast.FunctionDef)
+        and any(ast.unparse(d).startswith("triton.jit") for d in node.decorator_list)
+    }
+    reached = [name for name in jit if getattr(module, name) is triton and triton.launches]
+    for name in reached:
+        calls = {
+            n.func.id for n in ast.walk(jit[name]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
+        reached += [callee for callee in sorted(calls & set(jit)) if callee not in reached]
+    assert jit and set(reached) == set(jit), f"never launched nor called: {sorted(set(jit) - set(reached))}"
+
+
+def test_every_struct_function_and_constant_of_the_cpp_is_reached_from_the_launch_table(built):
+    """Every struct, member function, function, constant and enumerator of CUDA_SRC is read by a kernel of
+    LAUNCH_TABLE, directly or not, or by the binding (the head both share): what only an unrouted engine reads
+    stays out of the file with that engine's kernel (render.py, cuda_for)."""
+    unread = unreached_cpp(cpp_sources(built))
+    assert not unread, f"in CUDA_SRC, reached by no kernel of the launch table: {unread}"
+
+
+def test_a_planted_unused_name_is_found(built):
+    """The three checks above are not vacuous: a constant, a class attribute and a C++ function planted in the
+    file, each read by nothing, are named."""
+    planted = built.replace("\nclass Prepared:\n", "\nclass Prepared:\n    planted_attribute = 1\n", 1)
+    assert unread_python(planted + "\nPLANTED_CONSTANT = 1\n") == [
+        f"line {planted.split(chr(10)).index('    planted_attribute = 1') + 1} Prepared.planted_attribute",
+        f"line {len(planted.splitlines()) + 2} PLANTED_CONSTANT",
+    ]
+    cpp = cpp_sources(built)
+    cpp["CUDA_SRC"] += '#line 7 "kernels_src/planted.cuh"\n__device__ int planted_unused() { return 1; }\n'
+    assert unreached_cpp(cpp) == ["kernels_src/planted.cuh:7 function planted_unused"]

@@ -111,14 +111,14 @@ def launch_calls(
 
 
 def use_kernels(module: ModuleType, state, extra) -> None:
-    """Make `extra` kernels launchable on a prepared state too (configs no table names): an extension of their own
-    beside the file's (its launch table rendered here: the file holds none for them)."""
-    from generator.launch_table import extension_name, launch_table
+    """Make `extra` kernels (this checkout's engines' Variants) launchable on a prepared state too (configs no
+    table names): an extension of their own beside the file's (their launch table rendered here: the file holds
+    none for them)."""
+    from generator.launch_table import extension_of
 
     missing = [variant for variant in dict.fromkeys(extra) if variant.case not in state.kernels]
     if missing:
-        table = launch_table(missing)
-        extension = module.build_extension(extension_name(module.CUDA_SRC, table), table)
+        extension = extension_of(module, missing)
         state.kernels.update({variant.case: (extension, number) for number, variant in enumerate(missing)})
 
 
@@ -133,6 +133,10 @@ def make_plans(module: ModuleType, state: dict, wanted) -> list:
         layer = layers[layer_name]
         module.add_operands(state, engine, cfg, layer)
         chosen.append((engine, cfg, layer, m))
-    extra = [engine.variant(cfg, layer, m) for engine, cfg, layer, m in chosen]
-    use_kernels(module, state, [v for v in extra if v is not None])
+    cuda = [
+        (BY_NAME[e.name], tuple(cfg), layer, m) for e, cfg, layer, m in chosen if e.variant(cfg, layer, m)
+    ]
+    use_kernels(
+        module, state, [engine.variant(engine.Config(*cfg), layer, m) for engine, cfg, layer, m in cuda]
+    )
     return [engine.plan(cfg, layer, m, module.PlanContext(state, layer)) for engine, cfg, layer, m in chosen]

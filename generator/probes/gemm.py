@@ -80,14 +80,13 @@ def run(module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: 
     import torch
 
     from generator.judge.timing import L2Flusher, settle, time_cold_us, time_warm_us
-    from generator.launch_table import extension_name, launch_table
+    from generator.launch_table import extension_of
+    from kernels_src.persistent_gemm import PERSISTENT_GEMM, GemmConfig
 
     layer = module.Layer("probe", n, k, "bfloat16")
-    variants = [module.PERSISTENT_GEMM.variant(module.GemmConfig(*c), layer, m) for c in configs]
     if phases and STAMPS_ON not in module.CUDA_SRC:
         module.CUDA_SRC = STAMPS_ON + module.CUDA_SRC
-    table = launch_table(variants)
-    ext = module.build_extension(extension_name(module.CUDA_SRC, table), table)
+    ext = extension_of(module, [PERSISTENT_GEMM.variant(GemmConfig(*c), layer, m) for c in configs])
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     w = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
