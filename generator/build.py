@@ -49,7 +49,7 @@ def derived_files(root: Path, commands=()) -> list[Derived]:
     fresh = constants_header()
     if held != fresh:
         stale.append(Derived(header, held, fresh, stale_line(held, fresh, display_path(header, root))))
-    if (root / "README.md").is_file():  # a scratch copy of the build's inputs may have none
+    if os.path.lexists(root / "README.md"):  # a scratch copy of the build's inputs may have none
         stale += _stale_readme(root, commands)
     return stale
 

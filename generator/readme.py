@@ -13,6 +13,7 @@ from generator.candidates import candidates
 from generator.contract import TAG_LINE
 from generator.judge.precompile import PRECOMPILERS
 from generator.engines import BY_NAME, ENGINES
+from generator.errors import display_path, read_text
 from generator.judge.sweep import sweep_m
 from kernels_src.registry import plan_max_m, variants
 
@@ -99,7 +100,10 @@ def _with_engine_table(text: str, problem, root: Path) -> tuple[str, list[tuple[
         return text, [
             (start + 1, f"the engine table has no row for {missing[0]}: add it, its words your own")
         ]
-    cuda_files = {path.name: path.read_text() for path in sorted((root / "kernels_src").glob("*.cuh"))}
+    cuda_files = {
+        path.name: read_text(path, display_path(path, root))
+        for path in sorted((root / "kernels_src").glob("*.cuh"))
+    }
     table = [
         f"| `{e.name}` | {serves(e, problem)} | {kernel(e, cuda_files)} | {rows[e.name].group(4)} |"
         for e in engines

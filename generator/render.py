@@ -330,10 +330,8 @@ def template_context(
     holds the engines the tables route (Sources.shipped) and of their C++ what the launch table reaches, the
     other one every engine."""
     check_launchers(sources, ENGINES, root)
-    routed = dict.fromkeys(engine for *_, engine, _ in routes(problem.layers.values(), tables))
     if shipped:
-        sources = sources.shipped(routed)
-        tables = tuple(table for table in tables if table.engine in routed)
+        sources, tables = shipped_inputs(problem, tables, sources)
     layers = list(problem.layers.values())
     kernels = variants(layers, tables)
     head, cuda_rest, table_cpp = cuda_for(sources, kernels, root, prune=shipped)
@@ -368,6 +366,28 @@ def template_context(
         "modules": sources.python,
         "sources": sources,
     }
+
+
+def shipped_inputs(problem: Problem, tables: tuple, sources: Sources) -> tuple[Sources, tuple]:
+    """(the sources, the tables) of the engines the tables route: what the shipped file holds."""
+    routed = dict.fromkeys(engine for *_, engine, _ in routes(problem.layers.values(), tables))
+    return sources.shipped(routed), tuple(table for table in tables if table.engine in routed)
+
+
+def not_built_from(text: str, root: Path) -> str | None:
+    """Why a submission file is not what `build` makes from the checkout at root now, in words, or None: edited
+    since it was built, or built from other inputs (its header's digests; read without black, as on the H200).
+    """
+    recorded = re.search(r"inputs\s+(?:#\s+)?sha256:([0-9a-f]{16})", text)
+    if recorded is None:
+        return "no file `python -m generator build` wrote (its header names no inputs)"
+    if edited_since_built(text):
+        return "edited since build wrote it (its own digest in its header no longer matches)"
+    problem = load_problem(root)
+    sources, _ = shipped_inputs(problem, load_tables(problem, root), load_sources(root))
+    if recorded.group(1) != input_digest(root, sources):
+        return "built from other sources or tables than this checkout's (its header's inputs digest differs)"
+    return None
 
 
 def cuda_for(sources: Sources, kernels, root: Path, prune: bool = True) -> tuple[str, str, str]:

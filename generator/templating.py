@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from generator.errors import BuildError, display_path
+from generator.errors import BuildError, display_path, read_text
 
 
 def environment(root: Path) -> jinja2.Environment:
@@ -24,7 +24,12 @@ def environment(root: Path) -> jinja2.Environment:
 
 def render_template(root: Path, name: str, context: dict) -> str:
     """templates/<name> under root rendered with context; a missing template or an error in it is a BuildError."""
-    shown = display_path(Path(root) / "templates" / name, Path(root))
+    path = Path(root) / "templates" / name
+    shown = display_path(path, Path(root))
+    try:  # its bytes first: a folder, a link loop, a byte that is not UTF-8 or a NUL is its own line
+        read_text(path, shown)
+    except FileNotFoundError:
+        raise BuildError(shown, None, "template not found") from None
     try:
         return environment(root).get_template(name).render(**context)
     except jinja2.TemplateNotFound:

@@ -1,7 +1,9 @@
 """The bad inputs a new user met last: an exception in an engine's rule, a broken generator/candidates.py, a stale
 constants header under `compile`, arguments the H200 commands only checked after asking for a GPU, a verify whose
-prepare() raised, the editor's configuration, and the suite run from a subfolder. Each is one line naming the file
-(and line) at fault, exit 2, with dist/ untouched; a failed verify exits 1 and its summary says why."""
+prepare() raised, the editor's configuration, the suite run from a subfolder, a file build reads or writes replaced
+by a folder, an error in an engine no table routes, and verify on a file this checkout would not build. Each is one
+line naming the file (and line) at fault, exit 2, with dist/ untouched; a failed verify exits 1 and its summary
+says why; verify on a file not built here warns in one line, then checks it."""
 
 import importlib.util
 import re
@@ -15,9 +17,13 @@ import torch
 import yaml
 from click.testing import CliRunner
 
+from tools import needs
+
 from generator import REPO_ROOT
 from generator.cli import main
+from generator.render import UNSEALED, sealed
 from generator.sources import CONSTANTS_HEADER
+from conftest import routed_engines
 
 PREVIOUS = "previous build\n"
 
@@ -163,3 +169,70 @@ def test_the_suite_runs_from_a_subfolder():
         before = list(untouched.args)
         root_conftest.pytest_configure(untouched)
         assert untouched.args == before
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"kernels_src/{CONSTANTS_HEADER}",  # a file build derives
+        "README.md",  # one it derives figures of
+        "tables/tma_gemv.yaml",  # ones it reads
+        "kernels_src/ring.cuh",
+        "templates/launch_table.cu.j2",
+    ],
+)
+def test_a_file_build_reads_or_writes_replaced_by_a_folder_is_one_line(repo_copy, path):
+    shutil.copy(REPO_ROOT / "README.md", repo_copy / "README.md")
+    (repo_copy / "dist" / "submission.py").write_text(PREVIOUS)
+    (repo_copy / path).unlink()
+    (repo_copy / path).mkdir()
+    for args in ((), ("--check",)):
+        line = _one_line(
+            CliRunner().invoke(main, ["build", "--root", str(repo_copy), "--no-compilers", *args])
+        )
+        assert line.startswith(f"error: {path}: ") and ("folder" in line or "directory" in line), line
+    assert (repo_copy / "dist" / "submission.py").read_text() == PREVIOUS
+
+
+@needs("nvcc")
+def test_an_error_in_an_engine_no_table_routes_fails_compile_at_its_line(repo_copy):
+    """The file holds only what the tables route, so a build of it never reads persistent_gemm.cuh; `compile`
+    runs every engine's source through nvcc first, and names the line."""
+    assert "persistent_gemm" not in [engine.name for engine in routed_engines(repo_copy)]
+    cuh = repo_copy / "kernels_src" / "persistent_gemm.cuh"
+    lines = cuh.read_text().splitlines()
+    at = lines.index("namespace okc {") + 1
+    cuh.write_text("\n".join(lines[:at] + ["int broken = ;"] + lines[at:]) + "\n")
+    line = _one_line(CliRunner().invoke(main, ["compile", "--root", str(repo_copy)]))
+    assert line.startswith(f"error: kernels_src/persistent_gemm.cuh:{at + 1}: "), line
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda text: text.replace("stages=16,", "stages=14,", 1), "edited since build wrote it"),
+        (  # a file built from other tables: another inputs digest, sealed as build seals it
+            lambda text: sealed(
+                re.sub(
+                    r"(sha256:)[0-9a-f]{16}(, this file sha256:)[0-9a-f]{16}",
+                    rf"\g<1>{'0' * 16}\g<2>{UNSEALED}",
+                    text,
+                )
+            ),
+            "built from other sources or tables than this checkout's",
+        ),
+    ],
+)
+def test_verify_on_a_file_this_checkout_would_not_build_warns_then_checks(tmp_path, change, says):
+    file = tmp_path / "submission.py"
+    file.write_text(change((REPO_ROOT / "dist" / "submission.py").read_text()))
+    result = CliRunner().invoke(
+        main, ["verify", str(file), "--device", "cpu", "--shrink", "8", "--dist", "normal"]
+    )
+    lines = result.output.strip().splitlines()
+    assert lines[0].startswith(f"warning: {file}: {says}") and not lines[1].startswith(
+        "warning"
+    ), result.output
+    assert lines[-1].startswith("0 passed, 0 failed") and result.exit_code == 1  # the checks ran after it
+    clean = CliRunner().invoke(main, ["verify", "--device", "cpu", "--shrink", "8", "--dist", "normal"])
+    assert "warning" not in clean.output  # the checkout's own file

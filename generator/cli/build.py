@@ -68,11 +68,10 @@ def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: b
     out = out or root / "dist" / "submission.py"
     try:
         _same_black(check, out)
-        derived = derived_files(
-            root, main.commands
-        )  # 1. what the sources make of the files build keeps current
-        text = _checked_render(root, no_compilers)  # 2. the file, once
+        # 1. the files build keeps current, as the sources make them; 2. the file, once; 3. (below) both written
+        derived = derived_files(root, main.commands)
         check_writable([item.path for item in derived] + [out], root)
+        text = _checked_render(root, no_compilers)
     except BuildError as exc:
         fail(str(exc), exc.exit_code)
     checked = syntax_checked(_compilers(), no_compilers)
@@ -86,7 +85,7 @@ def build(check: bool, diff: bool, root: Path, out: Path | None, no_compilers: b
             sys.exit(1)
         click.echo(f"{out} and the files it derives are up to date; {checked}")
         return
-    try:  # 3. everything written, dist/submission.py last
+    try:  # every file written atomically, dist/submission.py last
         write_all([(item.path, item.fresh) for item in derived] + [(out, text)], root)
     except BuildError as exc:
         fail(str(exc))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from generator import REPO_ROOT
 from generator.cli.app import (
     DISTRIBUTIONS_OPTION,
     EVERY_ENGINE_HELP,
@@ -23,6 +24,7 @@ from generator.cli.app import (
     require_tools,
     shape_filter,
 )
+from generator.errors import BuildError
 
 
 def launch_arguments(verb: str):
@@ -80,6 +82,7 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
         fail("--device cuda: no CUDA GPU here")
     module = load_file(file)
     problem = load_problem_or_fail(shrink)
+    _warn_if_not_built_here(file)
     distributions = list(distributions) or ["normal", "heavy"]
     results, errors = [], {}
     for distribution in distributions:
@@ -102,6 +105,20 @@ def verify(file: Path, distributions, seed: int, device: str | None, no_graphs: 
     click.echo(format_report(results, distributions, errors, note))
     if any(errors.values()) or not results or not all(r.ok for r in results):
         sys.exit(1)
+
+
+def _warn_if_not_built_here(file: Path) -> None:
+    """One line when FILE is not what `build` makes from this checkout now (its checks still run)."""
+    from generator.render import not_built_from
+
+    try:
+        why = not_built_from(file.read_text(errors="replace"), REPO_ROOT)
+    except BuildError as exc:
+        why = f"this checkout does not build ({exc})"
+    if why:
+        click.echo(
+            f"warning: {file}: {why}: `python -m generator build` makes the file this checkout has", err=True
+        )
 
 
 @main.command()
