@@ -20,5 +20,5 @@ struct Call {
 
 }  // namespace okc
 
-// Defined by the launch table runtime.py appends to CUDA_SRC: kernel number -> launcher instantiation.
+// Defined by the launch table after CUDA_SRC (the file's LAUNCH_TABLE): kernel number -> launcher instantiation.
 const char* okc_launch(int kernel, const okc::Call& call);

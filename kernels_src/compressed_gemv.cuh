@@ -367,7 +367,7 @@ constexpr bool compressed_gemv_layout_fits() {
            L::smem_bytes + L::overflow_bytes <= (int)kSmemOptInLimit;
 }
 
-// Launch-table case L (runtime.py's launch_table: the engine's variant(), by name). call.operand: [0] the 12-bit
+// Launch-table case L (generator/launch_table.py: the engine's variant(), by name). call.operand: [0] the 12-bit
 // stream, [1] the group headers (patches), [2] the overflow entries, [3] their bucket offsets; call.scalar: [0] table
 // words T0 | T1 << 32, [1] T2 | T3 << 32, [2] the number of overflow entries (0: none, the pass after the loop skipped
 // and L::overflow_bytes not taken).

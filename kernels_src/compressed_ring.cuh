@@ -263,7 +263,7 @@ constexpr bool compressed_ring_layout_fits() {
     return ring + (int)sizeof(StagedOverflow) <= L::smem_bytes && L::smem_bytes <= (int)kSmemOptInLimit;
 }
 
-// Launch-table case L (runtime.py's launch_table: the engine's variant(), by name). call.operand: [0] the ring slots,
+// Launch-table case L (generator/launch_table.py: the engine's variant(), by name). call.operand: [0] the ring slots,
 // [1] the overflow's row starts, [2] its entries' rows, [3] its entries; call.scalar: [0] table words T0 | T1 << 32,
 // [1] T2 | T3 << 32, [2] the number of overflow entries.
 template <typename L>

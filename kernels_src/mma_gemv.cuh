@@ -256,7 +256,7 @@ constexpr bool mma_gemv_layout_fits() {
            L::smem_bytes <= (int)kSmemOptInLimit;
 }
 
-// Launch-table case L (runtime.py's launch_table: the engine's variant(), by name). call.operand[0] = packed weights
+// Launch-table case L (generator/launch_table.py: the engine's variant(), by name). call.operand[0] = packed weights
 // (dual: hi), [1] = packed lo weights (dual) or the weights again.
 template <typename L>
 const char* launch_mma_gemv(const Call& c) {

@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
     }
 }
 
-// ---- Host launcher (runtime.py's launch table). call.operand[0] = the packed weight tiles, [1] = the router's lo
+// ---- Host launcher (launch_table.py's cases). call.operand[0] = the packed weight tiles, [1] = the router's lo
 // tiles (dual) or the tiles again; call.scalar[0] = the workspace's floats (the partials, then probe-gemm's stamps).
 // ctas: the persistent grid, cooperative when a split tile's CTAs wait on each other.
 template <typename L>

@@ -475,7 +475,7 @@ constexpr bool tma_layout_fits() {
     return ring + (L::splits - 1) * owned * 4 * L::NB * 4 <= L::smem_bytes && L::smem_bytes <= (int)kSmemOptInLimit;
 }
 
-// Launch-table case L (runtime.py's launch_table: the engine's variant(), by name). call.operand[0] = the packed tiles
+// Launch-table case L (generator/launch_table.py: the engine's variant(), by name). call.operand[0] = the packed tiles
 // (dual: hi), [1] = the lo tiles (dual) or the tiles again, [2] = the zeroed accumulator (atomic).
 template <typename L>
 const char* launch_tma(const Call& c) {
