@@ -110,41 +110,19 @@ def test_every_line_of_cuda_src_sits_where_its_line_directives_say(built):
     assert checked > 1500 and gaps > 0
 
 
+TOP_DOWN = ("LAYERS", "prepare", "kernel_fn", "route", "TABLES", "KERNELS", "CUDA_SRC", "LAUNCH_TABLE")
+
+
 def test_the_file_reads_top_down(built):
-    """The docstring, the problem and the tables, prepare() and kernel_fn(), the engines, the C++ last."""
+    """The docstring, the problem, prepare() and kernel_fn(), the engines and the routing, their tables and
+    kernels, the C++ last (the launch table after the sources it instantiates)."""
     tree = ast.parse(built)
     order = {}
     for index, node in enumerate(tree.body):
-        for name in (
-            "LAYERS",
-            "prepare",
-            "kernel_fn",
-            "route",
-            "TABLES",
-            "KERNELS",
-            "CUDA_SRC",
-            "LAUNCH_TABLE",
-        ):
-            target = getattr(node, "name", None) or next(
-                (
-                    t.id
-                    for t in getattr(node, "targets", [getattr(node, "target", None)])
-                    if isinstance(t, ast.Name)
-                ),
-                None,
-            )
-            if target == name:
-                order[name] = index
-    assert sorted(order, key=order.get) == [
-        "LAYERS",
-        "prepare",
-        "kernel_fn",
-        "route",
-        "TABLES",
-        "KERNELS",
-        "CUDA_SRC",
-        "LAUNCH_TABLE",
-    ]
+        targets = getattr(node, "targets", [getattr(node, "target", None)])
+        names = {getattr(node, "name", None)} | {t.id for t in targets if isinstance(t, ast.Name)}
+        order.update({name: index for name in TOP_DOWN if name in names})
+    assert sorted(order, key=order.get) == list(TOP_DOWN)
     assert ast.get_docstring(tree).startswith("Dense projections of Muse Spark Open")
 
 
