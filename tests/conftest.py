@@ -41,12 +41,39 @@ def _inputs(root: Path) -> dict:
     }
 
 
+def made_once(tmp_path_factory, name: str, make) -> Path:
+    """The file `name` holding make()'s text, made once a run: the run's xdist workers share it in the run's own
+    folder (the first one to ask makes it, under a lock)."""
+    from filelock import FileLock
+
+    folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = folder.parent  # above each worker's own: the run's
+    path = folder / name
+    with FileLock(f"{path}.lock"):
+        if not path.is_file():
+            path.write_text(make())
+    return path
+
+
 @pytest.fixture(scope="session")
-def built() -> str:
+def built(tmp_path_factory) -> str:
     """dist/submission.py as the checkout's sources make it now: rendered once for the whole run."""
     from generator.render import render_submission
 
-    return render_submission(REPO_ROOT)
+    return made_once(
+        tmp_path_factory, "built_submission.py", lambda: render_submission(REPO_ROOT)
+    ).read_text()
+
+
+@pytest.fixture(scope="session")
+def host_program(tmp_path_factory) -> str:
+    """The output of tests/host_program.py's program (the CUDA side's arithmetic), built and run once a run (its
+    tests are marked as needing nvcc)."""
+    import host_program
+
+    folder = tmp_path_factory.mktemp("host_program")
+    return made_once(tmp_path_factory, "host_program.txt", lambda: host_program.run(folder)).read_text()
 
 
 @pytest.fixture(scope="session")
@@ -55,9 +82,7 @@ def every_engine_file(tmp_path_factory) -> Path:
     and `probe-gemm` load it."""
     from generator.render import render_every_engine
 
-    path = tmp_path_factory.mktemp("every_engine") / "every_engine.py"
-    path.write_text(render_every_engine(REPO_ROOT))
-    return path
+    return made_once(tmp_path_factory, "every_engine.py", lambda: render_every_engine(REPO_ROOT))
 
 
 def routed_engines(root: Path = REPO_ROOT) -> list:

@@ -117,15 +117,17 @@ BROKEN = 'static_assert(broken, "an error only the compiler finds");'  # a names
 
 
 @needs_nvcc
-def test_a_cuda_error_fails_the_build_at_its_line(repo_copy, one_render):
+def test_a_cuda_error_fails_the_build_at_its_line(repo_copy, monkeypatch):
+    """The render takes the source; the compile of what it renders (CUDA_SRC with LAUNCH_TABLE) refuses it."""
+    which = shutil.which  # nvcc alone: the host compiler has nothing to say here
+    monkeypatch.setattr(shutil, "which", lambda name, *args, **kw: None if name == "c++" else which(name))
     cuh = repo_copy / "kernels_src" / "mma_gemv.cuh"
     _edit(cuh, "namespace okc {", f"namespace okc {{\n{BROKEN}")
     line = cuh.read_text().splitlines().index(BROKEN) + 1
-    for args in ((), ("--check",)):
-        assert _build(repo_copy, *args).startswith(f"error: kernels_src/mma_gemv.cuh:{line}: ")
-    out = repo_copy / "dist" / "submission.py"
-    assert CliRunner().invoke(main, ["build", "--root", str(repo_copy), "--no-compilers"]).exit_code == 0
-    assert out.read_text() != PREVIOUS  # the check, not the render, refused it
+    message = _build(repo_copy)
+    assert message.startswith(f"error: kernels_src/mma_gemv.cuh:{line}: ") and message.endswith(
+        "(the check of CUDA_SRC and BINDING_SRC; --no-compilers skips it)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -138,11 +140,13 @@ def test_a_cuda_error_fails_the_build_at_its_line(repo_copy, one_render):
 def test_a_build_without_nvcc_says_its_summary_skipped_the_check(
     repo_copy, render_skipped, monkeypatch, hidden, says
 ):
-    """Without nvcc a CUDA syntax error cannot be found before the GPU: the build passes, and says so. (The render
-    takes the broken source: test_a_cuda_syntax_error_fails_the_build_at_its_line.)"""
-    _edit(repo_copy / "kernels_src" / "mma_gemv.cuh", "namespace okc {", "namespace okc {\nint broken = ;")
-    which = shutil.which
+    """Without nvcc a CUDA error cannot be found before the GPU: the build passes, and says so (the compilers it
+    has are handed the file's C++: test_a_cuda_error_fails_the_build_at_its_line runs them)."""
+    from generator import compile as compilers
+
+    which, given = shutil.which, []
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kw: None if name in hidden else which(name))
+    monkeypatch.setattr(compilers, "syntax_check", lambda cuda, binding, *found: given.append(found))
     if "c++" not in hidden and (CXX is None or python_headers() is None):
         pytest.skip("needs a host C++ compiler and Python's headers")
     out = repo_copy / "dist" / "submission.py"
@@ -156,13 +160,22 @@ def test_a_build_without_nvcc_says_its_summary_skipped_the_check(
         result = CliRunner().invoke(main, ["build", "--root", str(repo_copy), *args])
         assert result.exit_code == 0, result.output
         assert result.output.startswith(summary) and result.output.strip().endswith(ends), result.output
+    assert given == ([] if "c++" in hidden else [(None, which("c++"))])
 
 
 @needs_cxx
-def test_a_binding_syntax_error_fails_the_build_at_its_line(repo_copy, one_render):
-    cpp = repo_copy / "kernels_src" / "binding.cpp"
-    cpp.write_text(cpp.read_text() + "int broken = ;\n")
-    line = len(cpp.read_text().splitlines())
+def test_a_binding_syntax_error_fails_the_build_at_its_line(repo_copy, monkeypatch, built):
+    """The host compiler on the file's BINDING_SRC, whose #line names binding.cpp: an error at the shim's end is
+    its last line plus one. (The render inlines the source line for line: test_a_cuda_error_fails_... renders.)
+    """
+    from generator import render
+
+    which = shutil.which  # the host compiler alone: nvcc has nothing to say here
+    monkeypatch.setattr(shutil, "which", lambda name, *args, **kw: None if name == "nvcc" else which(name))
+    line = len((REPO_ROOT / "kernels_src" / "binding.cpp").read_text().splitlines()) + 1
+    binding_end = built.rindex('"""', 0, built.index("\nLAUNCH_TABLE = "))
+    broken = built[:binding_end] + "int broken = ;\n" + built[binding_end:]
+    monkeypatch.setattr(render, "render_submission", lambda root: broken)
     assert _build(repo_copy).startswith(f"error: kernels_src/binding.cpp:{line}: ")
 
 
@@ -704,7 +717,12 @@ def test_compression_prints_a_legend_of_exactly_its_columns():
     legend = compression_legend().splitlines()
     keys = [line[:10].strip() for line in legend if not line.startswith(" ")]
     assert " ".join(format_report([]).split()) == "matrix shape " + " ".join(keys)
-    result = CliRunner().invoke(main, ["compression", "--layers", "o", "--dist", "normal"])
+    from generator.cli import app
+
+    shrunk = app.load_problem_or_fail(8)  # the legend is the point, not the layer's size
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(app, "load_problem_or_fail", lambda: shrunk)
+        result = CliRunner().invoke(main, ["compression", "--layers", "o", "--dist", "normal"])
     assert result.exit_code == 0 and result.output.endswith("\n".join(legend) + "\n"), result.output
 
 

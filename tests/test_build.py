@@ -398,12 +398,13 @@ def test_an_unwritable_out_is_one_line(repo_copy, tmp_path, one_render):
 
 def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     """Run from inside a copy, the installed generator builds that copy (its tables, into its dist/), not the tree it
-    was installed from, and keeps the files it derives current there: after a table edit, build alone leaves
-    `headers --check` (README.md's figures among them) green. (A kernels_src module there that does not parse is one line: test_bad_input.py,
-    test_a_broken_module_leaves_every_commands_help.)"""
-    import subprocess
-    import sys
+    was installed from (the checkout a command works on is the one its folder is in: find_root), and keeps the files
+    it derives current there: after a table edit, build alone leaves `headers --check` (README.md's figures among
+    them) green. (In a fresh interpreter in a copy: test_last_bad_inputs.py; a kernels_src module there that does
+    not parse is one line: test_bad_input.py, test_a_broken_module_leaves_every_commands_help.)"""
+    from generator import find_root
 
+    assert find_root(repo_copy / "tables") == repo_copy and find_root(REPO_ROOT / "docs") == REPO_ROOT
     _edit(
         repo_copy / "tables" / "mma_gemv.yaml", "unroll: 2, pipeline: double", "unroll: 1, pipeline: double"
     )
@@ -413,20 +414,15 @@ def test_the_command_works_on_the_checkout_it_runs_in(repo_copy):
     )
     (repo_copy / "README.md").write_text(readme)
     out = repo_copy / "dist" / "submission.py"
-    run = subprocess.run(
-        [sys.executable, "-m", "generator", "build", "--no-compilers"],
-        cwd=repo_copy,
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0 and out.exists(), run.stderr
+    run = CliRunner().invoke(main, ["build", "--no-compilers", "--root", str(repo_copy)])  # its REPO_ROOT
+    assert run.exit_code == 0 and out.exists(), run.output
     routed = routed_engines(repo_copy)
     tables = [table for table in load_tables(load_problem(repo_copy), repo_copy) if table.engine in routed]
     built_tables = load_submission(out, module_name="built_in_its_copy").TABLES
     assert _tables(built_tables) == _tables(tables)
     assert _tables(built_tables) != _tables(load_submission(DIST, module_name="the_checkouts").TABLES)
     # ... and every file it derives is current: README.md's launch-table figure is the tables' again
-    assert "999 cases" not in (repo_copy / "README.md").read_text() and "README.md" in run.stdout
+    assert "999 cases" not in (repo_copy / "README.md").read_text() and "README.md" in run.output
     result = CliRunner().invoke(main, ["headers", "--check", "--root", str(repo_copy)])
     assert result.exit_code == 0, result.output
 

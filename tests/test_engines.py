@@ -1,15 +1,12 @@
 """The engines: routing, each engine's rule (and the CUDA layouts fit the shared memory it gives them), and the
 kernels a build compiles (exactly those its routes reach)."""
 
-import itertools
 import re
-import shutil
-import subprocess
 
 import pytest
 from click.testing import CliRunner
 
-from tools import needs, on_ci
+from tools import needs
 
 from generator import REPO_ROOT
 from generator.cli import main
@@ -318,17 +315,6 @@ def test_every_route_of_the_built_tables_has_its_kernel_and_fits_its_m():
     assert seen == sum(len(skip_sets(layer, t)) for layer in PROBLEM.layers.values()) * plan_max_m(t)
 
 
-def _host_program_output(tmp_path, name, source, gencode=()):
-    """stdout of a host-only C++ program (`source`, which includes the kernels' headers) built with nvcc and run:
-    how these tests read the CUDA side's own arithmetic."""
-    if shutil.which("nvcc") is None:
-        pytest.fail("no nvcc on PATH" + (": CI must have it" if on_ci() else ""))
-    program = tmp_path / f"{name}.cu"
-    program.write_text(source)
-    subprocess.run(["nvcc", "-std=c++17", *gencode, str(program), "-o", str(tmp_path / name)], check=True)
-    return subprocess.run([str(tmp_path / name)], capture_output=True, text=True, check=True).stdout
-
-
 SRC = REPO_ROOT / "kernels_src"
 M_OF_NB = {1: 8, 2: 16, 4: 32}
 
@@ -342,84 +328,33 @@ def test_every_layers_row_groups_fit_the_semaphore_counters():
     assert max(layer.n for layer in PROBLEM.layers.values()) // 16 <= SEMAPHORE_GROUPS
 
 
-# The layout-fit check each CUDA launcher static_asserts (its case's smem_bytes, from its engine's rule, against the
-# shared memory its kernel lays out).
-LAYOUT_FITS = {
-    "tma_gemv": "tma_layout_fits",
-    "tma_gemm": "tma_layout_fits",
-    "mma_gemv": "mma_gemv_layout_fits",
-    "compressed_gemv": "compressed_gemv_layout_fits",
-    "compressed_ring": "compressed_ring_layout_fits",
-}
-# Launch arguments no layout-fit check reads (the checks of cases differing only in these are one check).
-NOT_LAYOUT = {"unroll", "pipeline", "out"}
-
-
-def admitted_variants():
-    """The launch-table case of every config each CUDA engine's rule admits on the problem's layers, at the largest
-    m of each of its classes (splits, which the fields leave to the rule, in 1 .. 32), one per layout."""
-    found = {}
-    for engine in ENGINES:
-        if engine.name not in LAYOUT_FITS:
-            continue
-        fields = [f.allowed if f.allowed is not None else (1, 2, 3, 4, 8, 16, 32) for f in engine.FIELDS]
-        layers, ms = PROBLEM.layers.values(), engine.class_maxima()
-        for layer, m, values in itertools.product(layers, ms, itertools.product(*fields)):
-            cfg = engine.Config(*values)
-            if engine.config_error(cfg, layer, m) is None:
-                v = engine.variant(cfg, layer, m)
-                layout = tuple((name, value) for name, value in v.args if name not in NOT_LAYOUT)
-                found.setdefault((v.engine, layout), v)
-    return list(found.values())
-
-
 @needs_nvcc
-def test_every_admitted_configs_shared_memory_holds_its_kernels_layout(tmp_path):
+def test_every_admitted_configs_shared_memory_holds_its_kernels_layout(host_program):
     """Each engine's rule sizes a launch's shared memory (smem_bytes, rendered into its launch-table case); each
     launcher static_asserts that its kernel's layout fits in it (ring, cluster inbox, warps' tiles, staged overflow).
     Here that check runs on every config the rules admit, and on a case one byte short, which it must refuse.
     """
-    from generator.launch_table import launch_table
-    from kernels_src.engine import Variant
+    from host_program import LAYOUT_FITS, section
 
-    cases = admitted_variants()
-    tight = next(v for v in cases if v.engine == "tma_gemv" and dict(v.args)["splits"] == 1)
-    short = Variant(
-        tight.engine, tight.kernel, tuple((n, x - 1 if n == "smem_bytes" else x) for n, x in tight.launch)
-    )
-    cases.append(short)
-    fits = ", ".join(f"okc::{LAYOUT_FITS[v.engine]}<okc::launch::Case{i}>()" for i, v in enumerate(cases))
-    out = _host_program_output(
-        tmp_path,
-        "layout_fits",
-        f'#include "{SRC}/mma_gemv.cuh"\n#include "{SRC}/compressed_ring.cuh"\n#include <cstdio>\n'
-        + launch_table(cases, launchers=False)
-        + f'\nconstexpr bool kFits[] = {{{fits}}};\nint main() {{ for (bool f : kFits) printf("%d\\n", f); }}\n',
-    ).split()
-    assert {v.engine for v in cases} == set(LAYOUT_FITS) and len(cases) > 1000
-    assert out[:-1] == ["1"] * (len(cases) - 1), [cases[i] for i, fits in enumerate(out) if fits != "1"][:3]
-    assert out[-1] == "0"  # one byte short of the ring: refused
+    cases = [line.split(" ", 2) for line in section(host_program, "fits")]  # fits, engine, its arguments
+    assert {engine for _, engine, _ in cases} == set(LAYOUT_FITS) and len(cases) > 1000
+    assert [fits for fits, _, _ in cases[:-1]] == ["1"] * (len(cases) - 1), [c for c in cases if c[0] != "1"][
+        :3
+    ]
+    assert cases[-1][0] == "0"  # one byte short of the ring: refused
 
 
 @needs_nvcc
-def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
+def test_tma_cluster_owners_partition_the_consumer_threads(host_program):
     """tma_gemv.cuh's tma_owned_from / tma_owner, compiled: for every splits a cluster may have, the ranks' thread
     ranges tile 0..127, each rank owns at least one thread, tma_owner names the range a thread is in, and the largest
     share is the ceil(128 / S) threads tma_gemv.py's smem_bytes gives each rank's inbox."""
-    out = _host_program_output(
-        tmp_path,
-        "owners",
-        f'#include "{SRC}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
-        " for (int s = 2; s <= 16; ++s) {\n"
-        '  printf("s %d", s);\n'
-        '  for (int r = 0; r <= s; ++r) printf(" %d", okc::tma_owned_from(r, s));\n'
-        '  for (int t = 0; t < 128; ++t) printf(" %d", okc::tma_owner(t, s));\n'
-        '  printf("\\n");\n }\n}\n',
-    )
-    lines = out.splitlines()
+    from host_program import section
+
+    lines = section(host_program, "owners")
     assert len(lines) == 15
     for line in lines:
-        values = list(map(int, line.split()[1:]))
+        values = list(map(int, line.split()))
         s = values[0]
         starts, owners = values[1 : 2 + s], values[2 + s :]
         assert starts[0] == 0 and starts[-1] == 128 and len(owners) == 128
@@ -432,19 +367,12 @@ def test_tma_cluster_owners_partition_the_consumer_threads(tmp_path):
 
 
 @needs_nvcc
-def test_the_overflow_tile_index_inverts_the_tile_map(tmp_path):
+def test_the_overflow_tile_index_inverts_the_tile_map(host_program):
     """compressed_gemv.cuh's tile_index (where the overflow pass puts a weight) inverts tile_coords (where the
-    epilogue reads it), for every NB."""
-    lines = _host_program_output(
-        tmp_path,
-        "tile_index",
-        f'#include "{SRC}/compressed_gemv.cuh"\n#include <cstdio>\n'
-        "template <int NB> int bad_indices() { int bad = 0; for (int idx = 0; idx < 4 * NB * 4 * 32; ++idx) {"
-        " int r = 0, i = 0, t = 0; okc::tile_coords<NB>(idx, r, i, t); bad += okc::tile_index<NB>(r, i, t) != idx; }"
-        " return bad; }\n"
-        'int main() { printf("bad %d\\n", bad_indices<1>() + bad_indices<2>() + bad_indices<4>()); }\n',
-    ).splitlines()
-    assert lines == ["bad 0"]
+    epilogue reads it), for every NB: no index of the three tile maps comes back elsewhere."""
+    from host_program import section
+
+    assert section(host_program, "tile_index") == ["0"]
 
 
 def test_wgmma_serialisation_is_read_from_ptxas_info():

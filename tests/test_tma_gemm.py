@@ -230,21 +230,14 @@ def test_every_config_the_gpu_tests_name_runs_on_some_shape():
 
 
 @needs("nvcc")
-def test_the_register_budget_divides_by_the_kernels_threads(tmp_path):
+def test_the_register_budget_divides_by_the_kernels_threads(host_program):
     """The thread count under tma_kernel's __launch_bounds__ (tma_gemv.cuh, tma_threads) is the one register_budget
     divides 64 K registers by."""
-    from test_engines import _host_program_output
+    from host_program import section
 
     from kernels_src.tma_gemm import register_budget, tma_threads
 
-    src = REPO_ROOT / "kernels_src"
-    out = _host_program_output(
-        tmp_path,
-        "gemm_threads",
-        f'#include "{src}/tma_gemv.cuh"\n#include <cstdio>\nint main() {{\n'
-        ' for (int wg : {1, 2, 4}) printf("%d %d\\n", wg, okc::tma_threads(wg));\n}\n',
-    )
-    rows = [tuple(map(int, line.split())) for line in out.splitlines()]
+    rows = [tuple(map(int, line.split())) for line in section(host_program, "threads")]
     assert len(rows) == 3
     for wg, threads in rows:
         assert threads == tma_threads(wg) and min(255, 65536 // threads // 8 * 8) == register_budget(wg)
