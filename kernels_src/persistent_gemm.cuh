@@ -30,6 +30,11 @@ struct GemmArgs {
 #ifndef OKC_GEMM_STAMPS
 #define OKC_GEMM_STAMPS 0
 #endif
+// The producer lanes' pause after their first slot, in SM clocks (probe-gemm --define sets it; 0: none), so that
+// every CTA's first slot is asked for ahead of the rest of the rings.
+#ifndef OKC_GEMM_FIRST_GAP
+#define OKC_GEMM_FIRST_GAP 0
+#endif
 enum GemmPhase { kStampEntry, kStampFirstSlot, kStampMainloops, kStampUnits, kStampArrived, kStampExit };
 __device__ __forceinline__ void gemm_stamp(const GemmArgs& a, int g, int phase) {
     if constexpr (OKC_GEMM_STAMPS) {
@@ -58,9 +63,11 @@ struct GemmShape {
     static constexpr int kStageOut = kChunk * kStagePitch * kOutBytes;  // a warpgroup's staging bytes
     static constexpr int kPartial = kBlocks * kNB * 128;                // float4s of a warpgroup's partial tile
     static constexpr int kShareBlocks = kNB / 2;  // token blocks of a split tile's share at most (>= 2 CTAs)
+    static constexpr int kGatherBytes = Stages * kStage / kGemmConsumers;  // a warpgroup's half of the idle ring
     static constexpr int kSmem = Stages * kStage + kGemmConsumers * kStageOut + 1024;  // +1 KB: swizzle alignment
     static_assert(kBlocks * kAcc <= kGemmMaxAccumulators, "a consumer thread's accumulators fit its registers");
     static_assert(kSmem <= (int)kSmemOptInLimit, "the ring and the staging fit shared memory");
+    static_assert(2 * kBlocks * kShareBlocks * 128 * 16 <= kGatherBytes, "the own share and one other's fit");
 };
 
 // A CTA's work, unit by unit: k-blocks [k_begin, k_end) of one tile. CTA c takes whole tiles c, c + ctas, ... for
@@ -104,7 +111,8 @@ template <class S, bool WEIGHTS>
 __device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uint8_t* slots, const CUtensorMap* x_map,
                                              const GemmArgs& a, int row_tiles) {
     const int k_blocks = a.K / kTmaTileK;
-    const uint64_t x_policy = l2_evict_last();  // x is read by every row tile
+    // x is read by every row tile (kept); W once where one token tile covers M (let go), else by each token tile
+    const uint64_t policy = !WEIGHTS ? l2_evict_last() : a.M <= S::kTokens ? l2_evict_first() : l2_evict_normal();
     GemmSchedule schedule(row_tiles * ((a.M + S::kTokens - 1) / S::kTokens), k_blocks, a.ctas, blockIdx.x);
     RingCursor<S::kStages> cursor;
     GemmUnit u;
@@ -117,14 +125,17 @@ __device__ __forceinline__ void gemm_produce(RingBarriers<S::kStages>& ring, uin
 #pragma unroll
                 for (int r = 0; r < S::kRows / 64; ++r) {
                     const size_t tile = ((size_t)(row64 + r) * k_blocks + kb) * kTmaWBytes;
-                    bulk_load_1d(slot + r * kTmaWBytes, a.w + tile, kTmaWBytes, full);
+                    bulk_load_1d_hint(slot + r * kTmaWBytes, a.w + tile, kTmaWBytes, full, policy);
                     if constexpr (S::kDual)
-                        bulk_load_1d(slot + S::kWBytes + r * kTmaWBytes, a.w2 + tile, kTmaWBytes, full);
+                        bulk_load_1d_hint(slot + S::kWBytes + r * kTmaWBytes, a.w2 + tile, kTmaWBytes, full, policy);
                 }
             } else {
                 ring.wait_free(cursor.slot, cursor.phase);
-                tma_load_2d_hint(slot + S::kXOffset, x_map, kb * kTmaTileK, token0, &ring.full[cursor.slot], x_policy);
+                tma_load_2d_hint(slot + S::kXOffset, x_map, kb * kTmaTileK, token0, &ring.full[cursor.slot], policy);
             }
+            if (OKC_GEMM_FIRST_GAP && kb == u.k_begin && cursor.slot == 0 && cursor.phase == 0)
+                for (const long long t0 = clock64(); clock64() - t0 < OKC_GEMM_FIRST_GAP;) {
+                }
         }
     }
 }
@@ -207,23 +218,50 @@ __device__ __forceinline__ void gemm_write(const GemmArgs& a, uint8_t* staging, 
     }
 }
 
+// A split tile's share of participant `share` of `count`: its 8-token blocks [first, first + blocks).
+struct GemmShare {
+    int first, blocks;
+    template <int NB>
+    __device__ __forceinline__ static GemmShare of(int share, int count) {
+        const int first = NB * share / count;
+        return GemmShare{first, NB * (share + 1) / count - first};
+    }
+    __device__ __forceinline__ bool holds(int block) const { return block >= first && block < first + blocks; }
+};
+
 // Phase 3b, a split tile's unit (a CTA's last: the rule splits the tiles past the full waves over equal groups of
-// CTAs): its partial into the CTA's workspace slot, thread-major so a warp stores 512 contiguous bytes, then counted
-// in. (Bulk adds into one fp32 sum a tile took 1.4-4.3 us longer: docs/persistent-gemm.md, The split-K tail.)
+// CTAs): its partial into the CTA's workspace slot, thread-major so a warp stores 512 contiguous bytes, but for the
+// blocks of its own share, which never leave the SM (1/S of the store and of the gather); then counted in. (Bulk
+// adds into one fp32 sum a tile took 1.4-4.3 us longer: docs/persistent-gemm.md, The split-K tail.)
 template <class S, int G>
 __device__ __forceinline__ void gemm_store_partial(float4* slot, int* arrivals, const float (&acc)[S::kBlocks][S::kAcc],
-                                                   int t) {
+                                                   GemmShare own, int t) {
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
         for (int j = 0; j < S::kNB; ++j)
-            __stcg(slot + (b * S::kNB + j) * 128 + t,
-                   make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
+            if (!own.holds(j))
+                __stcg(slot + (b * S::kNB + j) * 128 + t,
+                       make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]));
     asm volatile("fence.proxy.async.global;" ::: "memory");  // visible to the bulk copies that will read it
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
     // One release by thread 0 covers the warpgroup's stores, ordered before it by the barrier: a __threadfence in
     // every thread (MEMBAR.SC.GPU) made the store phase 2.31 us at qkv_gate m = 128, this 1.94
     if (t == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(arrivals) : "memory");
+}
+
+// The own share, kept: thread-major at the head of this warpgroup's half of the ring, once both consumer warpgroups
+// are done with it. Each thread reads back only what it wrote, so no barrier stands between.
+template <class S>
+__device__ __forceinline__ void gemm_keep_share(float4* kept, const float (&acc)[S::kBlocks][S::kAcc], GemmShare own,
+                                                int t) {
+#pragma unroll
+    for (int b = 0; b < S::kBlocks; ++b)
+#pragma unroll
+        for (int j = 0; j < S::kNB; ++j)
+            if (own.holds(j))
+                kept[(b * own.blocks + j - own.first) * 128 + t] =
+                    make_float4(acc[b][4 * j], acc[b][4 * j + 1], acc[b][4 * j + 2], acc[b][4 * j + 3]);
 }
 
 __device__ __forceinline__ int load_acquire(const int* p) {
@@ -232,16 +270,18 @@ __device__ __forceinline__ int load_acquire(const int* p) {
     return v;
 }
 
-// Phase 4, once the tile's `count` CTAs have all stored theirs: participant `share`'s token blocks of every
-// participant's partial come into this warpgroup's half of the idle ring by bulk copies, as many participants a
-// round as fit (one L2 round trip each; loads one by one took o m = 128 from 13 to 26 us), are summed in participant
-// order (deterministic) and written out. The last to leave resets the tile's counters.
+// Phase 4, once the tile's `count` CTAs have all stored theirs: the own share (kept at the buffer's head) plus the
+// same token blocks of every other participant's partial, which come into the rest of this warpgroup's half of the
+// idle ring by bulk copies, as many participants a round as fit (one L2 round trip each; loads one by one took
+// o m = 128 from 13 to 26 us), summed own first, then in participant order (deterministic), and written out. The
+// last to leave resets the tile's counters.
 template <class S, int G>
 __device__ __forceinline__ void gemm_gather_share(const GemmArgs& a, const float4* parts, int* arrivals, int share,
                                                   int count, uint8_t* buffer, uint64_t* bar, int row0, int token0,
                                                   uint8_t* staging, int t) {
-    constexpr int kBuffer = S::kStages * S::kStage / kGemmConsumers;
-    const int block0 = S::kNB * share / count, blocks = S::kNB * (share + 1) / count - block0;
+    const GemmShare own = GemmShare::of<S::kNB>(share, count);
+    const int slice = own.blocks * 128 * 16;  // bytes of one participant's m64 block of the share
+    const int batch = own.blocks ? max(1, (S::kGatherBytes - slice * S::kBlocks) / (slice * S::kBlocks)) : count;
     if (t == 0) {
         while (load_acquire(arrivals) < count) __nanosleep(32);
         asm volatile("fence.proxy.async.global;" ::: "memory");  // the bulk copies read what was acquired
@@ -249,39 +289,43 @@ __device__ __forceinline__ void gemm_gather_share(const GemmArgs& a, const float
     }
     named_barrier_sync<kWarpgroupBarrier + G, 128>();
     float sum[S::kBlocks][4 * S::kShareBlocks];
+    const float4* kept = reinterpret_cast<const float4*>(buffer) + t;
 #pragma unroll
     for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
-        for (int e = 0; e < 4 * S::kShareBlocks; ++e) sum[b][e] = 0.f;
-    const int slice = blocks * 128 * 16;  // bytes of one participant's m64 block of the share
-    const int batch = blocks ? max(1, kBuffer / (slice * S::kBlocks)) : count;
+        for (int j = 0; j < S::kShareBlocks; ++j) {
+            const float4 v = j < own.blocks ? kept[(b * own.blocks + j) * 128] : make_float4(0.f, 0.f, 0.f, 0.f);
+            sum[b][4 * j] = v.x, sum[b][4 * j + 1] = v.y, sum[b][4 * j + 2] = v.z, sum[b][4 * j + 3] = v.w;
+        }
+    uint8_t* others = buffer + slice * S::kBlocks;
     uint32_t phase = 0;
-    for (int c0 = 0; c0 < count && blocks; c0 += batch) {
-        const int n = min(batch, count - c0);
+    for (int c0 = 0; c0 < count - 1 && own.blocks; c0 += batch) {  // c: the others, participant `share` skipped
+        const int n = min(batch, count - 1 - c0);
         if (t == 0) {
             mbar_arrive_expect_tx(bar, n * S::kBlocks * slice);
             for (int c = c0; c < c0 + n; ++c)
                 for (int b = 0; b < S::kBlocks; ++b)
-                    bulk_load_1d(buffer + ((c - c0) * S::kBlocks + b) * slice,
-                                 parts + (size_t)c * kGemmConsumers * S::kPartial + (b * S::kNB + block0) * 128, slice,
-                                 bar);
+                    bulk_load_1d(others + ((c - c0) * S::kBlocks + b) * slice,
+                                 parts + (size_t)(c + (c >= share)) * kGemmConsumers * S::kPartial +
+                                     (b * S::kNB + own.first) * 128,
+                                 slice, bar);
         }
         mbar_wait(bar, phase);
         phase ^= 1;
-        const float4* got = reinterpret_cast<const float4*>(buffer) + t;
+        const float4* got = reinterpret_cast<const float4*>(others) + t;
         for (int c = 0; c < n; ++c)
 #pragma unroll
             for (int b = 0; b < S::kBlocks; ++b)
 #pragma unroll
                 for (int j = 0; j < S::kShareBlocks; ++j)
-                    if (j < blocks) {
-                        const float4 v = got[((c * S::kBlocks + b) * blocks + j) * 128];
+                    if (j < own.blocks) {
+                        const float4 v = got[((c * S::kBlocks + b) * own.blocks + j) * 128];
                         sum[b][4 * j] += v.x, sum[b][4 * j + 1] += v.y, sum[b][4 * j + 2] += v.z,
                             sum[b][4 * j + 3] += v.w;
                     }
         named_barrier_sync<kWarpgroupBarrier + G, 128>();  // the buffer is free for the next participants
     }
-    gemm_write<S, G, S::kShareBlocks>(a, staging, row0, token0 + 8 * block0, sum, blocks, t);
+    gemm_write<S, G, S::kShareBlocks>(a, staging, row0, token0 + 8 * own.first, sum, own.blocks, t);
     if (t == 0 && atomicAdd(arrivals + 1, 1) == count - 1) arrivals[0] = 0, arrivals[1] = 0;
 }
 
@@ -324,8 +368,11 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
         if (u.k_begin > 0 || u.k_end < k_blocks) {
             const GemmSplit<S, G> split(a, schedule, u, row_tiles);
             split_unit = u;
+            const GemmShare own = GemmShare::of<S::kNB>(split.share, split.count);
             gemm_store_partial<S, G>(split.parts + (size_t)split.share * kGemmConsumers * S::kPartial, split.arrivals,
-                                     acc, t);
+                                     acc, own, t);
+            named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
+            gemm_keep_share<S>(reinterpret_cast<float4*>(slots + G * S::kGatherBytes), acc, own, t);
         } else {
             gemm_write<S, G, S::kNB>(a, staging, (u.tile % row_tiles) * S::kRows + G * S::kRowsPerGroup,
                                      (u.tile / row_tiles) * S::kTokens, acc, S::kNB, t);
@@ -334,10 +381,8 @@ __device__ __forceinline__ void gemm_consume(RingBarriers<S::kStages>& ring, uin
     if (stamp) gemm_stamp(a, G, kStampUnits);
     if (split_unit.tile >= 0) {
         const GemmSplit<S, G> s(a, schedule, split_unit, row_tiles);
-        named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();  // both warpgroups are done with the ring
-        gemm_gather_share<S, G>(a, s.parts, s.arrivals, s.share, s.count,
-                                slots + G * (S::kStages * S::kStage / kGemmConsumers), gather_bar, s.row0, s.token0,
-                                staging, t);
+        gemm_gather_share<S, G>(a, s.parts, s.arrivals, s.share, s.count, slots + G * S::kGatherBytes, gather_bar,
+                                s.row0, s.token0, staging, t);
     } else if (stamp) {
         gemm_stamp(a, G, kStampArrived);
     }

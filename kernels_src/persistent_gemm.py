@@ -51,7 +51,8 @@ GEMM_FIELDS = (
         None,
         build_only(
             "the persistent grid: each CTA takes whole tiles for the full waves, then the tiles left are split over"
-            " equal groups of CTAs (split-K: each stores its partial, then sums a share of the tile's and writes it)"
+            " equal groups of CTAs (split-K: each stores its partial but its own share, then sums that share of the"
+            " tile's and writes it)"
         ),
         bounds=build_only(f"1 .. {SMS}"),
     ),
@@ -103,8 +104,8 @@ class PersistentGemm(Engine):
     summary = build_only(
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
-        " full waves, the rest split over equal groups of CTAs: each stores its partial, then sums and writes"
-        " its share of the tile's."
+        " full waves, the rest split over equal groups of CTAs: each stores its partial but its own share, then"
+        " sums and writes that share of the tile's."
     )
 
     def m_class(self, m):

@@ -102,6 +102,19 @@ def test_equal_splits_give_a_cta_one_split_unit_its_last(tiles, k_blocks, ctas):
         assert len([u for u in units if u[1] == tile]) == ctas // split
 
 
+@pytest.mark.parametrize("blocks", [8, 16, 32])
+def test_the_shares_of_a_split_tile_cover_it_once_and_each_gathers_every_other_partial(blocks):
+    """persistent_gemm.cuh's GemmShare::of and gemm_gather_share's `c + (c >= share)`: the S shares of a tile's
+    8-token blocks are disjoint and cover it, and participant `share` reads exactly the other S - 1 partials.
+    """
+    for count in range(2, 34):
+        shares = [(blocks * s // count, blocks * (s + 1) // count) for s in range(count)]
+        assert [b for lo, hi in shares for b in range(lo, hi)] == list(range(blocks)), count
+        for share in range(count):
+            others = [c + (c >= share) for c in range(count - 1)]
+            assert sorted(others + [share]) == list(range(count)), (count, share)
+
+
 def test_the_rule_bounds_accumulators_shared_memory_and_the_grid():
     qkv = Layer("qkv_gate", 2304, 8192, "bfloat16")
     router = Layer("router", 256, 8192, "float32")

@@ -209,9 +209,9 @@ def test_a_phase_row_reads_each_launchs_stamps_past_the_partials(monkeypatch):
 
 
 @needs("nvcc")
-def test_the_gemm_stamps_compile_in_only_for_the_probe():
-    """persistent_gemm built as the probe builds it reads the global timer, with no spill; the shipped build
-    (OKC_GEMM_STAMPS undefined) has no trace of it in its SASS."""
+def test_the_gemm_stamps_and_first_gap_compile_in_only_for_the_probe():
+    """persistent_gemm built as the probe builds it reads the global timer (stamps) or the SM clock (the producer's
+    first gap, --define), with no spill; the shipped build (both macros undefined) has no trace of either."""
     from generator.compile import compile_cuda
     from generator.sources import load_sources
     from kernels_src.engine import Layer
@@ -224,12 +224,17 @@ def test_the_gemm_stamps_compile_in_only_for_the_probe():
     layer = Layer("probe", 2304, 8192, "bfloat16")
     kernels = [PERSISTENT_GEMM.variant(GemmConfig(128, 128, 5, 108), layer, 128)]
     source = load_sources(REPO_ROOT).cuda + launch_table(kernels)
-    for stamped in (True, False):
-        code, messages, found, sass = compile_cuda(
-            (gemm.STAMPS_ON if stamped else "") + source, cuobjdump=cuobjdump
-        )
+    gap = gemm.parse_define("OKC_GEMM_FIRST_GAP=600")
+    for head, timer, clock in ((gemm.STAMPS_ON, True, False), ("", False, False), (gap, False, True)):
+        code, messages, found, sass = compile_cuda(head + source, cuobjdump=cuobjdump)
         assert code == 0 and found and not [k.name for k in found if k.spills], messages[-2000:]
-        assert ("GLOBALTIMER" in sass) == stamped
+        assert ("GLOBALTIMER" in sass, "SR_CLOCK" in sass) == (timer, clock), head
+
+
+@pytest.mark.parametrize("text", ["OKC_GEMM_FIRST_GAP", "600=OKC", "OKC_GEMM_FIRST_GAP= "])
+def test_a_bad_gemm_define_is_one_line(text):
+    with pytest.raises(gemm.ProbeError, match="expected NAME=VALUE"):
+        gemm.parse_define(text)
 
 
 # ---- probe-tail: persistent_gemm's split-K tail apart from the GEMM (generator/probes/tail.py, splitk_tail.cu)

@@ -99,8 +99,14 @@ def probe_slots(file: Path, specs, reps: int, json_path: Path | None) -> None:
     show_default=True,
     help="Build the kernel with its phase stamps and add each config's timeline over this many cold launches.",
 )
+@click.option(
+    "--define",
+    "defines",
+    multiple=True,
+    help="NAME=VALUE: a macro of persistent_gemm.cuh set for this build (repeatable), e.g. OKC_GEMM_FIRST_GAP=600.",
+)
 @output_option("--json", "json_path", help="Also write the rows.")
-def probe_gemm(sizes, file: Path, configs, reps: int, phases: int, json_path: Path | None) -> None:
+def probe_gemm(sizes, file: Path, configs, reps: int, phases: int, defines, json_path: Path | None) -> None:
     """persistent_gemm on a plain GEMM of SIZES = M N K (bf16 in and out) against cuBLAS in the same run, cold
     and warm, each config checked against an fp32 reference first (a markdown table); with --phases, where each
     CTA's time goes (generator/probes/gemm.py)."""
@@ -110,6 +116,7 @@ def probe_gemm(sizes, file: Path, configs, reps: int, phases: int, json_path: Pa
 
     try:
         parsed = [gemm.parse_config(text) for text in configs] or list(gemm.DEFAULT_CONFIGS)
+        define_lines = [gemm.parse_define(text) for text in defines]
     except gemm.ProbeError as exc:
         fail(str(exc))
     layer = Layer("probe", sizes[1], sizes[2], "bfloat16")
@@ -122,7 +129,7 @@ def probe_gemm(sizes, file: Path, configs, reps: int, phases: int, json_path: Pa
     file = every_engine_file(file)
     try:
         module = load_submission(file)
-        rows, phase_rows = gemm.run(module, *sizes, parsed, reps, phases)
+        rows, phase_rows = gemm.run(module, *sizes, parsed, reps, phases, define_lines)
     except (SubmissionLoadError, gemm.ProbeError) as exc:
         fail(str(exc))
     click.echo(gemm.table(rows))

@@ -74,9 +74,18 @@ def parse_config(text: str) -> tuple:
     return values
 
 
-def run(module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: int = 0):
+def parse_define(text: str) -> str:
+    """`NAME=VALUE` (a macro of persistent_gemm.cuh's, e.g. OKC_GEMM_FIRST_GAP=600) -> its #define line."""
+    name, _, value = text.partition("=")
+    if not name.isidentifier() or not value.strip():
+        raise ProbeError(f"--define {text!r}: expected NAME=VALUE, e.g. OKC_GEMM_FIRST_GAP=600")
+    return f"#define {name} {value.strip()}\n"
+
+
+def run(module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: int = 0, defines=()):
     """Every config's row, after its correctness check, cuBLAS timed in the same run; and with phases > 0 (the
-    stamped build) each config's timeline over that many cold launches: (rows, phase rows)."""
+    stamped build) each config's timeline over that many cold launches: (rows, phase rows). `defines`: #define
+    lines put ahead of the file's CUDA (parse_define)."""
     import torch
 
     from generator.judge.timing import L2Flusher, settle, time_cold_us, time_warm_us
@@ -84,8 +93,9 @@ def run(module: ModuleType, m: int, n: int, k: int, configs, reps: int, phases: 
     from kernels_src.persistent_gemm import PERSISTENT_GEMM, GemmConfig
 
     layer = module.Layer("probe", n, k, "bfloat16")
-    if phases and STAMPS_ON not in module.CUDA_SRC:
-        module.CUDA_SRC = STAMPS_ON + module.CUDA_SRC
+    head = "".join(defines) + (STAMPS_ON if phases else "")
+    if head and not module.CUDA_SRC.startswith(head):
+        module.CUDA_SRC = head + module.CUDA_SRC
     ext = extension_of(module, [PERSISTENT_GEMM.variant(GemmConfig(*c), layer, m) for c in configs])
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)

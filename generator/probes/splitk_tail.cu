@@ -11,7 +11,7 @@ namespace okc {
 
 // The designs, in the order the probe's table lists them.
 enum TailDesign : int {
-    kTailStore = 0,         // the kernel's: partials by st.global, shares gathered back by bulk copies
+    kTailStore = 0,         // the kernel's: partials less the own share by st.global, gathered back by bulk copies
     kTailBulkStore = 1,     // partials staged in shared memory and written by bulk copies; gathered back as above
     kTailReduceShares = 2,  // partials bulk-added into the tile's one fp32 sum in L2; each CTA then reads its share
     kTailReduceLast = 3,    // the same adds; the last CTA to add reads the whole tile
@@ -231,13 +231,15 @@ __device__ __forceinline__ void tail_consume(const TailArgs& a, uint8_t* slots, 
     float acc[S::kBlocks][S::kAcc];
     tail_partial<S>(acc, row0, token0, p, t);
     if (t == 0) gemm_stamp(a.g, G, kStampEntry);
-    if constexpr (D == kTailStore || D == kTailBulkStore) {  // the kernel's gather after either store
+    if constexpr (D == kTailStore || D == kTailBulkStore) {        // the kernel's gather after either store
+        const GemmShare own = GemmShare::of<S::kNB>(p, a.splits);  // kept out of the store and the gather
         if constexpr (D == kTailStore)
-            gemm_store_partial<S, G>(mine, arrivals, acc, t);
+            gemm_store_partial<S, G>(mine, arrivals, acc, own, t);
         else
             tail_bulk_store<S, G>(mine, arrivals, buffer, acc, t);
-        if (t == 0) gemm_stamp(a.g, G, kStampUnits);
         named_barrier_sync<kConsumersBarrier, 128 * kGemmConsumers>();
+        gemm_keep_share<S>(reinterpret_cast<float4*>(buffer), acc, own, t);
+        if (t == 0) gemm_stamp(a.g, G, kStampUnits);
         gemm_gather_share<S, G>(a.g, parts, arrivals, p, a.splits, buffer, bar, row0, token0, staging, t);
     } else if constexpr (D == kTailReduceShares) {
         tail_add_partial<S, G>(sum, arrivals, buffer, acc, t);

@@ -13,9 +13,9 @@ from typing import NamedTuple
 from generator import probes
 
 SOURCE = Path(__file__).with_name("splitk_tail.cu")
-# splitk_tail.cu's TailDesign, in order: st.global partials gathered back by bulk copies (the kernel's); bulk-copied
-# partials gathered alike; bulk adds into one fp32 sum a tile in L2, read back in shares or by the last CTA to add;
-# a cluster a tile, shares read from every rank's shared memory; stamps only (the floor)
+# splitk_tail.cu's TailDesign, in order: st.global partials less each CTA's own share, gathered back by bulk
+# copies (the kernel's); bulk-copied partials gathered alike; bulk adds into one fp32 sum a tile in L2, read back
+# in shares or by the last CTA to add; a cluster a tile, shares read from every rank's shared memory; stamps only
 DESIGNS = ("store", "bulk-store", "add-shares", "add-last", "cluster", "none")
 FLOOR = DESIGNS.index("none")
 CLUSTER = DESIGNS.index("cluster")
