@@ -19,8 +19,8 @@ GEMM_TOKENS = (64, 128, 256)  # tokens a tile: the wgmma N
 GEMM_STAGES = (3, 4, 5, 6, 7, 8)
 GEMM_SLOT_K = TILE_K  # K per ring slot: the packed tiles' (tma_gemv's), one 128-byte swizzle row of bf16
 GEMM_STAGED_BYTES = 8192  # output bytes a consumer warpgroup stages at a time in the epilogue
-GEMM_MAX_ACCUMULATORS = 128  # fp32 accumulators a consumer thread holds: (rows / 2) x tokens / 128
-SMS = 132  # the H200's SMs: a grid of at most this many CTAs is one wave
+GEMM_MAX_ACCUMULATORS = build_only(128)  # fp32 accumulators a consumer thread holds: (rows / 2) x tokens / 128
+SMS = build_only(132)  # the H200's SMs: a grid of at most this many CTAs is one wave
 GEMM_CUDA_CONSTANTS = build_only(
     (
         CudaConstant(
@@ -100,7 +100,7 @@ class PersistentGemm(Engine):
     m_min, m_max = 33, 256
     sweep_m = build_only((64, 128, 256))
     launcher = build_only("okc::launch_persistent_gemm")
-    cuda_constants = GEMM_CUDA_CONSTANTS
+    cuda_constants = build_only(GEMM_CUDA_CONSTANTS)
     summary = build_only(
         "persistent_gemm (33 <= m <= 256): a CTA per SM; a producer warp streams W (rows a tile, evict-first)"
         " and x (tokens a tile) by TMA into a ring that two consumer warpgroups read with wgmma; whole tiles in"
