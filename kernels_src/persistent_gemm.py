@@ -19,9 +19,7 @@ GEMM_TOKENS = (64, 128, 256)  # tokens a tile: the wgmma N
 GEMM_STAGES = (3, 4, 5, 6, 7, 8)
 GEMM_SLOT_K = TILE_K  # K per ring slot: the packed tiles' (tma_gemv's), one 128-byte swizzle row of bf16
 GEMM_STAGED_BYTES = 8192  # output bytes a consumer warpgroup stages at a time in the epilogue
-GEMM_MAX_ACCUMULATORS = build_only(
-    128
-)  # fp32 accumulators a consumer thread holds: (rows / 2) x tokens / 128
+GEMM_MAX_ACCUMULATORS = build_only(128)  # a consumer thread's fp32 accumulators: (rows / 2) x tokens / 128
 SMS = build_only(132)  # the H200's SMs: a grid of at most this many CTAs is one wave
 GEMM_CUDA_CONSTANTS = build_only(
     (
