@@ -10,6 +10,7 @@ places them."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -56,11 +57,7 @@ class _Source:
         self.tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(self.code)]
 
     def line(self, position: int) -> int:
-        low, high = 0, len(self.starts) - 1
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if self.starts[middle] <= position else (low, middle - 1)
-        return low
+        return bisect.bisect_right(self.starts, position) - 1
 
     def alone(self, tokens: list) -> bool:
         """Whether these tokens fill their lines (comments aside)."""
@@ -278,9 +275,11 @@ def reached(found: list[Definition], roots: set[str]) -> set[str]:
 
 
 def unreached(text: str, roots: set[str]) -> list[Definition]:
-    """The definitions of `text` that nothing the roots reach reads, in source order."""
+    """The definitions of `text` that nothing the roots reach reads, in source order (what a preprocessor
+    conditional names counts as read: #if decides what compiles)."""
+    conditions = re.findall(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b(.*)$", text, flags=re.M)
     found = definitions(text)
-    keep = reached(found, roots)
+    keep = reached(found, roots | {name for line in conditions for name in _IDENTIFIER.findall(line)})
     return [definition for definition in found if definition.name not in keep]
 
 
