@@ -20,9 +20,8 @@ PROJECT_PACKAGE = "kernels_src"
 # and an editor sees the names. The build inlines the prelude itself first and drops the includes of this file.
 CONSTANTS_HEADER = "generated/constants.h"  # in kernels_src/
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
-_LOCAL_INCLUDE_INLINED = re.compile(
-    r'^// #\s*include\s*"([^"]+)"', re.M
-)  # an include assemble_c_sources inlined
+# an include assemble_c_sources inlined
+_LOCAL_INCLUDE_INLINED = re.compile(r'^// #\s*include\s*"([^"]+)"', re.M)
 
 
 @dataclass(frozen=True)
@@ -34,10 +33,8 @@ class PythonModule:
     body: str  # everything else, verbatim; dropped lines left blank so body line i is source line first_line + i
     first_line: int  # source line of the body's first line
     uses: tuple[str, ...] = ()  # the kernels_src modules it imports names from, as file names (x.py)
-    shipped: tuple = (
-        "",
-        1,
-    )  # (body, first_line) without what build_only marks: what dist/submission.py holds
+    # (body, first_line) without what build_only marks: what dist/submission.py holds
+    shipped: tuple = ("", 1)
 
     def as_shipped(self) -> "PythonModule":
         return dataclasses.replace(self, body=self.shipped[0], first_line=self.shipped[1])

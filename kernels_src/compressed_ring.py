@@ -72,9 +72,8 @@ def ring_slots(z: dict, groups: int) -> torch.Tensor:
 def wgmma_columns(device=None) -> torch.Tensor:
     """int64 [64]: the K group's column each column of compress()'s fragment order must hold for wgmma's A
     registers (register j, half h of lane (g, t), fragment f: column 16 f + 2 t + 8 (j >> 1) + h)."""
-    where = unfragment(
-        torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64
-    )  # p at (row, column)
+    # p at (row, column)
+    where = unfragment(torch.arange(BUCKET, device=device).reshape(1, 1, 4, 32, 8), 16, 64)
     p = where[0].to(torch.int64)  # row 0: register j even
     f, lane, e = p // 256, (p // 8) % 32, p % 8
     return 16 * f + 2 * (lane & 3) + 8 * (e >> 2) + (e & 1)

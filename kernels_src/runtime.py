@@ -37,9 +37,8 @@ class Prepared:
         self.refused = {}
         self.routes = {}  # [(engine, cfg) for m = 0 .. top_m]
         self.buffers = {}
-        self.kernels = (
-            {}
-        )  # a launch table case (Variant.case) -> (the extension that holds it, its number there)
+        # a launch table case (Variant.case) -> (the extension that holds it, its number there)
+        self.kernels = {}
         self.plans = {}  # [(n, call) for m = 0 .. top_m]
 
 
@@ -67,9 +66,8 @@ def prepare(weights: "Weights") -> Prepared:
         "counters": torch.zeros(COUNTERS, dtype=torch.int32, device=device),
         "accumulator": torch.zeros(ACCUMULATOR_FLOATS, dtype=torch.float32, device=device),
     }
-    if (
-        cuda and KERNELS
-    ):  # every kernel the tables can reach, a refused layer's routes too: one build, any weights
+    # every kernel the tables can reach, a refused layer's routes too: one build, any weights
+    if cuda and KERNELS:
         extension = build_extension(EXTENSION, LAUNCH_TABLE)
         state.kernels = {case: (extension, number) for number, case in enumerate(KERNELS)}
     made = make_plans(state, layers)

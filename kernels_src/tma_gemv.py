@@ -25,9 +25,8 @@ CONSUMERS = 128  # threads of the consumer warpgroup
 PRODUCER = build_only(32)  # threads of the producer warp
 TMA_STAGES = (2, 4, 6, 8, 12, 14, 16)  # the ring depths the engines admit
 TMA_TILES = ("full", "half")
-TILES = Operand(
-    "tiles"
-)  # pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
+# pre-swizzled 64 x 64 tiles (packing.pack_tma_bulk): tma_gemv's full tiles and tma_gemm
+TILES = Operand("tiles")
 HALF_TILES = Operand("half_tiles")  # the half tiles' stacked K halves (packing.pack_tma_half_bulk)
 TMA_REDUCTIONS = ("none", "semaphore", "cluster_gather", "cluster_scatter")
 TMA_GEMV_FIELDS = (
@@ -111,9 +110,8 @@ def tma_variant(engine, cfg, layer, nb, half, warpgroups, staged, smem) -> Varia
 
 class TmaGemv(DecodeGemv):
     name = "tma_gemv"
-    precedence = build_only(
-        30
-    )  # ahead of mma_gemv, whose defaults take every m <= 32 no table before it lists
+    # ahead of mma_gemv, whose defaults take every m <= 32 no table before it lists
+    precedence = build_only(30)
     FIELDS = build_only(TMA_GEMV_FIELDS)
     Config = TmaGemvConfig
     launcher = build_only("okc::launch_tma")

@@ -263,9 +263,8 @@ def run_sweep(
         precompile_candidates(run, file, todo)
     run.plans = launches_to_time(run, todo)
     run.flush = L2Flusher()
-    settle(
-        run.flush
-    )  # else the first configs timed (the current entry first) run in the fast state after prepare()
+    # else the first configs timed (the current entry first) run in the fast state after prepare()
+    settle(run.flush)
     gen = torch.Generator(device=device)
     gen.manual_seed(seed + 3)
     points = []
